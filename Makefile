@@ -1,0 +1,60 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Each creates or
+# refreshes .venv (Python 3.11+) and installs the package before it runs.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+SHARED ?= $(abspath ../shared)
+
+# Offline assets of this workplace, when ../shared exists; a connected machine
+# without it downloads models the usual way.
+ifneq ($(wildcard $(SHARED)/models/all-MiniLM-L6-v2/onnx/model.onnx),)
+export RAGBUDGET_EMBEDDING_MODEL_PATH ?= $(SHARED)/models/all-MiniLM-L6-v2/onnx
+endif
+ifneq ($(wildcard $(SHARED)/tiktoken_cache),)
+export TIKTOKEN_CACHE_DIR ?= $(SHARED)/tiktoken_cache
+endif
+ifneq ($(wildcard $(SHARED)/data/scifact),)
+export RAGBUDGET_SCIFACT_DIR ?= $(SHARED)/data/scifact
+endif
+export ANONYMIZED_TELEMETRY := False
+export HF_HUB_DISABLE_TELEMETRY := 1
+
+.PHONY: help demo test integration_tests bench lint format check_imports clean
+
+help:  ## Show the targets
+	@grep -E '^[a-z_]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test,bench]'
+	touch $(STAMP)
+
+demo: $(STAMP)  ## Run the pipeline on the bundled sample corpus
+	$(BIN)/ragbudget demo
+
+test: $(STAMP)  ## Unit tests (offline, small corpora)
+	$(BIN)/pytest tests/unit_tests -q
+
+integration_tests: $(STAMP)  ## Slower tests against real models and data
+	$(BIN)/pytest tests/integration_tests -q
+
+bench: $(STAMP)  ## Retrieval benchmark on SciFact (see BENCHMARKS.md)
+	$(BIN)/python benchmarks/bench_retrieval.py
+
+lint: $(STAMP)  ## ruff check, ruff format --diff, mypy
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --diff .
+	$(BIN)/mypy langchain_ragbudget tests benchmarks
+
+format: $(STAMP)  ## Apply ruff fixes and formatting
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+check_imports: $(STAMP)  ## Import every module of the package
+	$(BIN)/python -c "import importlib, pkgutil, langchain_ragbudget as p; [importlib.import_module(m.name) for m in pkgutil.walk_packages(p.__path__, 'langchain_ragbudget.')]"
+
+clean:  ## Remove the virtual environment and caches
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

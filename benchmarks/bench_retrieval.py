@@ -1,0 +1,147 @@
+"""Retrieval benchmark on BEIR SciFact: quality and latency, side by side in one run.
+
+Systems: stock langchain_community BM25Retriever (rank_bm25), our BM25 (bm25s),
+dense (Chroma + all-MiniLM-L6-v2 ONNX), stock EnsembleRetriever(BM25Retriever, Chroma)
+with equal weights, and our HybridRetriever. Every query runs through every system in
+turn, so machine noise hits all of them alike; ratios are the result to trust.
+
+    make bench            # or: python benchmarks/bench_retrieval.py --limit 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from langchain_ragbudget import DenseRetriever, build_embeddings, build_hybrid_retriever
+from langchain_ragbudget.beir import load_beir
+from langchain_ragbudget.cache import cached_vector_store
+from langchain_ragbudget.config import load_config
+from langchain_ragbudget.embedded import build_sparse_retriever
+from langchain_ragbudget.metrics import ndcg_at_k, recall_at_k
+
+FETCH = 100
+console = Console()
+
+
+def stock_retrievers(corpus: list[Document], store: object) -> dict[str, BaseRetriever]:
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    from langchain_classic.retrievers import EnsembleRetriever
+    from langchain_community.retrievers import BM25Retriever as StockBM25
+
+    stock_bm25 = StockBM25.from_documents(corpus, k=FETCH)
+    chroma = store.as_retriever(search_kwargs={"k": FETCH})  # type: ignore[attr-defined]
+    ensemble = EnsembleRetriever(retrievers=[stock_bm25, chroma], weights=[0.5, 0.5])
+    return {"stock BM25Retriever": stock_bm25, "stock EnsembleRetriever": ensemble}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--data",
+        default=os.environ.get("RAGBUDGET_SCIFACT_DIR", "../shared/data/scifact"),
+    )
+    parser.add_argument("--limit", type=int, default=None, help="first N test queries")
+    parser.add_argument("--json", type=Path, default=None, help="write results here")
+    args = parser.parse_args()
+
+    dataset = load_beir(args.data)
+    queries = list(dataset.queries.items())[: args.limit]
+    config = load_config()
+    embeddings = build_embeddings(config.embedding)
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task(
+            "embedding corpus (cached after the first run)", total=len(dataset.corpus)
+        )
+        store = cached_vector_store(
+            dataset.corpus,
+            config.embedding,
+            embeddings,
+            name=dataset.name,
+            on_batch=lambda n: progress.advance(task, n),
+        )
+    hybrid = build_hybrid_retriever(dataset.corpus, config, vectorstore=store)
+    hybrid = hybrid.model_copy(update={"k": FETCH})
+    systems: dict[str, BaseRetriever] = {
+        **stock_retrievers(dataset.corpus, store),
+        "our BM25 (bm25s)": build_sparse_retriever(dataset.corpus, config),
+        "dense (Chroma, MiniLM ONNX)": DenseRetriever(vectorstore=store, k=FETCH),
+        "HybridRetriever": hybrid,
+    }
+    order = [
+        "stock BM25Retriever",
+        "our BM25 (bm25s)",
+        "dense (Chroma, MiniLM ONNX)",
+        "stock EnsembleRetriever",
+        "HybridRetriever",
+    ]
+    doc_id: Callable[[Document], str] = lambda d: str(d.metadata["doc_id"])  # noqa: E731
+    for name in order:  # warm-up: load models, fill caches
+        systems[name].invoke(queries[0][1])
+    latencies: dict[str, list[float]] = {name: [] for name in order}
+    ndcg: dict[str, list[float]] = {name: [] for name in order}
+    recall: dict[str, list[float]] = {name: [] for name in order}
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("queries", total=len(queries))
+        for query_id, text in queries:
+            relevant = dataset.qrels[query_id]
+            for name in order:
+                start = time.perf_counter()
+                results = systems[name].invoke(text)
+                latencies[name].append((time.perf_counter() - start) * 1000)
+                ranked = [doc_id(d) for d in results]
+                ndcg[name].append(ndcg_at_k(ranked, relevant, 10))
+                recall[name].append(recall_at_k(ranked, relevant, 100))
+            progress.advance(task)
+
+    rows = {
+        name: {
+            "ndcg@10": statistics.fmean(ndcg[name]),
+            "recall@100": statistics.fmean(recall[name]),
+            "p50_ms": statistics.median(latencies[name]),
+        }
+        for name in order
+    }
+    table = Table(
+        title=f"{dataset.name}: {len(queries)} test queries, "
+        f"{len(dataset.corpus)} documents"
+    )
+    for column in ("system", "nDCG@10", "recall@100", "p50 ms / query"):
+        table.add_column(column, justify="left" if column == "system" else "right")
+    for name, row in rows.items():
+        table.add_row(
+            name,
+            f"{row['ndcg@10']:.4f}",
+            f"{row['recall@100']:.4f}",
+            f"{row['p50_ms']:.2f}",
+        )
+    console.print(table)
+    speedup = (
+        rows["stock EnsembleRetriever"]["p50_ms"] / rows["HybridRetriever"]["p50_ms"]
+    )
+    console.print(
+        f"HybridRetriever p50 is {speedup:.1f}x lower than stock EnsembleRetriever"
+    )
+    console.print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}"
+    )
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rows, "speedup": speedup}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

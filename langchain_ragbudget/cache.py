@@ -1,0 +1,73 @@
+"""On-disk cache of embedded corpora, keyed by corpus content and embedding model.
+
+Embedding SciFact takes about ten minutes on two cores; a rerun over the same corpus
+with the same model opens the cached Chroma folder instead. A folder only counts as
+cached once its manifest is written, so an interrupted build is redone, not trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import VectorStore
+
+from langchain_ragbudget.config import EmbeddingSettings, VectorStoreSettings
+from langchain_ragbudget.dense import add_documents, build_vector_store
+
+CACHE_DIR_ENV = "RAGBUDGET_CACHE_DIR"
+_MANIFEST = "ragbudget_cache.json"
+
+
+def cache_root() -> Path:
+    """RAGBUDGET_CACHE_DIR, else the user cache folder (never the working tree)."""
+    configured = os.environ.get(CACHE_DIR_ENV)
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "langchain-ragbudget"
+
+
+def corpus_fingerprint(documents: Sequence[Document], model: str) -> str:
+    """sha256 over every id and text, in order, and the embedding model name."""
+    digest = hashlib.sha256(model.encode("utf-8"))
+    for document in documents:
+        digest.update(b"\x00" + str(document.id).encode("utf-8"))
+        digest.update(b"\x01" + document.page_content.encode("utf-8"))
+    return digest.hexdigest()[:20]
+
+
+def cached_vector_store(
+    documents: Sequence[Document],
+    embedding: EmbeddingSettings,
+    embeddings: Embeddings,
+    *,
+    name: str = "corpus",
+    root: Path | None = None,
+    on_batch: Callable[[int], None] | None = None,
+) -> VectorStore:
+    """A persistent Chroma holding `documents`, embedded once per content and model."""
+    key = corpus_fingerprint(documents, embedding.model)
+    folder = (root or cache_root()) / f"{name}-{key}"
+    settings = VectorStoreSettings(
+        collection=f"{name[:40]}-{key[:12]}", persist_directory=str(folder / "chroma")
+    )
+    manifest = folder / _MANIFEST
+    if manifest.is_file():
+        return build_vector_store(settings, embeddings)
+    if folder.exists():
+        shutil.rmtree(folder)  # an interrupted build: start again
+    folder.mkdir(parents=True)
+    store = build_vector_store(settings, embeddings)
+    add_documents(store, documents, on_batch=on_batch)
+    manifest.write_text(
+        json.dumps({"documents": len(documents), "model": embedding.model, "key": key}),
+        encoding="utf-8",
+    )
+    return store

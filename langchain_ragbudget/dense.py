@@ -1,0 +1,132 @@
+"""Dense retrieval: any LangChain vector store, Chroma embedded by default.
+
+`DenseRetriever` differs from `VectorStore.as_retriever()` in one way that matters
+here: it keeps the relevance score in metadata, so fusion can show it. It calls the
+store's `_similarity_search_with_relevance_scores` hook (the one stores override)
+because the public wrapper warns on every negative cosine similarity, which is a
+normal value, not an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import VectorStore
+from pydantic import ConfigDict, Field
+
+from langchain_ragbudget.config import EmbeddingSettings, VectorStoreSettings
+from langchain_ragbudget.embeddings import FastEmbedEmbeddings
+
+ADD_BATCH_SIZE = 256
+
+
+class DenseRetriever(BaseRetriever):
+    """Top-`k` similarity search on any VectorStore, relevance score in metadata."""
+
+    vectorstore: VectorStore
+    k: int = Field(4, ge=1)
+    score_key: str = "score"
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def _with_scores(self, pairs: list[tuple[Document, float]]) -> list[Document]:
+        return [
+            Document(
+                page_content=doc.page_content,
+                metadata={**doc.metadata, self.score_key: float(score)},
+                id=doc.id,
+            )
+            for doc, score in pairs
+        ]
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+    ) -> list[Document]:
+        pairs = self.vectorstore._similarity_search_with_relevance_scores(
+            query, k=self.k if k is None else k
+        )
+        return self._with_scores(pairs)
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+    ) -> list[Document]:
+        pairs = await self.vectorstore._asimilarity_search_with_relevance_scores(
+            query, k=self.k if k is None else k
+        )
+        return self._with_scores(pairs)
+
+
+def build_embeddings(settings: EmbeddingSettings) -> Embeddings:
+    """The configured embedding model (fastembed ONNX by default)."""
+    return FastEmbedEmbeddings(
+        model_name=settings.model,
+        model_path=settings.model_path,
+        cache_dir=settings.cache_dir,
+        batch_size=settings.batch_size,
+        threads=settings.threads,
+    )
+
+
+def build_vector_store(
+    settings: VectorStoreSettings, embeddings: Embeddings
+) -> VectorStore:
+    """Chroma: in memory, embedded in a folder, or a server, as configured.
+
+    Telemetry is off: it would be a network call nobody asked for.
+    """
+    import chromadb
+    from chromadb.config import Settings
+    from langchain_chroma import Chroma
+
+    client_settings = Settings(anonymized_telemetry=False)
+    common: dict[str, Any] = {
+        "collection_name": settings.collection,
+        "embedding_function": embeddings,
+        "collection_metadata": {"hnsw:space": "cosine"},
+    }
+    if settings.host is not None:
+        client = chromadb.HttpClient(
+            host=settings.host, port=settings.port, settings=client_settings
+        )
+        return Chroma(client=client, **common)
+    return Chroma(
+        persist_directory=settings.persist_directory,
+        client_settings=client_settings,
+        **common,
+    )
+
+
+def add_documents(
+    vectorstore: VectorStore,
+    documents: Sequence[Document],
+    batch_size: int = ADD_BATCH_SIZE,
+    on_batch: Callable[[int], None] | None = None,
+) -> None:
+    """Add documents in bounded batches (memory stays flat on large corpora).
+
+    `on_batch` is called with the size of each batch added, for progress bars.
+    """
+    for start in range(0, len(documents), batch_size):
+        batch = list(documents[start : start + batch_size])
+        ids = [doc.id for doc in batch]
+        vectorstore.add_documents(
+            batch, ids=ids if all(i is not None for i in ids) else None
+        )
+        if on_batch is not None:
+            on_batch(len(batch))

@@ -1,0 +1,70 @@
+"""The embedded default: BM25 in process plus Chroma with local ONNX embeddings.
+
+One laptop, no server, no API key. Pass your own `vectorstore` (a Chroma server, or
+any LangChain VectorStore already filled) to run the same fusion against it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import VectorStore
+
+from langchain_ragbudget.config import RagBudgetConfig, load_config
+from langchain_ragbudget.dense import (
+    DenseRetriever,
+    add_documents,
+    build_embeddings,
+    build_vector_store,
+)
+from langchain_ragbudget.hybrid import HybridRetriever
+from langchain_ragbudget.sparse import BM25Retriever
+
+
+def build_sparse_retriever(
+    documents: Sequence[Document], config: RagBudgetConfig
+) -> BM25Retriever:
+    """BM25 over `documents` with the configured parameters and fetch size."""
+    return BM25Retriever.from_documents(
+        documents,
+        k=config.retrieval.sparse.fetch_k,
+        k1=config.sparse.k1,
+        b=config.sparse.b,
+        method=config.sparse.method,
+        stemmer_language=config.sparse.stemmer,
+        stopwords=config.sparse.stopwords,
+    )
+
+
+def build_hybrid_retriever(
+    documents: Sequence[Document],
+    config: RagBudgetConfig | None = None,
+    *,
+    vectorstore: VectorStore | None = None,
+    embeddings: Embeddings | None = None,
+) -> HybridRetriever:
+    """BM25 + dense over `documents`, fused as configured.
+
+    Without `vectorstore`, the configured Chroma is built and `documents` are
+    embedded into it; with one, it is used as it is (already filled).
+    """
+    config = config or load_config()
+    if vectorstore is None:
+        vectorstore = build_vector_store(
+            config.vector_store, embeddings or build_embeddings(config.embedding)
+        )
+        add_documents(vectorstore, documents)
+    retrieval = config.retrieval
+    return HybridRetriever(
+        retrievers=[
+            build_sparse_retriever(documents, config),
+            DenseRetriever(vectorstore=vectorstore, k=retrieval.dense.fetch_k),
+        ],
+        names=["bm25", "dense"],
+        weights=[retrieval.sparse.weight, retrieval.dense.weight],
+        k=retrieval.k,
+        c=retrieval.rrf_c,
+        id_key=retrieval.id_key,
+    )

@@ -1,0 +1,34 @@
+"""Error types raised at the boundary where a bad value enters.
+
+Each message names what was wrong and what to do, so a user never has to read a
+stack trace to find the offending file, key or value.
+"""
+
+from __future__ import annotations
+
+
+class RagBudgetError(Exception):
+    """Base class for every error this package raises on purpose."""
+
+
+class ConfigError(RagBudgetError, ValueError):
+    """A configuration file or value is invalid.
+
+    Carries the file, the dotted key path and the offending value so callers
+    (and the CLI) can show them without parsing the message.
+    """
+
+    def __init__(self, file: str, key: str, value: object, problem: str) -> None:
+        self.file = file
+        self.key = key
+        self.value = value
+        self.problem = problem
+        super().__init__(f"{file}: key '{key}' = {value!r}: {problem}")
+
+
+class ModelUnavailableError(RagBudgetError, RuntimeError):
+    """A model (embedder, reranker) is neither on disk nor downloadable."""
+
+
+class IndexLoadError(RagBudgetError):
+    """A saved index is missing, incomplete or incompatible."""

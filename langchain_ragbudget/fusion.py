@@ -1,0 +1,71 @@
+"""Weighted reciprocal rank fusion over ranked lists of document keys.
+
+Cormack, Clarke and Buettcher, "Reciprocal Rank Fusion outperforms Condorcet and
+individual Rank Learning Methods", SIGIR 2009, with one weight per list:
+
+    score(d) = sum_i  w_i / (c + rank_i(d)),   ranks counted from 1.
+
+Pure functions over plain keys; the retriever that calls them is a thin shell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Fused:
+    """One fused document: its key, fused score and rank in each input list."""
+
+    key: str
+    score: float
+    ranks: tuple[int | None, ...]
+
+
+def validate_weights(weights: Sequence[float], n_lists: int) -> None:
+    """Raise ValueError unless there is one non-negative weight per list, not all 0."""
+    if len(weights) != n_lists:
+        raise ValueError(
+            f"weights has {len(weights)} entries for {n_lists} retrievers; "
+            "give one weight per retriever"
+        )
+    negative = [w for w in weights if w < 0]
+    if negative:
+        raise ValueError(f"weights must be non-negative, got {list(weights)}")
+    if not any(w > 0 for w in weights):
+        raise ValueError(f"weights are all zero: {list(weights)}")
+
+
+def first_ranks(keys: Sequence[str]) -> dict[str, int]:
+    """Rank (from 1) of each distinct key; a repeat neither counts nor takes a place."""
+    ranks: dict[str, int] = {}
+    for key in keys:
+        ranks.setdefault(key, len(ranks) + 1)
+    return ranks
+
+
+def weighted_rrf(
+    rankings: Sequence[Sequence[str]], weights: Sequence[float], c: float = 60.0
+) -> list[Fused]:
+    """Fuse ranked key lists, best first; ties keep first-seen order.
+
+    A key repeated inside one list is scored at its first (best) rank only, so a
+    retriever that returns a document twice does not inflate its score.
+    """
+    validate_weights(weights, len(rankings))
+    per_list = [first_ranks(keys) for keys in rankings]
+    order: dict[str, None] = {}
+    for ranks in per_list:
+        order.update(dict.fromkeys(ranks))
+    fused = []
+    for key in order:
+        ranks_of_key = tuple(ranks.get(key) for ranks in per_list)
+        score = sum(
+            weight / (c + rank)
+            for weight, rank in zip(weights, ranks_of_key, strict=True)
+            if rank is not None
+        )
+        fused.append(Fused(key, score, ranks_of_key))
+    fused.sort(key=lambda item: item.score, reverse=True)
+    return fused

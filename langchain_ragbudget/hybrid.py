@@ -1,0 +1,200 @@
+"""Hybrid retrieval: any number of LangChain retrievers fused by weighted RRF.
+
+Unlike the stock EnsembleRetriever it keeps the metadata of every retriever that
+returned a document (langchain issue 38627), does not let a document repeated in one
+list inflate its score (issue 37046), records each retriever's rank and score, and
+reports the candidates cut below `k` instead of dropping them in silence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig
+from pydantic import ConfigDict, Field, model_validator
+
+from langchain_ragbudget.drops import (
+    CandidateList,
+    DropReason,
+    DropRecord,
+    Stage,
+    drops_of,
+)
+from langchain_ragbudget.fusion import Fused, validate_weights, weighted_rrf
+from langchain_ragbudget.identity import document_key
+
+
+class HybridRetriever(BaseRetriever):
+    """Fuse sparse, dense (or any) retrievers with weighted reciprocal rank fusion.
+
+    Each returned document carries `<name>_rank` and `<name>_score` for every
+    retriever that returned it, plus `fused_score` and `fused_rank`, all plain
+    Python numbers. The result is a `CandidateList` whose `drops` name the
+    candidates fused below `k`.
+    """
+
+    retrievers: Sequence[BaseRetriever] = Field(min_length=1)
+    weights: list[float] | None = None
+    names: list[str] | None = None
+    fetch_k: list[int | None] | None = None
+    k: int = Field(10, ge=1)
+    c: float = Field(60.0, ge=0)
+    id_key: str | None = "chunk_id"
+    score_key: str = "score"
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    @model_validator(mode="after")
+    def _check_lengths(self) -> HybridRetriever:
+        n = len(self.retrievers)
+        validate_weights(self.resolved_weights, n)
+        if self.names is not None and (
+            len(self.names) != n or len(set(self.names)) != n
+        ):
+            raise ValueError(f"names must be {n} distinct names, got {self.names}")
+        if self.fetch_k is not None:
+            if len(self.fetch_k) != n:
+                raise ValueError(f"fetch_k has {len(self.fetch_k)} entries for {n}")
+            if any(size is not None and size < 1 for size in self.fetch_k):
+                raise ValueError(f"fetch_k entries must be >= 1, got {self.fetch_k}")
+        return self
+
+    @property
+    def resolved_weights(self) -> list[float]:
+        """The weights in use: as given, or equal."""
+        return self.weights or [1.0] * len(self.retrievers)
+
+    @property
+    def resolved_names(self) -> list[str]:
+        """Metadata prefixes: as given, or derived from the retriever classes."""
+        return self.names or _default_names(self.retrievers)
+
+    def _child_kwargs(self, index: int) -> dict[str, Any]:
+        size = self.fetch_k[index] if self.fetch_k is not None else None
+        return {} if size is None else {"k": size}
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+    ) -> CandidateList:
+        results = [
+            retriever.invoke(
+                query,
+                RunnableConfig(callbacks=run_manager.get_child(tag=f"retriever_{i}")),
+                **self._child_kwargs(i),
+            )
+            for i, retriever in enumerate(self.retrievers)
+        ]
+        return self.fuse(results, self.k if k is None else k)
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+    ) -> CandidateList:
+        results = await asyncio.gather(
+            *(
+                retriever.ainvoke(
+                    query,
+                    RunnableConfig(
+                        callbacks=run_manager.get_child(tag=f"retriever_{i}")
+                    ),
+                    **self._child_kwargs(i),
+                )
+                for i, retriever in enumerate(self.retrievers)
+            )
+        )
+        return self.fuse(results, self.k if k is None else k)
+
+    def fuse(self, results: Sequence[Sequence[Document]], k: int) -> CandidateList:
+        """Fuse one result list per retriever; keep the top `k`, record the rest."""
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        keyed = [
+            [(document_key(doc, self.id_key), doc) for doc in docs] for docs in results
+        ]
+        fused = weighted_rrf(
+            [[key for key, _ in pairs] for pairs in keyed],
+            self.resolved_weights,
+            self.c,
+        )
+        firsts = [_first_by_key(pairs) for pairs in keyed]
+        documents = [
+            self._merge(item, rank, firsts) for rank, item in enumerate(fused, 1)
+        ]
+        upstream = [record for docs in results for record in drops_of(docs)]
+        cut = [
+            DropRecord(
+                key=item.key,
+                stage=Stage.FUSION,
+                reason=DropReason.FUSION_CUT,
+                rank=rank,
+                document=document,
+                detail=f"fused rank {rank} is past k={k}",
+            )
+            for rank, (item, document) in enumerate(
+                zip(fused, documents, strict=True), 1
+            )
+            if rank > k
+        ]
+        return CandidateList(documents[:k], upstream + cut)
+
+    def _merge(
+        self, item: Fused, fused_rank: int, firsts: list[dict[str, Document]]
+    ) -> Document:
+        """One document for `item`: metadata of every retriever that returned it."""
+        present = [
+            (name, by_key[item.key])
+            for name, by_key in zip(self.resolved_names, firsts, strict=True)
+            if item.key in by_key
+        ]
+        metadata: dict[str, Any] = {}
+        for _, doc in present:
+            for key, value in doc.metadata.items():
+                if key != self.score_key:
+                    metadata.setdefault(key, value)
+        for (name, doc), rank in zip(
+            present, [r for r in item.ranks if r is not None], strict=True
+        ):
+            metadata[f"{name}_rank"] = int(rank)
+            score = doc.metadata.get(self.score_key)
+            if score is not None:
+                metadata[f"{name}_score"] = float(score)
+        metadata["fused_score"] = float(item.score)
+        metadata["fused_rank"] = fused_rank
+        first = present[0][1]
+        return Document(page_content=first.page_content, metadata=metadata, id=first.id)
+
+
+def _first_by_key(pairs: list[tuple[str, Document]]) -> dict[str, Document]:
+    by_key: dict[str, Document] = {}
+    for key, doc in pairs:
+        by_key.setdefault(key, doc)
+    return by_key
+
+
+def _default_names(retrievers: Sequence[BaseRetriever]) -> list[str]:
+    """`BM25Retriever` -> `bm25`, `DenseRetriever` -> `dense`; repeats get `_2`..."""
+    names: list[str] = []
+    for retriever in retrievers:
+        base = re.sub(r"retriever$", "", type(retriever).__name__.lower()) or "r"
+        name, n = base, 1
+        while name in names:
+            n += 1
+            name = f"{base}_{n}"
+        names.append(name)
+    return names

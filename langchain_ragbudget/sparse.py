@@ -1,0 +1,200 @@
+"""Sparse retrieval: BM25 on `bm25s`, as a LangChain retriever.
+
+bm25s with stemming scores SciFact at nDCG@10 0.686 in 0.4 ms a query, where the stock
+rank_bm25 retriever with whitespace tokens gives 0.518 in 43.6 ms (issue 2).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import bm25s
+import Stemmer
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field, PrivateAttr
+
+from langchain_ragbudget.errors import IndexLoadError
+
+BM25Method = Literal["robertson", "atire", "bm25l", "bm25+", "lucene"]
+_SETTINGS_FILE = "ragbudget_bm25.json"
+_DOCUMENTS_FILE = "documents.jsonl"
+
+
+class BM25Retriever(BaseRetriever):
+    """BM25 over a fixed set of Documents, scored by bm25s.
+
+    Returns at most `k` documents, best first, each a copy carrying its BM25 score in
+    `metadata[score_key]`; documents sharing no term with the query are not returned.
+    Build with `from_documents`; persist with `save` and `load` (JSON and .npy, no
+    pickle).
+    """
+
+    k: int = Field(4, ge=1)
+    k1: float = Field(1.5, gt=0)
+    b: float = Field(0.75, ge=0, le=1)
+    method: BM25Method = "lucene"
+    stemmer_language: str | None = "english"
+    stopwords: str | list[str] | None = "en"
+    score_key: str = "score"
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    _index: bm25s.BM25 | None = PrivateAttr(default=None)
+    _documents: list[Document] = PrivateAttr(default_factory=list)
+    _stemmer: Stemmer.Stemmer | None = PrivateAttr(default=None)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Create the stemmer once; an unknown language fails here, by name."""
+        if self.stemmer_language is None:
+            return
+        try:
+            self._stemmer = Stemmer.Stemmer(self.stemmer_language)
+        except KeyError:
+            known = ", ".join(Stemmer.algorithms())
+            raise ValueError(
+                f"stemmer_language {self.stemmer_language!r} is not a PyStemmer "
+                f"language; use one of: {known}, or None"
+            ) from None
+
+    @classmethod
+    def from_documents(
+        cls, documents: Iterable[Document], **kwargs: Any
+    ) -> BM25Retriever:
+        """Index `documents` (kept as given; results are copies)."""
+        retriever = cls(**kwargs)
+        retriever._build(list(documents))
+        return retriever
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: Iterable[str],
+        metadatas: Iterable[dict[str, Any]] | None = None,
+        ids: Iterable[str] | None = None,
+        **kwargs: Any,
+    ) -> BM25Retriever:
+        """Index plain texts, with optional metadata and ids."""
+        texts = list(texts)
+        metas = list(metadatas) if metadatas is not None else [{} for _ in texts]
+        id_list = list(ids) if ids is not None else [None] * len(texts)
+        documents = [
+            Document(page_content=text, metadata=meta, id=doc_id)
+            for text, meta, doc_id in zip(texts, metas, id_list, strict=True)
+        ]
+        return cls.from_documents(documents, **kwargs)
+
+    @property
+    def documents(self) -> Sequence[Document]:
+        """The indexed documents, in index order."""
+        return tuple(self._documents)
+
+    def _tokenize(self, texts: list[str], *, return_ids: bool) -> Any:
+        return bm25s.tokenize(
+            texts,
+            stopwords=self.stopwords,
+            stemmer=self._stemmer,
+            return_ids=return_ids,
+            show_progress=False,
+        )
+
+    def _build(self, documents: list[Document]) -> None:
+        if not documents:
+            raise ValueError("BM25Retriever needs at least one document to index")
+        index = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
+        tokens = self._tokenize([d.page_content for d in documents], return_ids=True)
+        if not tokens.vocab:
+            raise ValueError(
+                f"none of the {len(documents)} documents has a word BM25 can index "
+                "(all empty, stopwords or single characters)"
+            )
+        index.index(tokens, show_progress=False)
+        self._index = index
+        self._documents = documents
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+    ) -> list[Document]:
+        return self.search(query, k=self.k if k is None else k)
+
+    def search(self, query: str, k: int) -> list[Document]:
+        """The top `k` documents for `query` with their score; no callbacks."""
+        if self._index is None:
+            raise RuntimeError("BM25Retriever has no index: use from_documents or load")
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        query_tokens = self._tokenize([query], return_ids=False)
+        if not query_tokens[0]:
+            return []
+        top = min(k, len(self._documents))
+        positions, scores = self._index.retrieve(
+            query_tokens, k=top, show_progress=False
+        )
+        results = []
+        for position, score in zip(positions[0], scores[0], strict=True):
+            if score <= 0:
+                break
+            source = self._documents[int(position)]
+            results.append(
+                Document(
+                    page_content=source.page_content,
+                    metadata={**source.metadata, self.score_key: float(score)},
+                    id=source.id,
+                )
+            )
+        return results
+
+    def save(self, directory: str | Path) -> None:
+        """Write the index, documents and settings to `directory` (no pickle)."""
+        if self._index is None:
+            raise RuntimeError("nothing to save: the retriever has no index")
+        path = Path(directory)
+        path.mkdir(parents=True, exist_ok=True)
+        self._index.save(str(path), show_progress=False)
+        settings = self.model_dump(exclude={"tags", "metadata"})
+        (path / _SETTINGS_FILE).write_text(json.dumps(settings), encoding="utf-8")
+        with (path / _DOCUMENTS_FILE).open("w", encoding="utf-8") as out:
+            for document in self._documents:
+                record = {
+                    "id": document.id,
+                    "page_content": document.page_content,
+                    "metadata": document.metadata,
+                }
+                try:
+                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                except TypeError as exc:
+                    raise ValueError(
+                        f"document {document.id!r} has metadata that is not "
+                        f"JSON-serialisable, so it cannot be saved: {exc}"
+                    ) from exc
+
+    @classmethod
+    def load(cls, directory: str | Path, **overrides: Any) -> BM25Retriever:
+        """Read a retriever written by `save`; `overrides` may change e.g. `k`."""
+        path = Path(directory)
+        settings_file = path / _SETTINGS_FILE
+        if not settings_file.is_file():
+            raise IndexLoadError(
+                f"{path} holds no saved BM25Retriever ({_SETTINGS_FILE} is missing)"
+            )
+        settings = json.loads(settings_file.read_text(encoding="utf-8"))
+        retriever = cls(**{**settings, **overrides})
+        retriever._index = bm25s.BM25.load(str(path), show_progress=False)
+        with (path / _DOCUMENTS_FILE).open(encoding="utf-8") as lines:
+            retriever._documents = [
+                Document(
+                    page_content=row["page_content"],
+                    metadata=row["metadata"],
+                    id=row["id"],
+                )
+                for row in map(json.loads, lines)
+            ]
+        return retriever

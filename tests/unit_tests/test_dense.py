@@ -1,0 +1,124 @@
+"""Dense side on the real parts: fastembed ONNX (local model) and embedded Chroma."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_ragbudget import (
+    DenseRetriever,
+    FastEmbedEmbeddings,
+    ModelUnavailableError,
+    build_hybrid_retriever,
+    load_config,
+)
+from langchain_ragbudget.config import VectorStoreSettings
+from langchain_ragbudget.dense import (
+    add_documents,
+    build_embeddings,
+    build_vector_store,
+)
+from langchain_ragbudget.drops import drops_of
+
+DOCS = [
+    Document(
+        page_content="The cat sat on the warm mat.", metadata={"source": "a"}, id="a"
+    ),
+    Document(
+        page_content="Stock markets fell sharply today.",
+        metadata={"source": "b"},
+        id="b",
+    ),
+    Document(
+        page_content="Kittens like to sleep in the sun.",
+        metadata={"source": "c"},
+        id="c",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def embeddings() -> FastEmbedEmbeddings:
+    embedder = build_embeddings(load_config().embedding)
+    assert isinstance(embedder, FastEmbedEmbeddings)
+    return embedder
+
+
+def test_embeddings_are_normalised_minilm_vectors(
+    embeddings: FastEmbedEmbeddings,
+) -> None:
+    vectors = embeddings.embed_documents(["a cat", "a dog", "stock prices"])
+    assert [len(v) for v in vectors] == [384, 384, 384]
+    assert all(math.isclose(sum(x * x for x in v), 1.0, rel_tol=1e-4) for v in vectors)
+    query = embeddings.embed_query("a cat")
+    assert query == pytest.approx(vectors[0], abs=1e-5)
+
+
+def test_batches_are_bounded(
+    embeddings: FastEmbedEmbeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = embeddings._text_embedding()
+    seen: list[int] = []
+    original = model.embed
+
+    def spy(texts: list[str], batch_size: int) -> object:
+        seen.append(batch_size)
+        return original(texts, batch_size=batch_size)
+
+    monkeypatch.setattr(model, "embed", spy)
+    embeddings.embed_documents(["x"] * 5)
+    assert seen == [32]
+
+
+def test_missing_local_model_is_a_clear_error(tmp_path: Path) -> None:
+    embedder = FastEmbedEmbeddings(model_path=str(tmp_path))
+    with pytest.raises(ModelUnavailableError, match=r"holds no model\.onnx"):
+        embedder.embed_query("x")
+
+
+def test_dense_retriever_keeps_ids_and_scores(
+    embeddings: FastEmbedEmbeddings, collection_name: str
+) -> None:
+    store = build_vector_store(
+        VectorStoreSettings(collection=collection_name), embeddings
+    )
+    add_documents(store, DOCS, batch_size=2)
+    results = DenseRetriever(vectorstore=store, k=2).invoke("a kitten sleeping")
+    assert {d.id for d in results} == {"a", "c"}
+    assert all(type(d.metadata["score"]) is float for d in results)
+    assert results[0].metadata["score"] >= results[1].metadata["score"]
+
+
+def test_persistent_chroma_reopens(
+    embeddings: FastEmbedEmbeddings, tmp_path: Path
+) -> None:
+    settings = VectorStoreSettings(
+        collection="persisted", persist_directory=str(tmp_path / "db")
+    )
+    add_documents(build_vector_store(settings, embeddings), DOCS)
+    reopened = DenseRetriever(vectorstore=build_vector_store(settings, embeddings), k=1)
+    assert reopened.invoke("markets")[0].id == "b"
+
+
+def test_embedded_hybrid_end_to_end(
+    embeddings: FastEmbedEmbeddings, collection_name: str
+) -> None:
+    config = load_config().model_copy(
+        update={"vector_store": VectorStoreSettings(collection=collection_name)}
+    )
+    results = build_hybrid_retriever(DOCS, config, embeddings=embeddings).invoke(
+        "cat on a mat", k=2
+    )
+    top = results[0]
+    assert top.id == "a"
+    assert {
+        "bm25_rank",
+        "bm25_score",
+        "dense_rank",
+        "dense_score",
+        "fused_score",
+    } <= set(top.metadata)
+    json.dumps([d.metadata for d in results])
+    assert [r.key for r in drops_of(results)] in (["b"], ["c"])

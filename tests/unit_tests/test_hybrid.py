@@ -1,0 +1,213 @@
+"""HybridRetriever fusion logic.
+
+The retrievers here are fixed lists (a test double for "any LangChain retriever"),
+so each case states exactly what fusion receives; the real BM25 + Chroma pair is
+exercised in test_standard.py and test_dense.py.
+"""
+
+import asyncio
+import json
+
+import pytest
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import Field, ValidationError
+
+from langchain_ragbudget import CandidateList, DropReason, HybridRetriever, Stage
+
+
+class ListRetriever(BaseRetriever):
+    documents: list[Document]
+    k: int = 100
+    calls: list[int] = Field(default_factory=list)
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+    ) -> list[Document]:
+        self.calls.append(self.k if k is None else k)
+        return self.documents[: self.k if k is None else k]
+
+
+class GatedRetriever(BaseRetriever):
+    """Async retriever that waits for the other one to have started."""
+
+    name_: str
+    started: dict[str, asyncio.Event]
+    documents: list[Document]
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        raise AssertionError("sync path not expected")
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        self.started[self.name_].set()
+        other = next(name for name in self.started if name != self.name_)
+        await asyncio.wait_for(self.started[other].wait(), timeout=5)
+        return self.documents
+
+
+def doc(doc_id: str | None, text: str = "", **metadata: object) -> Document:
+    return Document(
+        page_content=text or f"text of {doc_id}", metadata=metadata, id=doc_id
+    )
+
+
+def test_metadata_of_both_retrievers_survives() -> None:
+    sparse = ListRetriever(documents=[doc("a", page=3, score=7.5), doc("b", score=2.0)])
+    dense = ListRetriever(
+        documents=[doc("b", section="intro", score=0.9), doc("a", score=0.8)]
+    )
+    hybrid = HybridRetriever(retrievers=[sparse, dense], names=["bm25", "dense"])
+    by_id = {d.id: d.metadata for d in hybrid.invoke("q")}
+    assert by_id["a"] == {
+        "page": 3,
+        "bm25_rank": 1,
+        "bm25_score": 7.5,
+        "dense_rank": 2,
+        "dense_score": 0.8,
+        "fused_score": pytest.approx(1 / 61 + 1 / 62),
+        "fused_rank": 1,
+    }
+    assert by_id["b"]["section"] == "intro" and by_id["b"]["bm25_rank"] == 2
+    json.dumps(by_id)
+
+
+def test_absent_retriever_leaves_no_rank_or_score() -> None:
+    hybrid = HybridRetriever(
+        retrievers=[
+            ListRetriever(documents=[doc("a")]),
+            ListRetriever(documents=[doc("b", score=0.5)]),
+        ],
+        names=["s", "d"],
+    )
+    by_id = {d.id: d.metadata for d in hybrid.invoke("q")}
+    assert "d_rank" not in by_id["a"] and "s_rank" not in by_id["b"]
+    assert "s_score" not in by_id["a"]  # the retriever gave no score
+    assert by_id["b"]["d_score"] == 0.5
+
+
+def test_numpy_scores_become_plain_floats() -> None:
+    np = pytest.importorskip("numpy")
+    hybrid = HybridRetriever(
+        retrievers=[ListRetriever(documents=[doc("a", score=np.float32(1.5))])]
+    )
+    metadata = hybrid.invoke("q")[0].metadata
+    assert type(metadata["list_score"]) is float
+    json.dumps(metadata)
+
+
+def test_repeat_inside_one_list_does_not_inflate() -> None:
+    sparse = ListRetriever(documents=[doc("a"), doc("a"), doc("b")])
+    dense = ListRetriever(documents=[doc("b"), doc("a")])
+    results = HybridRetriever(retrievers=[sparse, dense]).invoke("q")
+    assert [d.id for d in results] == ["a", "b"]
+    assert results[0].metadata["fused_score"] == pytest.approx(
+        results[1].metadata["fused_score"]
+    )
+
+
+def test_identity_uses_id_then_metadata_key_then_content_hash() -> None:
+    left = ListRetriever(
+        documents=[doc(None, "same words", chunk_id="c1"), doc(None, "no key at all")]
+    )
+    right = ListRetriever(
+        documents=[
+            doc(None, "different words", chunk_id="c1"),
+            doc(None, "no key at all"),
+        ]
+    )
+    results = HybridRetriever(retrievers=[left, right]).invoke("q")
+    assert len(results) == 2
+    assert results[0].page_content == "same words"  # c1 merged by metadata key
+
+
+def test_same_text_different_ids_stay_distinct() -> None:
+    left = ListRetriever(documents=[doc("x", "shared text")])
+    right = ListRetriever(documents=[doc("y", "shared text")])
+    assert len(HybridRetriever(retrievers=[left, right]).invoke("q")) == 2
+
+
+def test_k_cut_is_recorded_not_silent() -> None:
+    docs = [doc(f"d{i}") for i in range(6)]
+    results = HybridRetriever(retrievers=[ListRetriever(documents=docs)], k=4).invoke(
+        "q"
+    )
+    assert isinstance(results, CandidateList)
+    assert [d.id for d in results] == ["d0", "d1", "d2", "d3"]
+    assert [(r.key, r.rank, r.stage, r.reason) for r in results.drops] == [
+        ("d4", 5, Stage.FUSION, DropReason.FUSION_CUT),
+        ("d5", 6, Stage.FUSION, DropReason.FUSION_CUT),
+    ]
+    assert (
+        len(
+            HybridRetriever(retrievers=[ListRetriever(documents=docs)]).invoke("q", k=2)
+        )
+        == 2
+    )
+
+
+def test_fetch_k_is_passed_to_each_retriever() -> None:
+    first = ListRetriever(documents=[doc("a"), doc("b"), doc("c")], calls=[])
+    second = ListRetriever(documents=[doc("c")], calls=[])
+    HybridRetriever(retrievers=[first, second], fetch_k=[2, None]).invoke("q")
+    assert first.calls == [2] and second.calls == [100]
+
+
+def test_weights_shift_the_order() -> None:
+    left = ListRetriever(documents=[doc("a"), doc("b")])
+    right = ListRetriever(documents=[doc("b"), doc("a")])
+    assert (
+        HybridRetriever(retrievers=[left, right], weights=[2, 1]).invoke("q")[0].id
+        == "a"
+    )
+    assert (
+        HybridRetriever(retrievers=[left, right], weights=[1, 2]).invoke("q")[0].id
+        == "b"
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"weights": [1.0]}, "one weight per retriever"),
+        ({"weights": [1.0, -1.0]}, "non-negative"),
+        ({"weights": [0.0, 0.0]}, "all zero"),
+        ({"names": ["x", "x"]}, "distinct names"),
+        ({"fetch_k": [0, 1]}, ">= 1"),
+    ],
+)
+def test_bad_settings_are_named(kwargs: dict[str, object], message: str) -> None:
+    pair = [ListRetriever(documents=[]), ListRetriever(documents=[])]
+    with pytest.raises(ValidationError, match=message):
+        HybridRetriever(retrievers=pair, **kwargs)
+
+
+def test_default_names_come_from_the_classes() -> None:
+    pair = [ListRetriever(documents=[]), ListRetriever(documents=[])]
+    assert HybridRetriever(retrievers=pair).resolved_names == ["list", "list_2"]
+
+
+async def test_async_path_runs_retrievers_concurrently() -> None:
+    started = {"one": asyncio.Event(), "two": asyncio.Event()}
+    one = GatedRetriever(name_="one", started=started, documents=[doc("a")])
+    two = GatedRetriever(name_="two", started=started, documents=[doc("b")])
+    # Each waits for the other to start: sequential execution would time out.
+    results = await HybridRetriever(retrievers=[one, two]).ainvoke("q")
+    assert {d.id for d in results} == {"a", "b"}
+
+
+def test_input_documents_are_not_mutated() -> None:
+    source = doc("a", score=1.0)
+    HybridRetriever(retrievers=[ListRetriever(documents=[source])]).invoke("q")
+    assert source.metadata == {"score": 1.0}

@@ -1,0 +1,125 @@
+import json
+from pathlib import Path
+
+import bm25s
+import pytest
+import Stemmer
+from langchain_core.documents import Document
+
+from langchain_ragbudget import BM25Retriever
+
+TEXTS = [
+    "Runners were running in the marathon on Sunday.",
+    "The marathon route closes several streets.",
+    "Quantum computers use qubits instead of bits.",
+    "A recipe for bread needs flour, water and salt.",
+    "The run was cancelled because of rain.",
+]
+
+
+@pytest.fixture
+def documents() -> list[Document]:
+    return [
+        Document(page_content=text, metadata={"source": f"doc{i}.txt"}, id=f"d{i}")
+        for i, text in enumerate(TEXTS)
+    ]
+
+
+def test_k_scores_and_copies(documents: list[Document]) -> None:
+    retriever = BM25Retriever.from_documents(documents, k=2)
+    results = retriever.invoke("marathon")
+    assert [d.id for d in results] == ["d1", "d0"] or [d.id for d in results] == [
+        "d0",
+        "d1",
+    ]
+    assert all(
+        type(d.metadata["score"]) is float and d.metadata["score"] > 0 for d in results
+    )
+    assert "score" not in documents[0].metadata  # the indexed documents are untouched
+    assert len(retriever.invoke("marathon", k=1)) == 1
+
+
+def test_stemming_matches_word_forms(documents: list[Document]) -> None:
+    stemmed = BM25Retriever.from_documents(documents, k=5)
+    plain = BM25Retriever.from_documents(documents, k=5, stemmer_language=None)
+    assert {d.id for d in stemmed.invoke("run")} == {"d0", "d4"}
+    assert {d.id for d in plain.invoke("run")} == {"d4"}
+
+
+def test_stopwords_are_configurable(documents: list[Document]) -> None:
+    with_stop = BM25Retriever.from_documents(documents, k=5)
+    without = BM25Retriever.from_documents(documents, k=5, stopwords=None)
+    assert with_stop.invoke("the") == []
+    assert len(without.invoke("the")) >= 2
+
+
+def test_no_shared_term_returns_nothing(documents: list[Document]) -> None:
+    assert BM25Retriever.from_documents(documents).invoke("zebra") == []
+
+
+def test_scores_equal_plain_bm25s(documents: list[Document]) -> None:
+    stemmer = Stemmer.Stemmer("english")
+    reference = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
+    reference.index(
+        bm25s.tokenize(TEXTS, stopwords="en", stemmer=stemmer, show_progress=False)
+    )
+    query = bm25s.tokenize(
+        ["marathon runners"], stopwords="en", stemmer=stemmer, show_progress=False
+    )
+    ids, scores = reference.retrieve(query, k=2, show_progress=False)
+    ours = BM25Retriever.from_documents(documents, k=2, k1=1.2).invoke(
+        "marathon runners"
+    )
+    assert [d.id for d in ours] == [f"d{i}" for i in ids[0]]
+    assert [d.metadata["score"] for d in ours] == pytest.approx(scores[0].tolist())
+
+
+def test_save_and_load_round_trip_without_pickle(
+    documents: list[Document], tmp_path: Path
+) -> None:
+    retriever = BM25Retriever.from_documents(documents, k=3, k1=1.2)
+    retriever.save(tmp_path / "bm25")
+    saved = sorted(p.name for p in (tmp_path / "bm25").iterdir())
+    assert not [name for name in saved if name.endswith((".pkl", ".pickle"))]
+    loaded = BM25Retriever.load(tmp_path / "bm25")
+    assert loaded.k == 3 and loaded.k1 == 1.2
+    for query in ("marathon", "qubits bits", "bread"):
+        assert loaded.invoke(query) == retriever.invoke(query)
+    assert BM25Retriever.load(tmp_path / "bm25", k=1).k == 1
+
+
+def test_unsaveable_metadata_is_named(tmp_path: Path) -> None:
+    retriever = BM25Retriever.from_documents(
+        [Document(page_content="alpha beta", metadata={"o": object()}, id="bad")]
+    )
+    with pytest.raises(ValueError, match=r"'bad'.*JSON"):
+        retriever.save(tmp_path)
+
+
+def test_load_from_an_empty_folder_is_a_clear_error(tmp_path: Path) -> None:
+    from langchain_ragbudget import IndexLoadError
+
+    with pytest.raises(IndexLoadError, match="no saved BM25Retriever"):
+        BM25Retriever.load(tmp_path)
+
+
+def test_unknown_stemmer_language_is_named() -> None:
+    with pytest.raises(ValueError, match="klingon"):
+        BM25Retriever(stemmer_language="klingon")
+
+
+def test_empty_corpus_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least one document"):
+        BM25Retriever.from_documents([])
+
+
+def test_metadata_is_json_serialisable(documents: list[Document]) -> None:
+    for doc in BM25Retriever.from_documents(documents).invoke("marathon"):
+        json.dumps(doc.metadata)
+
+
+def test_corpus_without_indexable_words_is_refused() -> None:
+    with pytest.raises(ValueError, match="none of the 2 documents"):
+        BM25Retriever.from_documents(
+            [Document(page_content="a b"), Document(page_content="the")]
+        )

@@ -1,0 +1,61 @@
+"""LangChain's standard retriever suite, run offline on the real embedded stack."""
+
+from functools import cache
+from typing import Any
+
+from langchain_core.retrievers import BaseRetriever
+from langchain_tests.integration_tests import RetrieversIntegrationTests
+
+from langchain_ragbudget import (
+    BM25Retriever,
+    DenseRetriever,
+    HybridRetriever,
+    load_config,
+)
+from langchain_ragbudget.config import VectorStoreSettings
+from langchain_ragbudget.dense import (
+    add_documents,
+    build_embeddings,
+    build_vector_store,
+)
+from langchain_ragbudget.sample import load_sample_corpus
+
+
+@cache
+def _parts() -> tuple[BM25Retriever, DenseRetriever]:
+    corpus = load_sample_corpus()
+    config = load_config()
+    store = build_vector_store(
+        VectorStoreSettings(collection="standard-suite"),
+        build_embeddings(config.embedding),
+    )
+    add_documents(store, corpus)
+    return BM25Retriever.from_documents(corpus, k=20), DenseRetriever(
+        vectorstore=store, k=20
+    )
+
+
+class TestHybridRetrieverStandard(RetrieversIntegrationTests):
+    @property
+    def retriever_constructor(self) -> type[BaseRetriever]:
+        return HybridRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        return {"retrievers": list(_parts()), "k": 5}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "How long are application logs retained?"
+
+
+class TestBM25RetrieverStandard(RetrieversIntegrationTests):
+    @property
+    def retriever_constructor(self) -> type[BaseRetriever]:
+        return lambda **kwargs: BM25Retriever.from_documents(
+            load_sample_corpus(), **kwargs
+        )  # type: ignore[return-value]
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "API rate limit per key"
