@@ -9,7 +9,7 @@ normal value, not an error.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -19,31 +19,67 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import VectorStore
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from langchain_ragbudget.config import EmbeddingSettings, VectorStoreSettings
 from langchain_ragbudget.embeddings import FastEmbedEmbeddings
+from langchain_ragbudget.errors import IndexLoadError
+from langchain_ragbudget.identity import with_metadata
 
 ADD_BATCH_SIZE = 256
 
 
 class DenseRetriever(BaseRetriever):
-    """Top-`k` similarity search on any VectorStore, relevance score in metadata."""
+    """Top-`k` similarity search on any VectorStore, relevance score in metadata.
+
+    With a `docstore` (id -> Document, e.g. the documents BM25 already holds) and a
+    Chroma store, Chroma is asked for ids and distances only: at k=100 on SciFact that
+    saves about 3 ms a query, most of the dense stage's cost after the embedding.
+    """
 
     vectorstore: VectorStore
     k: int = Field(4, ge=1)
     score_key: str = "score"
+    docstore: Mapping[str, Document] | None = None
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
+    @model_validator(mode="after")
+    def _docstore_needs_chroma(self) -> DenseRetriever:
+        if self.docstore is not None and not is_chroma(self.vectorstore):
+            raise ValueError(
+                "docstore is only used with a Chroma vector store; got "
+                f"{type(self.vectorstore).__name__}"
+            )
+        return self
+
+    def _ids_search(self, query: str, k: int) -> list[tuple[Document, float]]:
+        """Chroma ids and distances only; documents come from the docstore."""
+        assert self.docstore is not None
+        store: Any = self.vectorstore
+        vector = store.embeddings.embed_query(query)
+        found = store._collection.query(
+            query_embeddings=[vector], n_results=k, include=["distances"]
+        )
+        relevance = store._select_relevance_score_fn()
+        pairs = []
+        for doc_id, distance in zip(
+            found["ids"][0], found["distances"][0], strict=True
+        ):
+            document = self.docstore.get(doc_id)
+            if document is None:
+                raise IndexLoadError(
+                    f"the vector store holds id {doc_id!r} that the docstore lacks: "
+                    "the sparse and dense sides are out of sync; rebuild the index"
+                )
+            pairs.append((document, relevance(distance)))
+        return pairs
+
     def _with_scores(self, pairs: list[tuple[Document, float]]) -> list[Document]:
         return [
-            Document(
-                page_content=doc.page_content,
-                metadata={**doc.metadata, self.score_key: float(score)},
-                id=doc.id,
-            )
+            with_metadata(doc, {**doc.metadata, self.score_key: float(score)})
             for doc, score in pairs
         ]
 
@@ -54,9 +90,10 @@ class DenseRetriever(BaseRetriever):
         run_manager: CallbackManagerForRetrieverRun,
         k: int | None = None,
     ) -> list[Document]:
-        pairs = self.vectorstore._similarity_search_with_relevance_scores(
-            query, k=self.k if k is None else k
-        )
+        size = self.k if k is None else k
+        if self.docstore is not None:
+            return self._with_scores(self._ids_search(query, size))
+        pairs = self.vectorstore._similarity_search_with_relevance_scores(query, k=size)
         return self._with_scores(pairs)
 
     async def _aget_relevant_documents(
@@ -66,10 +103,21 @@ class DenseRetriever(BaseRetriever):
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
     ) -> list[Document]:
-        pairs = await self.vectorstore._asimilarity_search_with_relevance_scores(
-            query, k=self.k if k is None else k
-        )
+        size = self.k if k is None else k
+        if self.docstore is not None:
+            pairs = await run_in_executor(None, self._ids_search, query, size)
+        else:
+            pairs = await self.vectorstore._asimilarity_search_with_relevance_scores(
+                query, k=size
+            )
         return self._with_scores(pairs)
+
+
+def is_chroma(store: VectorStore) -> bool:
+    """Whether `store` is langchain-chroma's Chroma (imported lazily)."""
+    from langchain_chroma import Chroma
+
+    return isinstance(store, Chroma)
 
 
 def build_embeddings(settings: EmbeddingSettings) -> Embeddings:

@@ -30,7 +30,7 @@ from langchain_ragbudget.drops import (
     drops_of,
 )
 from langchain_ragbudget.fusion import Fused, validate_weights, weighted_rrf
-from langchain_ragbudget.identity import document_key
+from langchain_ragbudget.identity import document_key, with_metadata
 
 
 class HybridRetriever(BaseRetriever):
@@ -133,8 +133,9 @@ class HybridRetriever(BaseRetriever):
             self.c,
         )
         firsts = [_first_by_key(pairs) for pairs in keyed]
+        names = self.resolved_names
         documents = [
-            self._merge(item, rank, firsts) for rank, item in enumerate(fused, 1)
+            self._merge(item, rank, firsts, names) for rank, item in enumerate(fused, 1)
         ]
         upstream = [record for docs in results for record in drops_of(docs)]
         cut = [
@@ -154,30 +155,30 @@ class HybridRetriever(BaseRetriever):
         return CandidateList(documents[:k], upstream + cut)
 
     def _merge(
-        self, item: Fused, fused_rank: int, firsts: list[dict[str, Document]]
+        self,
+        item: Fused,
+        fused_rank: int,
+        firsts: list[dict[str, Document]],
+        names: list[str],
     ) -> Document:
         """One document for `item`: metadata of every retriever that returned it."""
         present = [
-            (name, by_key[item.key])
-            for name, by_key in zip(self.resolved_names, firsts, strict=True)
-            if item.key in by_key
+            (name, by_key[item.key], rank)
+            for name, by_key, rank in zip(names, firsts, item.ranks, strict=True)
+            if rank is not None
         ]
         metadata: dict[str, Any] = {}
-        for _, doc in present:
-            for key, value in doc.metadata.items():
-                if key != self.score_key:
-                    metadata.setdefault(key, value)
-        for (name, doc), rank in zip(
-            present, [r for r in item.ranks if r is not None], strict=True
-        ):
+        for _, doc, _ in reversed(present):  # the first retriever's values win
+            metadata.update(doc.metadata)
+        metadata.pop(self.score_key, None)
+        for name, doc, rank in present:
             metadata[f"{name}_rank"] = int(rank)
             score = doc.metadata.get(self.score_key)
             if score is not None:
                 metadata[f"{name}_score"] = float(score)
         metadata["fused_score"] = float(item.score)
         metadata["fused_rank"] = fused_rank
-        first = present[0][1]
-        return Document(page_content=first.page_content, metadata=metadata, id=first.id)
+        return with_metadata(present[0][1], metadata)
 
 
 def _first_by_key(pairs: list[tuple[str, Document]]) -> dict[str, Document]:

@@ -7,6 +7,7 @@ chunk may come back from two retrievers with different metadata.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from langchain_core.documents import Document
 
@@ -23,6 +24,13 @@ def document_key(document: Document, id_key: str | None = "chunk_id") -> str:
     if id_key is not None and document.metadata.get(id_key) is not None:
         return str(document.metadata[id_key])
     return f"sha256:{content_hash(document.page_content)}"
+
+
+def with_metadata(document: Document, metadata: dict[str, Any]) -> Document:
+    """A copy of `document` with new metadata: stages never mutate their input."""
+    return Document(
+        page_content=document.page_content, metadata=metadata, id=document.id
+    )
 
 
 def document_source(document: Document) -> str | None:

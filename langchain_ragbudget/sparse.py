@@ -19,6 +19,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_ragbudget.errors import IndexLoadError
+from langchain_ragbudget.identity import with_metadata
 
 BM25Method = Literal["robertson", "atire", "bm25l", "bm25+", "lucene"]
 _SETTINGS_FILE = "ragbudget_bm25.json"
@@ -143,13 +144,8 @@ class BM25Retriever(BaseRetriever):
             if score <= 0:
                 break
             source = self._documents[int(position)]
-            results.append(
-                Document(
-                    page_content=source.page_content,
-                    metadata={**source.metadata, self.score_key: float(score)},
-                    id=source.id,
-                )
-            )
+            metadata = {**source.metadata, self.score_key: float(score)}
+            results.append(with_metadata(source, metadata))
         return results
 
     def save(self, directory: str | Path) -> None:

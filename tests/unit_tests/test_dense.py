@@ -10,6 +10,7 @@ from langchain_core.documents import Document
 from langchain_ragbudget import (
     DenseRetriever,
     FastEmbedEmbeddings,
+    IndexLoadError,
     ModelUnavailableError,
     build_hybrid_retriever,
     load_config,
@@ -122,3 +123,39 @@ def test_embedded_hybrid_end_to_end(
     } <= set(top.metadata)
     json.dumps([d.metadata for d in results])
     assert [r.key for r in drops_of(results)] in (["b"], ["c"])
+
+
+def test_docstore_path_matches_the_plain_path(
+    embeddings: FastEmbedEmbeddings, collection_name: str
+) -> None:
+    store = build_vector_store(
+        VectorStoreSettings(collection=collection_name), embeddings
+    )
+    add_documents(store, DOCS)
+    plain = DenseRetriever(vectorstore=store, k=3).invoke("cats")
+    docstore = {doc.id: doc for doc in DOCS if doc.id is not None}
+    fast = DenseRetriever(vectorstore=store, k=3, docstore=docstore).invoke("cats")
+    assert [(d.id, d.page_content, d.metadata) for d in fast] == [
+        (d.id, d.page_content, pytest.approx(d.metadata)) for d in plain
+    ]
+
+
+async def test_docstore_path_async_and_out_of_sync_error(
+    embeddings: FastEmbedEmbeddings, collection_name: str
+) -> None:
+    store = build_vector_store(
+        VectorStoreSettings(collection=collection_name), embeddings
+    )
+    add_documents(store, DOCS)
+    partial = {"a": DOCS[0]}
+    retriever = DenseRetriever(vectorstore=store, k=3, docstore=partial)
+    with pytest.raises(IndexLoadError, match="out of sync"):
+        await retriever.ainvoke("cats")
+    assert [d.id for d in await retriever.ainvoke("warm mat", k=1)] == ["a"]
+
+
+def test_docstore_needs_chroma(embeddings: FastEmbedEmbeddings) -> None:
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    with pytest.raises(ValueError, match="only used with a Chroma"):
+        DenseRetriever(vectorstore=InMemoryVectorStore(embeddings), docstore={})
