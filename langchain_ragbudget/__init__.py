@@ -1,5 +1,7 @@
 """LangChain retrieval within a context budget that never drops a passage in silence."""
 
+from langchain_ragbudget.budget import BudgetedContext, BudgetReport, ContextBudget
+from langchain_ragbudget.chain import BudgetedAnswer, create_budgeted_stuff_chain
 from langchain_ragbudget.config import (
     RagBudgetConfig,
     SurfaceSettings,
@@ -11,7 +13,13 @@ from langchain_ragbudget.dense import (
     build_embeddings,
     build_vector_store,
 )
-from langchain_ragbudget.drops import CandidateList, DropReason, DropRecord, Stage
+from langchain_ragbudget.drops import (
+    CandidateList,
+    DropReason,
+    DropRecord,
+    Stage,
+    StageSkip,
+)
 from langchain_ragbudget.embedded import build_hybrid_retriever
 from langchain_ragbudget.embeddings import FastEmbedEmbeddings
 from langchain_ragbudget.errors import (
@@ -20,28 +28,45 @@ from langchain_ragbudget.errors import (
     ModelUnavailableError,
     RagBudgetError,
 )
+from langchain_ragbudget.evidence import Calibration, Evidence, calibrate_threshold
 from langchain_ragbudget.fusion import weighted_rrf
 from langchain_ragbudget.hybrid import HybridRetriever
+from langchain_ragbudget.pipeline import create_budgeted_rag_chain
+from langchain_ragbudget.render import Citation, ContextFormat
+from langchain_ragbudget.rerank import FlashRankRerank
 from langchain_ragbudget.sparse import BM25Retriever
 
 __all__ = [
     "BM25Retriever",
+    "BudgetReport",
+    "BudgetedAnswer",
+    "BudgetedContext",
+    "Calibration",
     "CandidateList",
+    "Citation",
     "ConfigError",
+    "ContextBudget",
+    "ContextFormat",
     "DenseRetriever",
     "DropReason",
     "DropRecord",
+    "Evidence",
     "FastEmbedEmbeddings",
+    "FlashRankRerank",
     "HybridRetriever",
     "IndexLoadError",
     "ModelUnavailableError",
     "RagBudgetConfig",
     "RagBudgetError",
     "Stage",
+    "StageSkip",
     "SurfaceSettings",
     "build_embeddings",
     "build_hybrid_retriever",
     "build_vector_store",
+    "calibrate_threshold",
+    "create_budgeted_rag_chain",
+    "create_budgeted_stuff_chain",
     "load_config",
     "load_surface",
     "weighted_rrf",

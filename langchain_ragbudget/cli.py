@@ -18,7 +18,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo = commands.add_parser("demo", help="run the pipeline on the sample corpus")
     demo.add_argument("--config", help="a YAML file merged over the defaults")
     args = parser.parse_args(argv)
-    console = Console()
+    # Tables need room: when output is not a terminal (make, CI logs), use 110.
+    console = Console(width=None if sys.stdout.isatty() else 110)
     try:
         if args.command == "demo":
             from langchain_ragbudget.demo import run_demo

@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from langchain_ragbudget.errors import ConfigError
+from langchain_ragbudget.tokens import resolve_encoding_name
 
 DEFAULT_CONFIG_NAME = "config_default.yml"
 
@@ -77,6 +78,29 @@ class VectorStoreSettings(_Strict):
     port: int = Field(8000, ge=1, le=65535)
 
 
+class RerankSettings(_Strict):
+    """The FlashRank stage: model, where it lives, what it keeps."""
+
+    enabled: bool = True
+    model: str = "ms-marco-MiniLM-L-12-v2"
+    cache_dir: str | None = None
+    max_length: int = Field(512, ge=8)
+    top_n: int = Field(8, ge=1)
+    score_floor: float | None = None
+    on_unavailable: Literal["skip", "error"] = "skip"
+    download: bool = True
+    download_timeout: float = Field(30.0, gt=0)
+
+
+class LlmSettings(_Strict):
+    """The chat model for the demo and the CLI, built with init_chat_model."""
+
+    model: str | None = None
+    temperature: float = Field(0.0, ge=0)
+    max_tokens: int = Field(400, ge=1)
+    timeout: float = Field(60.0, gt=0)
+
+
 class SurfaceSettings(_Strict):
     """The context budget of one surface (chat, search, an API...)."""
 
@@ -87,14 +111,19 @@ class SurfaceSettings(_Strict):
     min_docs: int = Field(1, ge=0)
     packing: Literal["skip", "stop"] = "skip"
     order: Literal["rank", "edges"] = "rank"
+    weak_evidence: dict[str, float | None] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _min_within_max(self) -> SurfaceSettings:
         if self.min_docs > self.max_docs:
             raise ValueError(f"min_docs ({self.min_docs}) exceeds max_docs")
-        if self.encoding is None and self.model is None:
-            raise ValueError("set encoding or model, so tokens can be counted")
+        resolve_encoding_name(self.encoding, self.model)
         return self
+
+    @property
+    def encoding_name(self) -> str:
+        """The tiktoken encoding the budget counts in."""
+        return resolve_encoding_name(self.encoding, self.model)
 
 
 class RagBudgetConfig(_Strict):
@@ -104,6 +133,8 @@ class RagBudgetConfig(_Strict):
     sparse: SparseSettings = SparseSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
     vector_store: VectorStoreSettings = VectorStoreSettings()
+    rerank: RerankSettings = RerankSettings()
+    llm: LlmSettings = LlmSettings()
     surfaces: dict[str, SurfaceSettings]
     source: str = Field(DEFAULT_CONFIG_NAME, exclude=True)
 

@@ -1,74 +1,178 @@
-"""The demo: the embedded default over the bundled sample corpus, shown as tables."""
+"""The demo: the whole pipeline over the bundled sample corpus, shown as tables.
+
+One question through two surfaces (a tight `chat` budget, a wider `search` one):
+the evidence table says, for every candidate, whether it reached the prompt and, if
+not, which stage dropped it and why; then the prompt that is sent, and the answer
+with its warnings when a chat model is configured.
+"""
 
 from __future__ import annotations
 
+import os
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
 from rich.console import Console
+from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
-from langchain_ragbudget.config import load_config
-from langchain_ragbudget.drops import drops_of
+from langchain_ragbudget.budget import BudgetedContext, ContextBudget
+from langchain_ragbudget.chain import (
+    DEFAULT_PROMPT,
+    build_answer,
+    context_warnings,
+    prompt_inputs,
+)
+from langchain_ragbudget.config import LlmSettings, RagBudgetConfig, load_config
+from langchain_ragbudget.drops import Stage
 from langchain_ragbudget.embedded import build_hybrid_retriever
+from langchain_ragbudget.identity import document_key
+from langchain_ragbudget.pipeline import create_budgeted_rag_chain
+from langchain_ragbudget.rerank import FlashRankRerank
 from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
 
+DEMO_QUESTION = 0  # index into sample_data/questions.json
 
-def _number(metadata: dict[str, object], key: str, digits: int) -> str:
-    value = metadata.get(key)
+
+def _fmt(value: Any, digits: int) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return "-" if value is None else str(value)
 
 
-def fusion_table(
-    question: str, documents: Sequence[Document], answer_ids: Sequence[str] = ()
-) -> Table:
-    """The fused ranking with each retriever's rank and score; answers in green."""
-    table = Table(title=question, title_justify="left")
+def evidence_table(
+    context: BudgetedContext, answer_ids: Sequence[str] = ()
+) -> tuple[Table, Counter[str]]:
+    """Every candidate the budget saw, and the count of those cut earlier.
+
+    Rows are the kept passages and the passages the rerank and budget stages
+    dropped, in fused order; fusion cuts are only counted (there are many).
+    """
+    rows: list[tuple[Document, str, int | None]] = [
+        (doc, "kept", doc.metadata.get("context_tokens")) for doc in context.documents
+    ]
+    earlier: Counter[str] = Counter()
+    for record in context.report.drops:
+        if record.stage == Stage.FUSION:
+            earlier[str(record.reason)] += 1
+            continue
+        rows.append(
+            (record.document, f"{record.reason} ({record.stage})", record.tokens)
+        )
+    rows.sort(key=lambda row: row[0].metadata.get("fused_rank", 0))
+    table = Table(title_justify="left")
     table.add_column("#", justify="right")
     table.add_column("passage", no_wrap=True)
-    for column in ("bm25 #", "bm25", "dense #", "dense", "fused"):
-        table.add_column(column, justify="right")
-    for document in documents:
+    table.add_column("bm25 / dense / fused / rerank")
+    table.add_column("tokens", justify="right")
+    table.add_column("in the prompt?", no_wrap=True)
+    for document, status, tokens in rows:
         meta = document.metadata
-        table.add_row(
-            _number(meta, "fused_rank", 0),
-            str(document.id),
-            _number(meta, "bm25_rank", 0),
-            _number(meta, "bm25_score", 2),
-            _number(meta, "dense_rank", 0),
-            _number(meta, "dense_score", 3),
-            _number(meta, "fused_score", 4),
-            style="bold green" if document.id in answer_ids else None,
+        key = document_key(document)
+        scores = " / ".join(
+            _fmt(meta.get(name), digits)
+            for name, digits in (
+                ("bm25_score", 2),
+                ("dense_score", 2),
+                ("fused_score", 3),
+                ("rerank_score", 2),
+            )
         )
-    return table
+        table.add_row(
+            _fmt(meta.get("fused_rank"), 0),
+            f"{key} *" if key in answer_ids else key,
+            scores,
+            _fmt(tokens, 0),
+            status,
+            style="green" if status == "kept" else "red",
+        )
+    return table, earlier
+
+
+def chat_model(settings: LlmSettings, console: Console) -> BaseChatModel | None:
+    """The configured chat model, or gpt-4o-mini when only OPENAI_API_KEY is set."""
+    name = settings.model
+    if name is None and os.environ.get("OPENAI_API_KEY"):
+        name = "openai:gpt-4o-mini"
+    if name is None:
+        return None
+    try:
+        from langchain_classic.chat_models import init_chat_model
+
+        model: BaseChatModel = init_chat_model(
+            name,
+            temperature=settings.temperature,
+            max_tokens=settings.max_tokens,
+            timeout=settings.timeout,
+        )
+        return model
+    except ImportError as exc:
+        console.print(
+            f"[yellow]chat model {name!r} needs a package that is missing ({exc}); "
+            "showing the prompt only[/yellow]"
+        )
+        return None
 
 
 def run_demo(
     config_path: str | Path | None = None, console: Console | None = None
 ) -> None:
-    """Index the sample corpus and print the fused ranking for its questions."""
+    """Run the sample question through the `chat` and `search` surfaces."""
     console = console or Console()
-    config = load_config(config_path)
+    config: RagBudgetConfig = load_config(config_path)
     corpus = load_sample_corpus()
+    item = load_sample_questions()[DEMO_QUESTION]
     with console.status(f"indexing {len(corpus)} sample passages (BM25 + Chroma)"):
         retriever = build_hybrid_retriever(corpus, config)
+        reranker = FlashRankRerank.from_config(
+            config.rerank, id_key=config.retrieval.id_key
+        )
+    llm = chat_model(config.llm, console)
     console.print(
-        "[bold]HybridRetriever[/bold]: BM25 (bm25s) + Chroma "
-        f"({config.embedding.model}), "
-        f"weighted RRF c={config.retrieval.rrf_c:g}, k={config.retrieval.k}"
+        f"[bold]{item['question']}[/bold]  (answer passage marked *: "
+        f"{', '.join(item['answer_ids'])})\n"
+        f"pipeline: BM25 + dense (k={config.retrieval.k}) -> weighted RRF -> "
+        f"FlashRank {config.rerank.model} "
+        f"({'loaded' if reranker.available else 'unavailable'}) -> budget\n"
     )
-    for item in load_sample_questions()[:3]:
-        results = retriever.invoke(item["question"])
-        console.print(fusion_table(item["question"], results, item["answer_ids"]))
-        cut = drops_of(results)
-        if cut:
-            names = ", ".join(record.key for record in cut[:6])
-            more = f" and {len(cut) - 6} more" if len(cut) > 6 else ""
-            console.print(
-                f"[yellow]{len(cut)} candidate(s) fused below k={config.retrieval.k}: "
-                f"{names}{more}[/yellow]"
-            )
-        console.print(f"answer passage(s): {', '.join(item['answer_ids']) or 'none'}\n")
+    for surface in ("chat", "search"):
+        budget = ContextBudget.from_config(surface, config)
+        settings = budget.settings
+        state = create_budgeted_rag_chain(
+            retriever, budget=budget, reranker=reranker
+        ).invoke(item["question"])
+        context: BudgetedContext = state["context"]
+        report = context.report
+        table, earlier = evidence_table(context, item["answer_ids"])
+        table.title = (
+            f"surface '{surface}': max_docs={settings.max_docs}, "
+            f"max_tokens={settings.max_tokens} ({report.encoding}), packing="
+            f"{settings.packing}; used {report.tokens_used} tokens"
+        )
+        console.print(table)
+        if earlier:
+            cut = ", ".join(f"{n} {reason}" for reason, n in earlier.items())
+            console.print(f"before these: {cut} (fusion, k={config.retrieval.k})")
+        messages = DEFAULT_PROMPT.format_messages(
+            **prompt_inputs(item["question"], context)
+        )
+        prompt_text = "\n\n".join(f"[{m.type}]\n{m.text}" for m in messages)
+        console.print(
+            Panel(Text(prompt_text), title=f"prompt sent ({surface})", expand=False)
+        )
+        if llm is None:
+            lines = [
+                "(no chat model configured: set OPENAI_API_KEY or llm.model "
+                "to see the answer)",
+                *context_warnings(context),
+            ]
+            text = "\n".join(lines)
+        else:
+            text = build_answer(item["question"], context, llm.invoke(messages)).text()
+        console.print(Panel(Text(text), title=f"answer ({surface})", expand=False))
+        console.print()

@@ -66,19 +66,42 @@ class DropRecord:
         }
 
 
-class CandidateList(list[Document]):
-    """Documents that survived so far, plus the drop records of the stages behind.
+@dataclass(frozen=True)
+class StageSkip:
+    """A stage that did not run (its model was unavailable, say), and why."""
 
-    A `list` subclass, so anything that accepts the output of a retriever accepts it.
+    stage: Stage
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        """A JSON-serialisable view."""
+        return {"stage": str(self.stage), "reason": self.reason}
+
+
+class CandidateList(list[Document]):
+    """Documents that survived so far, plus the records of the stages behind.
+
+    A `list` subclass, so anything that accepts the output of a retriever accepts
+    it. `drops` names every candidate removed so far; `skipped` the stages that did
+    not run.
     """
 
     def __init__(
-        self, documents: Iterable[Document] = (), drops: Iterable[DropRecord] = ()
+        self,
+        documents: Iterable[Document] = (),
+        drops: Iterable[DropRecord] = (),
+        skipped: Iterable[StageSkip] = (),
     ) -> None:
         super().__init__(documents)
         self.drops: list[DropRecord] = list(drops)
+        self.skipped: list[StageSkip] = list(skipped)
 
 
 def drops_of(documents: Iterable[Document]) -> list[DropRecord]:
     """The drop records carried by `documents`, or none for a plain list."""
     return list(documents.drops) if isinstance(documents, CandidateList) else []
+
+
+def skipped_of(documents: Iterable[Document]) -> list[StageSkip]:
+    """The skipped stages recorded on `documents`, or none for a plain list."""
+    return list(documents.skipped) if isinstance(documents, CandidateList) else []

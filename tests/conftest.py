@@ -21,6 +21,20 @@ if (SHARED / "tiktoken_cache").is_dir():
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 
+@pytest.fixture(scope="session")
+def tiny_flashrank_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A FlashRank cache folder holding a tiny model under the default model's name.
+
+    FlashRank's weights cannot be downloaded here; this model runs FlashRank's real
+    tokenizer and onnxruntime path (see tests/flashrank_tiny.py).
+    """
+    from flashrank_tiny import build_tiny_flashrank_model
+
+    cache_dir = tmp_path_factory.mktemp("flashrank")
+    build_tiny_flashrank_model(cache_dir, "ms-marco-MiniLM-L-12-v2", MODEL_DIR)
+    return cache_dir
+
+
 @pytest.fixture
 def collection_name() -> str:
     """A fresh Chroma collection name: in-memory clients share one process."""

@@ -29,7 +29,13 @@ import onnx
 from flashrank.Config import listwise_rankers, model_file_map
 from onnx import TensorProto, helper, numpy_helper
 
-DEFAULT_TOKENIZER_DIR = Path("/work/shared/models/all-MiniLM-L6-v2/onnx")
+DEFAULT_TOKENIZER_DIR = (
+    Path(__file__).resolve().parents[1].parent
+    / "shared"
+    / "models"
+    / "all-MiniLM-L6-v2"
+    / "onnx"
+)
 REQUIRED_TOKENIZER_FILES = (
     "config.json",
     "tokenizer.json",

@@ -1,0 +1,297 @@
+"""The context budget: whole passages into a per-surface token and count budget.
+
+`ContextBudget` is a Runnable. Given documents (or a dict holding `documents`, as
+in an LCEL chain) it returns a `BudgetedContext`: the kept passages grouped into
+citations, the exact text the chain will send, and a report naming every candidate
+that any stage dropped. The report also reaches callbacks, as the custom event
+`ragbudget_context_report` and as the metadata of a child run, so a tracer such as
+LangSmith shows the dropped ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForChainRun,
+    CallbackManagerForChainRun,
+    adispatch_custom_event,
+    dispatch_custom_event,
+)
+from langchain_core.documents import Document
+from langchain_core.runnables import (
+    RunnableConfig,
+    RunnableLambda,
+    RunnableSerializable,
+)
+from langchain_core.runnables.config import patch_config
+from pydantic import ConfigDict
+
+from langchain_ragbudget.config import RagBudgetConfig, SurfaceSettings, load_config
+from langchain_ragbudget.drops import (
+    DropReason,
+    DropRecord,
+    Stage,
+    StageSkip,
+    drops_of,
+    skipped_of,
+)
+from langchain_ragbudget.evidence import Evidence, assess_evidence
+from langchain_ragbudget.identity import content_hash, document_key, with_metadata
+from langchain_ragbudget.packing import PackItem, edges_order, pack
+from langchain_ragbudget.render import Citation, ContextFormat, group_citations
+from langchain_ragbudget.tokens import count_tokens
+
+REPORT_EVENT = "ragbudget_context_report"
+
+
+@dataclass(frozen=True)
+class BudgetReport:
+    """What the budget kept and what every stage dropped, and why."""
+
+    surface: str
+    encoding: str
+    max_tokens: int
+    tokens_used: int
+    max_docs: int
+    min_docs: int
+    packing: str
+    order: str
+    over_budget: bool
+    kept_ids: list[str]
+    drops: list[DropRecord]
+    skipped: list[StageSkip] = field(default_factory=list)
+
+    @property
+    def budget_drops(self) -> list[DropRecord]:
+        """The drops this stage made (over max_docs, over max_tokens, duplicate)."""
+        return [record for record in self.drops if record.stage == Stage.BUDGET]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable view, for tracers, logs and the structured answer."""
+        return {
+            "surface": self.surface,
+            "encoding": self.encoding,
+            "max_tokens": self.max_tokens,
+            "tokens_used": self.tokens_used,
+            "max_docs": self.max_docs,
+            "min_docs": self.min_docs,
+            "packing": self.packing,
+            "order": self.order,
+            "over_budget": self.over_budget,
+            "kept_ids": list(self.kept_ids),
+            "dropped": [record.to_dict() for record in self.drops],
+            "skipped_stages": [skip.to_dict() for skip in self.skipped],
+        }
+
+
+@dataclass(frozen=True)
+class BudgetedContext:
+    """The kept passages, their citations, the rendered text, and the report."""
+
+    documents: list[Document]
+    citations: list[Citation]
+    text: str
+    report: BudgetReport
+    evidence: Evidence
+
+
+class ContextBudget(RunnableSerializable[Any, Any]):
+    """Pack whole passages, in rank order, into one surface's budget.
+
+    Tokens are counted in the surface's tiktoken encoding on each passage exactly
+    as `format` renders it (citation header included), once per text per process.
+    """
+
+    surface: str = "chat"
+    settings: SurfaceSettings
+    format: ContextFormat = ContextFormat()
+    id_key: str | None = "chunk_id"
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    @classmethod
+    def from_config(
+        cls, surface: str = "chat", config: RagBudgetConfig | None = None, **kwargs: Any
+    ) -> ContextBudget:
+        """The budget of `surface` from a loaded config (defaults if None)."""
+        config = config or load_config()
+        return cls(
+            surface=surface,
+            settings=config.surface(surface),
+            id_key=config.retrieval.id_key,
+            **kwargs,
+        )
+
+    def fit(self, documents: Sequence[Document]) -> BudgetedContext:
+        """Pack `documents` (best first); pure apart from the token cache."""
+        settings = self.settings
+        encoding = settings.encoding_name
+        fmt = self.format
+        first_seen: dict[str, int] = {}
+        items = []
+        for document in documents:
+            group = fmt.group_of(document, self.id_key)
+            number = first_seen.setdefault(group, len(first_seen) + 1)
+            items.append(
+                PackItem(
+                    tokens=count_tokens(fmt.render_passage(document), encoding),
+                    group=group,
+                    group_tokens=count_tokens(
+                        fmt.render_header(number, document), encoding
+                    ),
+                    content_key=content_hash(document.page_content),
+                )
+            )
+        result = pack(
+            items,
+            max_tokens=settings.max_tokens,
+            max_docs=settings.max_docs,
+            policy=settings.packing,
+            min_docs=settings.min_docs,
+        )
+        kept = [
+            with_metadata(
+                documents[i],
+                {**documents[i].metadata, "context_tokens": items[i].tokens},
+            )
+            for i in result.kept
+        ]
+        citations = group_citations(kept, fmt, self.id_key)
+        if settings.order == "edges":
+            citations = [
+                Citation(number, c.group, c.documents)
+                for number, c in enumerate(edges_order(citations), start=1)
+            ]
+        blocks = fmt.blocks(citations)
+        tokens_used = sum(count_tokens(block, encoding) for block in blocks)
+        budget_drops = [
+            self._drop_record(documents[i], i + 1, reason, items[i].tokens, result)
+            for i, reason in result.dropped
+        ]
+        report = BudgetReport(
+            surface=self.surface,
+            encoding=encoding,
+            max_tokens=settings.max_tokens,
+            tokens_used=tokens_used,
+            max_docs=settings.max_docs,
+            min_docs=settings.min_docs,
+            packing=settings.packing,
+            order=settings.order,
+            over_budget=result.over_budget,
+            kept_ids=[document_key(doc, self.id_key) for doc in kept],
+            drops=drops_of(documents) + budget_drops,
+            skipped=skipped_of(documents),
+        )
+        ordered = [doc for citation in citations for doc in citation.documents]
+        return BudgetedContext(
+            documents=ordered,
+            citations=citations,
+            text="".join(blocks),
+            report=report,
+            evidence=assess_evidence(kept, settings.weak_evidence),
+        )
+
+    def _drop_record(
+        self,
+        document: Document,
+        rank: int,
+        reason: DropReason,
+        tokens: int,
+        result: Any,
+    ) -> DropRecord:
+        settings = self.settings
+        details = {
+            DropReason.MAX_DOCS: f"max_docs={settings.max_docs} already kept",
+            DropReason.MAX_TOKENS: (
+                f"needs {tokens} tokens; {settings.max_tokens - result.tokens_used} "
+                f"left of {settings.max_tokens}"
+                if settings.packing == "skip"
+                else f"packing stopped at the first overflow ({settings.max_tokens})"
+            ),
+            DropReason.DUPLICATE: "same text as a kept passage",
+        }
+        return DropRecord(
+            key=document_key(document, self.id_key),
+            stage=Stage.BUDGET,
+            reason=reason,
+            rank=rank,
+            document=document,
+            tokens=tokens,
+            detail=details.get(reason, ""),
+        )
+
+    def invoke(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Any:
+        """Documents -> BudgetedContext; a dict with `documents` -> dict + `context`."""
+        return self._call_with_config(self._invoke, input, config, **kwargs)
+
+    async def ainvoke(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Any:
+        """Async `invoke`; packing itself is CPU-only and quick."""
+        return await self._acall_with_config(self._ainvoke, input, config, **kwargs)
+
+    def _invoke(
+        self,
+        input: Any,
+        run_manager: CallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> Any:
+        context = self.fit(_documents_of(input))
+        report = context.report.to_dict()
+        dispatch_custom_event(REPORT_EVENT, report, config=config)
+        _REPORT_RUN.invoke(report, _report_config(config, run_manager, context))
+        return {**input, "context": context} if isinstance(input, dict) else context
+
+    async def _ainvoke(
+        self,
+        input: Any,
+        run_manager: AsyncCallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> Any:
+        context = self.fit(_documents_of(input))
+        report = context.report.to_dict()
+        await adispatch_custom_event(REPORT_EVENT, report, config=config)
+        await _REPORT_RUN.ainvoke(report, _report_config(config, run_manager, context))
+        return {**input, "context": context} if isinstance(input, dict) else context
+
+
+_REPORT_RUN = RunnableLambda(lambda report: report, name="ragbudget_budget_report")
+
+
+def _report_config(
+    config: RunnableConfig,
+    run_manager: CallbackManagerForChainRun | AsyncCallbackManagerForChainRun,
+    context: BudgetedContext,
+) -> RunnableConfig:
+    report = context.report
+    return patch_config(
+        config,
+        callbacks=run_manager.get_child(),
+        run_name="ragbudget_budget_report",
+    ) | {
+        "metadata": {
+            **(config.get("metadata") or {}),
+            "ragbudget_surface": report.surface,
+            "ragbudget_tokens_used": report.tokens_used,
+            "ragbudget_max_tokens": report.max_tokens,
+            "ragbudget_dropped_ids": [record.key for record in report.drops],
+            "ragbudget_skipped_stages": [str(skip.stage) for skip in report.skipped],
+        }
+    }
+
+
+def _documents_of(input: Any) -> Sequence[Document]:
+    documents = input.get("documents") if isinstance(input, dict) else input
+    if not isinstance(documents, Sequence) or not all(
+        isinstance(doc, Document) for doc in documents
+    ):
+        raise TypeError(
+            "ContextBudget takes a list of Documents or a dict with a 'documents' "
+            f"list; got {type(input).__name__}"
+        )
+    return documents

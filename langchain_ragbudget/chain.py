@@ -1,0 +1,239 @@
+"""The budgeted stuff chain: prompt, model, and an answer that says what it left out.
+
+In the spirit of LangChain's `create_stuff_documents_chain`, for any chat model and
+prompt, but fed by a `BudgetedContext`: the context is already grouped into one
+citation per source document, and the answer comes back with visible warnings for
+dropped passages, skipped stages, weak evidence and an answer cut at the model's
+output limit, as good code already warns when the output is cut (seed 000).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from langchain_core.language_models import BaseLanguageModel
+from langchain_core.messages import BaseMessage
+from langchain_core.prompts import BasePromptTemplate, ChatPromptTemplate
+from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrough
+from pydantic import BaseModel
+
+from langchain_ragbudget.budget import BudgetedContext
+from langchain_ragbudget.drops import DropReason, Stage
+from langchain_ragbudget.identity import document_key
+from langchain_ragbudget.render import scores_of
+
+DEFAULT_PROMPT = ChatPromptTemplate.from_messages(
+    [
+        (
+            "system",
+            "Answer only from the numbered context documents. Cite them as [n]. "
+            "If they do not contain the answer, say that the documents do not "
+            "contain enough information; never invent facts. If documents "
+            "disagree, say which ones.{evidence_note}",
+        ),
+        ("human", "Context:\n{context}\nQuestion: {question}"),
+    ]
+)
+EMPTY_CONTEXT = "No documents were found.\n"
+WEAK_NOTE = (
+    "\nNote: the highest relevance score of the context is low ({key} {score:.2f}, "
+    "threshold {threshold:.2f}). Treat the context as weak evidence and say so if "
+    "the answer is uncertain."
+)
+_TRUNCATED_REASONS = {"length", "max_tokens", "MAX_TOKENS"}
+
+
+class BudgetedAnswer(BaseModel):
+    """The structured result: the answer and everything needed to trust it."""
+
+    answer: str
+    warnings: list[str]
+    citations: list[dict[str, Any]]
+    kept: list[dict[str, Any]]
+    dropped: list[dict[str, Any]]
+    skipped_stages: list[dict[str, str]]
+    weak_evidence: bool | None
+    evidence: dict[str, Any]
+    truncated: bool
+    surface: str
+    tokens_used: int
+    max_tokens: int
+
+    def text(self) -> str:
+        """The answer followed by its warnings, one per line."""
+        return "\n".join([self.answer, *self.warnings])
+
+
+def prompt_inputs(question: str, context: BudgetedContext) -> dict[str, str]:
+    """The prompt variables: context text, question, and the weak-evidence note."""
+    evidence = context.evidence
+    note = ""
+    if evidence.weak and evidence.score is not None:
+        note = WEAK_NOTE.format(
+            key=evidence.score_key, score=evidence.score, threshold=evidence.threshold
+        )
+    elif evidence.weak:
+        note = "\nNote: no documents reached the context; say that you cannot answer."
+    return {
+        "question": question,
+        "context": context.text or EMPTY_CONTEXT,
+        "evidence_note": note,
+    }
+
+
+def context_warnings(context: BudgetedContext) -> list[str]:
+    """Warnings about what the context lacks, for display next to the answer."""
+    report = context.report
+    warnings = []
+    budget_cut = [
+        r.key
+        for r in report.budget_drops
+        if r.reason in (DropReason.MAX_TOKENS, DropReason.MAX_DOCS)
+    ]
+    if budget_cut:
+        warnings.append(
+            f"[warning: {len(budget_cut)} passage(s) dropped from context to fit the "
+            f"{report.surface} budget: {', '.join(budget_cut)}]"
+        )
+    duplicates = [
+        r.key for r in report.budget_drops if r.reason == DropReason.DUPLICATE
+    ]
+    if duplicates:
+        warnings.append(
+            f"[note: {len(duplicates)} duplicate passage(s) left out: "
+            f"{', '.join(duplicates)}]"
+        )
+    if report.over_budget:
+        warnings.append(
+            f"[warning: context is over the {report.surface} budget "
+            f"({report.tokens_used} > {report.max_tokens} tokens): the top passage(s) "
+            f"were kept because min_docs={report.min_docs}]"
+        )
+    for skip in report.skipped:
+        warnings.append(f"[warning: {skip.stage} stage skipped: {skip.reason}]")
+    earlier = Counter(
+        f"{r.stage}: {r.reason}" for r in report.drops if r.stage != Stage.BUDGET
+    )
+    if earlier:
+        parts = ", ".join(f"{n} {what}" for what, n in sorted(earlier.items()))
+        warnings.append(
+            f"[note: {sum(earlier.values())} lower-ranked candidate(s) were cut before "
+            f"the budget ({parts}); see the drop records]"
+        )
+    evidence = context.evidence
+    if evidence.weak and evidence.score is not None:
+        warnings.append(
+            f"[warning: weak evidence: top {evidence.score_key} "
+            f"{evidence.score:.2f} is below the {report.surface} threshold "
+            f"{evidence.threshold:.2f}; the answer may not be supported by the "
+            "documents]"
+        )
+    elif evidence.weak:
+        warnings.append("[warning: weak evidence: no passage reached the context]")
+    elif evidence.weak is None:
+        warnings.append(
+            "[warning: evidence strength unknown: no kept passage has a score this "
+            "surface has a threshold for]"
+        )
+    return warnings
+
+
+def was_truncated(message: BaseMessage | str) -> bool:
+    """Whether the model stopped at its output limit (OpenAI, Anthropic, Gemini)."""
+    if isinstance(message, str):
+        return False
+    meta = message.response_metadata or {}
+    reason = meta.get("finish_reason") or meta.get("stop_reason")
+    return reason in _TRUNCATED_REASONS
+
+
+def build_answer(
+    question: str, context: BudgetedContext, message: BaseMessage | str
+) -> BudgetedAnswer:
+    """Assemble the structured answer from the context and the model's reply."""
+    answer = message if isinstance(message, str) else str(message.text)
+    truncated = was_truncated(message)
+    warnings = context_warnings(context)
+    if truncated:
+        warnings.insert(0, "[warning: answer truncated at the model's output limit]")
+    report = context.report
+    return BudgetedAnswer(
+        answer=answer,
+        warnings=warnings,
+        citations=[
+            {
+                "number": c.number,
+                "document": c.group,
+                "source": c.source,
+                "passages": [document_key(d) for d in c.documents],
+            }
+            for c in context.citations
+        ],
+        kept=[
+            {
+                "id": document_key(d),
+                "source": d.metadata.get("source"),
+                "tokens": d.metadata.get("context_tokens"),
+                **scores_of(d),
+            }
+            for d in context.documents
+        ],
+        dropped=[{**r.to_dict(), **scores_of(r.document)} for r in report.drops],
+        skipped_stages=[s.to_dict() for s in report.skipped],
+        weak_evidence=context.evidence.weak,
+        evidence=context.evidence.to_dict(),
+        truncated=truncated,
+        surface=report.surface,
+        tokens_used=report.tokens_used,
+        max_tokens=report.max_tokens,
+    )
+
+
+def create_budgeted_stuff_chain(
+    llm: BaseLanguageModel[Any],
+    prompt: BasePromptTemplate | None = None,
+    *,
+    structured: bool = False,
+) -> Runnable[dict[str, Any], Any]:
+    """Chain `{"question", "context": BudgetedContext}` to an answer with warnings.
+
+    `prompt` needs `context` and `question`; if it has no `evidence_note`, the
+    weak-evidence note is put in front of the context instead, so the model is told
+    either way. Returns the answer text with warning lines appended, or a
+    `BudgetedAnswer` with `structured=True`.
+    """
+    prompt = prompt or DEFAULT_PROMPT
+    missing = {"context", "question"} - set(prompt.input_variables)
+    if missing:
+        raise ValueError(f"the prompt lacks the variable(s) {sorted(missing)}")
+    takes_note = "evidence_note" in prompt.input_variables
+
+    def variables(state: dict[str, Any]) -> dict[str, str]:
+        inputs = prompt_inputs(state["question"], _context_of(state))
+        if not takes_note:
+            note = inputs.pop("evidence_note").strip()
+            inputs["context"] = (
+                f"{note}\n{inputs['context']}" if note else inputs["context"]
+            )
+        return inputs
+
+    def finish(state: dict[str, Any]) -> Any:
+        answer = build_answer(state["question"], _context_of(state), state["message"])
+        return answer if structured else answer.text()
+
+    generate = RunnableLambda(variables, name="ragbudget_prompt_inputs") | prompt | llm
+    return (
+        RunnablePassthrough.assign(message=generate)
+        | RunnableLambda(finish, name="ragbudget_answer")
+    ).with_config(run_name="budgeted_stuff_chain")
+
+
+def _context_of(state: dict[str, Any]) -> BudgetedContext:
+    context = state.get("context")
+    if not isinstance(context, BudgetedContext):
+        raise TypeError(
+            "the chain needs a BudgetedContext under 'context' (put a ContextBudget "
+            f"before it); got {type(context).__name__}"
+        )
+    return context

@@ -1,0 +1,115 @@
+"""Weak-evidence signalling and the calibration of its threshold (seed 004).
+
+When the best relevance score of the context is under a calibrated threshold, the
+prompt and the user-facing output both say the evidence is weak.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from langchain_core.documents import Document
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """How strong the context is: `weak` is None when no score could tell."""
+
+    weak: bool | None
+    score_key: str | None = None
+    score: float | None = None
+    threshold: float | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-serialisable view."""
+        return {
+            "weak": self.weak,
+            "score_key": self.score_key,
+            "score": self.score,
+            "threshold": self.threshold,
+        }
+
+
+def assess_evidence(
+    documents: Sequence[Document], thresholds: Mapping[str, float | None]
+) -> Evidence:
+    """Compare the best score to its threshold, trying score keys in order.
+
+    The first key (e.g. `rerank_score`, then `dense_score`) that any kept passage
+    carries decides; no passages at all is weak evidence.
+    """
+    if not documents:
+        return Evidence(weak=True)
+    for key, threshold in thresholds.items():
+        if threshold is None:
+            continue
+        scores = [
+            float(doc.metadata[key])
+            for doc in documents
+            if isinstance(doc.metadata.get(key), int | float)
+        ]
+        if scores:
+            best = max(scores)
+            return Evidence(best < threshold, key, best, threshold)
+    return Evidence(weak=None)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A threshold and how well it separates answerable from unanswerable questions."""
+
+    threshold: float
+    present_above: float
+    absent_below: float
+    balanced_accuracy: float
+    auc: float
+    n_present: int
+    n_absent: int
+
+    def summary(self) -> str:
+        """One line for logs and notebooks."""
+        return (
+            f"threshold {self.threshold:.3f}: {self.present_above:.0%} of "
+            f"{self.n_present} answerable questions above it, {self.absent_below:.0%} "
+            f"of {self.n_absent} unanswerable below; balanced accuracy "
+            f"{self.balanced_accuracy:.3f}, AUC {self.auc:.3f}"
+        )
+
+
+def calibrate_threshold(
+    present: Sequence[float], absent: Sequence[float]
+) -> Calibration:
+    """Choose the threshold that best separates the two sets of top scores.
+
+    `present`: top scores of questions whose answer is in the corpus; `absent`: of
+    questions whose answer is not. Maximises balanced accuracy (Youden's J); ties go
+    to the midpoint between neighbouring scores. AUC is the probability that an
+    answerable question outscores an unanswerable one.
+    """
+    if not present or not absent:
+        raise ValueError("calibration needs at least one score in each set")
+    values = sorted(set(present) | set(absent))
+    candidates = [values[0]] + [
+        (low + high) / 2 for low, high in itertools.pairwise(values)
+    ]
+    candidates.append(values[-1] + 1e-9)
+
+    def rates(threshold: float) -> tuple[float, float]:
+        above = sum(score >= threshold for score in present) / len(present)
+        below = sum(score < threshold for score in absent) / len(absent)
+        return above, below
+
+    best = max(candidates, key=lambda t: sum(rates(t)))
+    above, below = rates(best)
+    wins = sum((p > a) + 0.5 * (p == a) for p in present for a in absent)
+    return Calibration(
+        threshold=best,
+        present_above=above,
+        absent_below=below,
+        balanced_accuracy=(above + below) / 2,
+        auc=wins / (len(present) * len(absent)),
+        n_present=len(present),
+        n_absent=len(absent),
+    )

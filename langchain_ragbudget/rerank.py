@@ -1,0 +1,257 @@
+"""Rerank stage: a FlashRank cross-encoder as a LangChain document compressor.
+
+Unlike `langchain_community`'s FlashrankRerank, it keeps `Document.id` and every
+earlier metadata field, and records what it removes (past `top_n`, under the score
+floor) instead of discarding it. When the model is missing and cannot be fetched,
+the stage is skipped and says so in the ledger, or start-up fails, as configured.
+FlashRank downloads without a timeout, so the model is fetched here, with one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from langchain_core.callbacks import Callbacks
+from langchain_core.documents import BaseDocumentCompressor, Document
+from langchain_core.runnables import RunnableConfig, RunnableSerializable
+from pydantic import ConfigDict, Field, PrivateAttr
+
+from langchain_ragbudget.cache import cache_root
+from langchain_ragbudget.config import RerankSettings
+from langchain_ragbudget.drops import (
+    CandidateList,
+    DropReason,
+    DropRecord,
+    Stage,
+    StageSkip,
+    drops_of,
+    skipped_of,
+)
+from langchain_ragbudget.errors import ModelUnavailableError
+from langchain_ragbudget.identity import document_key, with_metadata
+
+logger = logging.getLogger(__name__)
+
+
+class FlashRankRerank(
+    BaseDocumentCompressor, RunnableSerializable[dict[str, Any], dict[str, Any]]
+):
+    """Rerank candidates with FlashRank; keep `top_n`, record the rest.
+
+    As a compressor: `compress_documents(documents, query)`. As a Runnable in an
+    LCEL chain: `{"question": ..., "documents": [...]}` in, the same dict with the
+    documents reranked out. Adds `rerank_score` (float) and `rerank_rank`.
+    """
+
+    model: str = "ms-marco-MiniLM-L-12-v2"
+    cache_dir: str | None = None
+    max_length: int = Field(512, ge=8)
+    top_n: int = Field(8, ge=1)
+    score_floor: float | None = None
+    on_unavailable: Literal["skip", "error"] = "skip"
+    download: bool = True
+    download_timeout: float = Field(30.0, gt=0)
+    id_key: str | None = "chunk_id"
+    query_key: str = "question"
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    _ranker: Any = PrivateAttr(default=None)
+    _unavailable: str | None = PrivateAttr(default=None)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Load the model now, so `on_unavailable: error` fails at start-up."""
+        try:
+            self._ranker = _load_ranker(
+                self.model,
+                self.model_cache_dir,
+                self.max_length,
+                download=self.download,
+                timeout=self.download_timeout,
+            )
+        except ModelUnavailableError as exc:
+            if self.on_unavailable == "error":
+                raise
+            self._unavailable = str(exc)
+            logger.warning("rerank stage will be skipped: %s", exc)
+
+    @classmethod
+    def from_config(cls, settings: RerankSettings, **kwargs: Any) -> FlashRankRerank:
+        """The stage as `rerank:` in the config describes it."""
+        return cls(
+            model=settings.model,
+            cache_dir=settings.cache_dir,
+            max_length=settings.max_length,
+            top_n=settings.top_n,
+            score_floor=settings.score_floor,
+            on_unavailable=settings.on_unavailable,
+            download=settings.download,
+            download_timeout=settings.download_timeout,
+            **kwargs,
+        )
+
+    @property
+    def model_cache_dir(self) -> Path:
+        """Where FlashRank models live: configured, else the user cache folder."""
+        return Path(self.cache_dir) if self.cache_dir else cache_root() / "flashrank"
+
+    @property
+    def available(self) -> bool:
+        """Whether the model loaded; when False the stage passes documents through."""
+        return self._ranker is not None
+
+    def compress_documents(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        callbacks: Callbacks | None = None,
+    ) -> CandidateList:
+        """Rerank `documents` for `query`; past top_n or under the floor is recorded."""
+        upstream = drops_of(documents)
+        skipped = skipped_of(documents)
+        if self._ranker is None:
+            skip = StageSkip(Stage.RERANK, str(self._unavailable))
+            return CandidateList(documents, upstream, [*skipped, skip])
+        if not documents:
+            return CandidateList([], upstream, skipped)
+        from flashrank import RerankRequest
+
+        passages = [
+            {"id": i, "text": doc.page_content} for i, doc in enumerate(documents)
+        ]
+        ranked = self._ranker.rerank(RerankRequest(query=query, passages=passages))
+        kept: list[Document] = []
+        drops: list[DropRecord] = []
+        for rank, passage in enumerate(ranked, start=1):
+            source = documents[passage["id"]]
+            score = float(passage["score"])
+            document = with_metadata(
+                source, {**source.metadata, "rerank_score": score, "rerank_rank": rank}
+            )
+            reason, detail = self._verdict(score, len(kept))
+            if reason is None:
+                kept.append(document)
+            else:
+                key = document_key(document, self.id_key)
+                drops.append(
+                    DropRecord(key, Stage.RERANK, reason, rank, document, detail=detail)
+                )
+        return CandidateList(kept, upstream + drops, skipped)
+
+    def _verdict(self, score: float, n_kept: int) -> tuple[DropReason | None, str]:
+        if self.score_floor is not None and score < self.score_floor:
+            return DropReason.SCORE_FLOOR, (
+                f"rerank score {score:.3f} < floor {self.score_floor:g}"
+            )
+        if n_kept >= self.top_n:
+            return DropReason.RERANKED_OUT, f"past top_n={self.top_n}"
+        return None, ""
+
+    def invoke(
+        self,
+        input: dict[str, Any],
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """`{"question", "documents"}` -> the same dict, documents reranked."""
+        return self._call_with_config(self._invoke, input, config, **kwargs)
+
+    def _invoke(self, input: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(input, dict) or "documents" not in input:
+            raise TypeError(
+                "FlashRankRerank as a Runnable takes a dict with "
+                f"'{self.query_key}' and 'documents'; got {type(input).__name__}"
+            )
+        query = input.get(self.query_key)
+        if not isinstance(query, str):
+            raise TypeError(f"FlashRankRerank needs a string under '{self.query_key}'")
+        return {
+            **input,
+            "documents": self.compress_documents(input["documents"], query),
+        }
+
+
+def _load_ranker(
+    model: str, cache_dir: Path, max_length: int, *, download: bool, timeout: float
+) -> Any:
+    """A flashrank.Ranker for `model`, fetched first if absent and allowed."""
+    from flashrank import Ranker
+    from flashrank.Config import listwise_rankers, model_file_map
+
+    if model not in model_file_map or model in listwise_rankers:
+        known = ", ".join(sorted(set(model_file_map) - set(listwise_rankers)))
+        raise ModelUnavailableError(
+            f"{model!r} is not a FlashRank cross-encoder; known: {known}"
+        )
+    model_file = cache_dir / model / model_file_map[model]
+    if not model_file.is_file():
+        if not download:
+            raise ModelUnavailableError(
+                f"{model_file} is missing and rerank.download is off"
+            )
+        _download_model(model, cache_dir, timeout)
+    try:
+        with _root_logger_untouched():
+            return Ranker(
+                model_name=model, cache_dir=str(cache_dir), max_length=max_length
+            )
+    except Exception as exc:
+        raise ModelUnavailableError(
+            f"FlashRank could not load {model!r} from {cache_dir}: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _download_model(model: str, cache_dir: Path, timeout: float) -> None:
+    """Fetch and unpack FlashRank's zip, atomically: no half model is left behind."""
+    import requests
+    from flashrank.Config import model_url
+
+    url = model_url.format(model)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache_dir, prefix=".download-") as tmp:
+        archive = Path(tmp) / f"{model}.zip"
+        try:
+            with requests.get(url, stream=True, timeout=(timeout, timeout)) as response:
+                response.raise_for_status()
+                with archive.open("wb") as out:
+                    for chunk in response.iter_content(chunk_size=1 << 16):
+                        out.write(chunk)
+            with zipfile.ZipFile(archive) as bundle:
+                bundle.extractall(tmp)
+        except (requests.RequestException, zipfile.BadZipFile, OSError) as exc:
+            raise ModelUnavailableError(
+                f"could not download FlashRank model {model!r} "
+                f"({type(exc).__name__}); offline? put its folder in {cache_dir} "
+                "or set rerank.cache_dir"
+            ) from exc
+        target = cache_dir / model
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(Path(tmp) / model, target)
+
+
+@contextlib.contextmanager
+def _root_logger_untouched() -> Iterator[None]:
+    """Keep flashrank's `logging.basicConfig` from configuring the root logger.
+
+    basicConfig does nothing when root already has a handler, so one is lent for
+    the duration of the constructor.
+    """
+    root = logging.getLogger()
+    guard = None if root.handlers else logging.NullHandler()
+    if guard is not None:
+        root.addHandler(guard)
+    try:
+        yield
+    finally:
+        if guard is not None:
+            root.removeHandler(guard)

@@ -1,0 +1,105 @@
+from hypothesis import given
+from hypothesis import strategies as st
+
+from langchain_ragbudget.drops import DropReason
+from langchain_ragbudget.packing import PackItem, edges_order, pack
+
+
+def item(tokens: int, group: str = "", header: int = 0, content: str = "") -> PackItem:
+    return PackItem(
+        tokens, group or f"g{tokens}-{content}", header, content or f"c{tokens}{group}"
+    )
+
+
+def test_skip_lets_a_smaller_passage_after_an_overflow_in() -> None:
+    items = [item(40, content="a"), item(50, content="b"), item(10, content="c")]
+    skip = pack(items, max_tokens=60, max_docs=10, policy="skip")
+    stop = pack(items, max_tokens=60, max_docs=10, policy="stop")
+    assert skip.kept == (0, 2) and skip.dropped == ((1, DropReason.MAX_TOKENS),)
+    assert stop.kept == (0,)
+    assert stop.dropped == ((1, DropReason.MAX_TOKENS), (2, DropReason.MAX_TOKENS))
+    assert skip.tokens_used == 50 and not skip.over_budget
+
+
+def test_max_docs_and_duplicates_have_their_own_reasons() -> None:
+    items = [
+        item(5, content="x"),
+        item(5, content="x"),
+        item(5, content="y"),
+        item(5, content="z"),
+    ]
+    result = pack(items, max_tokens=100, max_docs=2)
+    assert result.kept == (0, 2)
+    assert result.dropped == ((1, DropReason.DUPLICATE), (3, DropReason.MAX_DOCS))
+
+
+def test_min_docs_keeps_an_oversized_top_passage_and_says_so() -> None:
+    result = pack([item(500), item(10)], max_tokens=100, max_docs=5, min_docs=1)
+    assert result.kept == (0,) and result.over_budget and result.tokens_used == 500
+    assert pack([item(500)], max_tokens=100, max_docs=5, min_docs=0).kept == ()
+
+
+def test_a_group_header_is_paid_once() -> None:
+    items = [
+        item(10, "doc", 7, "a"),
+        item(10, "doc", 7, "b"),
+        item(10, "other", 7, "c"),
+    ]
+    assert pack(items, max_tokens=27, max_docs=5).kept == (0, 1)
+    assert pack(items, max_tokens=27, max_docs=5).tokens_used == 27
+
+
+def test_edges_order_puts_the_best_first_and_second_best_last() -> None:
+    assert edges_order([1, 2, 3, 4, 5]) == [1, 3, 5, 4, 2]
+    assert edges_order([1, 2]) == [1, 2]
+    assert edges_order([]) == []
+
+
+items_strategy = st.lists(
+    st.builds(
+        PackItem,
+        tokens=st.integers(0, 300),
+        group=st.sampled_from("abcde"),
+        group_tokens=st.integers(0, 20),
+        content_key=st.sampled_from("pqrstuvwxyz"),
+    ),
+    max_size=30,
+)
+
+
+@given(
+    items_strategy,
+    st.integers(1, 800),
+    st.integers(1, 12),
+    st.integers(0, 3),
+)
+def test_pack_properties(
+    items: list[PackItem], max_tokens: int, max_docs: int, min_docs: int
+) -> None:
+    min_docs = min(min_docs, max_docs)
+    results = {
+        policy: pack(
+            items,
+            max_tokens=max_tokens,
+            max_docs=max_docs,
+            policy=policy,
+            min_docs=min_docs,
+        )
+        for policy in ("skip", "stop")
+    }
+    for result in results.values():
+        placed = sorted([*result.kept, *(index for index, _ in result.dropped)])
+        assert placed == list(range(len(items)))  # every item exactly once
+        assert list(result.kept) == sorted(result.kept)
+        assert len(result.kept) <= max_docs
+        if not result.over_budget:
+            assert result.tokens_used <= max_tokens
+        else:
+            assert len(result.kept) <= max(min_docs, 1)
+        groups = {items[i].group for i in result.kept}
+        expected = sum(items[i].tokens for i in result.kept) + sum(
+            next(items[i].group_tokens for i in result.kept if items[i].group == g)
+            for g in groups
+        )
+        assert result.tokens_used == expected
+    assert set(results["stop"].kept) <= set(results["skip"].kept)
