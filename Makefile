@@ -41,8 +41,9 @@ test: $(STAMP)  ## Unit tests (offline, small corpora)
 integration_tests: $(STAMP)  ## Slower tests against real models and data
 	$(BIN)/pytest tests/integration_tests -q
 
-bench: $(STAMP)  ## Retrieval benchmark on SciFact (see BENCHMARKS.md)
+bench: $(STAMP)  ## Benchmarks on SciFact: retrieval, then the budget stage (BENCHMARKS.md)
 	$(BIN)/python benchmarks/bench_retrieval.py
+	$(BIN)/python benchmarks/bench_budget.py
 
 lint: $(STAMP)  ## ruff check, ruff format --diff, mypy
 	$(BIN)/ruff check .

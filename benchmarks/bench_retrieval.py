@@ -34,7 +34,7 @@ from langchain_ragbudget.embedded import build_sparse_retriever
 from langchain_ragbudget.metrics import ndcg_at_k, recall_at_k
 
 FETCH = 100
-console = Console()
+console = Console(width=120)
 
 
 def stock_retrievers(corpus: list[Document], store: object) -> dict[str, BaseRetriever]:

@@ -39,8 +39,8 @@ from langchain_ragbudget.drops import (
     skipped_of,
 )
 from langchain_ragbudget.evidence import Evidence, assess_evidence
-from langchain_ragbudget.identity import content_hash, document_key, with_metadata
-from langchain_ragbudget.packing import PackItem, edges_order, pack
+from langchain_ragbudget.identity import document_key, with_metadata
+from langchain_ragbudget.packing import PackItem, PackResult, edges_order, pack
 from langchain_ragbudget.render import Citation, ContextFormat, group_citations
 from langchain_ragbudget.tokens import count_tokens
 
@@ -142,7 +142,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
                     group_tokens=count_tokens(
                         fmt.render_header(number, document), encoding
                     ),
-                    content_key=content_hash(document.page_content),
+                    content_key=document.page_content,
                 )
             )
         result = pack(
@@ -200,19 +200,18 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         rank: int,
         reason: DropReason,
         tokens: int,
-        result: Any,
+        result: PackResult,
     ) -> DropRecord:
         settings = self.settings
-        details = {
-            DropReason.MAX_DOCS: f"max_docs={settings.max_docs} already kept",
-            DropReason.MAX_TOKENS: (
-                f"needs {tokens} tokens; {settings.max_tokens - result.tokens_used} "
-                f"left of {settings.max_tokens}"
-                if settings.packing == "skip"
-                else f"packing stopped at the first overflow ({settings.max_tokens})"
-            ),
-            DropReason.DUPLICATE: "same text as a kept passage",
-        }
+        if reason == DropReason.MAX_DOCS:
+            detail = f"max_docs={settings.max_docs} already kept"
+        elif reason == DropReason.DUPLICATE:
+            detail = "same text as a kept passage"
+        elif settings.packing == "stop":
+            detail = f"packing stopped at the first overflow of {settings.max_tokens}"
+        else:
+            left = settings.max_tokens - result.tokens_used
+            detail = f"needs {tokens} tokens; {left} left of {settings.max_tokens}"
         return DropRecord(
             key=document_key(document, self.id_key),
             stage=Stage.BUDGET,
@@ -220,7 +219,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             rank=rank,
             document=document,
             tokens=tokens,
-            detail=details.get(reason, ""),
+            detail=detail,
         )
 
     def invoke(

@@ -9,6 +9,7 @@ normal value, not an error.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -136,6 +137,8 @@ def build_vector_store(
 ) -> VectorStore:
     """Chroma: in memory, embedded in a folder, or a server, as configured.
 
+    In memory, every call gets a collection of its own (chromadb shares in-memory
+    collections across clients of one process, so two corpora would mix).
     Telemetry is off: it would be a network call nobody asked for.
     """
     import chromadb
@@ -153,6 +156,8 @@ def build_vector_store(
             host=settings.host, port=settings.port, settings=client_settings
         )
         return Chroma(client=client, **common)
+    if settings.persist_directory is None:
+        common["collection_name"] = f"{settings.collection}-{uuid.uuid4().hex[:12]}"
     return Chroma(
         persist_directory=settings.persist_directory,
         client_settings=client_settings,

@@ -7,7 +7,7 @@ prompt and the user-facing output both say the evidence is weak.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from langchain_core.documents import Document
@@ -43,15 +43,8 @@ def assess_evidence(
     if not documents:
         return Evidence(weak=True)
     for key, threshold in thresholds.items():
-        if threshold is None:
-            continue
-        scores = [
-            float(doc.metadata[key])
-            for doc in documents
-            if isinstance(doc.metadata.get(key), int | float)
-        ]
-        if scores:
-            best = max(scores)
+        best = None if threshold is None else top_score(documents, key)
+        if best is not None and threshold is not None:
             return Evidence(best < threshold, key, best, threshold)
     return Evidence(weak=None)
 
@@ -113,3 +106,38 @@ def calibrate_threshold(
         n_present=len(present),
         n_absent=len(absent),
     )
+
+
+def top_score(documents: Sequence[Document], score_key: str) -> float | None:
+    """The best `score_key` among `documents`, or None if none carries it."""
+    scores = [
+        float(doc.metadata[score_key])
+        for doc in documents
+        if isinstance(doc.metadata.get(score_key), int | float)
+    ]
+    return max(scores) if scores else None
+
+
+def calibrate_from_questions(
+    retrieve: Callable[[str], Sequence[Document]],
+    present: Sequence[str],
+    absent: Sequence[str],
+    score_key: str,
+) -> Calibration:
+    """Run both question sets through `retrieve` and calibrate on their top scores.
+
+    `retrieve` is anything from question to documents: `retriever.invoke`, or a
+    retriever followed by a reranker. A question whose results carry no
+    `score_key` is an error, since it would silently shrink its set.
+    """
+
+    def scores(questions: Sequence[str]) -> list[float]:
+        out = []
+        for question in questions:
+            score = top_score(retrieve(question), score_key)
+            if score is None:
+                raise ValueError(f"no result for {question!r} carries {score_key!r}")
+            out.append(score)
+        return out
+
+    return calibrate_threshold(scores(present), scores(absent))

@@ -23,8 +23,8 @@ class PackItem:
     """One candidate passage, as the packer sees it.
 
     `tokens` is the rendered passage; `group_tokens` the header its citation group
-    costs if this passage is the group's first kept one; equal `content_key`s mark
-    duplicates.
+    costs if this passage is the group's first kept one; equal `content_key`s (the
+    passage text) mark duplicates.
     """
 
     tokens: int

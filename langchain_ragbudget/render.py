@@ -63,14 +63,12 @@ class ContextFormat:
         """The header line of a citation, showing its best passage's score."""
         meta = best.metadata
         title = meta.get("title")
-        score = next(
-            (
-                f" | {key.removesuffix('_score')} {meta[key]:.2f}"
-                for key in self.score_keys
-                if isinstance(meta.get(key), int | float)
-            ),
-            "",
-        )
+        score = ""
+        for key in self.score_keys:
+            value = meta.get(key)
+            if isinstance(value, int | float):
+                score = f" | {key.removesuffix('_score')} {value:.2f}"
+                break
         return self.header.format(
             citation=citation,
             source=document_source(best) or "unknown source",

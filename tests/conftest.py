@@ -6,7 +6,6 @@ The Makefile exports the same variables; this makes a bare `pytest` work too.
 from __future__ import annotations
 
 import os
-import uuid
 from pathlib import Path
 
 import pytest
@@ -33,9 +32,3 @@ def tiny_flashrank_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cache_dir = tmp_path_factory.mktemp("flashrank")
     build_tiny_flashrank_model(cache_dir, "ms-marco-MiniLM-L-12-v2", MODEL_DIR)
     return cache_dir
-
-
-@pytest.fixture
-def collection_name() -> str:
-    """A fresh Chroma collection name: in-memory clients share one process."""
-    return f"test-{uuid.uuid4().hex[:12]}"

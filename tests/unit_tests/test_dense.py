@@ -79,12 +79,8 @@ def test_missing_local_model_is_a_clear_error(tmp_path: Path) -> None:
         embedder.embed_query("x")
 
 
-def test_dense_retriever_keeps_ids_and_scores(
-    embeddings: FastEmbedEmbeddings, collection_name: str
-) -> None:
-    store = build_vector_store(
-        VectorStoreSettings(collection=collection_name), embeddings
-    )
+def test_dense_retriever_keeps_ids_and_scores(embeddings: FastEmbedEmbeddings) -> None:
+    store = build_vector_store(VectorStoreSettings(), embeddings)
     add_documents(store, DOCS, batch_size=2)
     results = DenseRetriever(vectorstore=store, k=2).invoke("a kitten sleeping")
     assert {d.id for d in results} == {"a", "c"}
@@ -103,12 +99,8 @@ def test_persistent_chroma_reopens(
     assert reopened.invoke("markets")[0].id == "b"
 
 
-def test_embedded_hybrid_end_to_end(
-    embeddings: FastEmbedEmbeddings, collection_name: str
-) -> None:
-    config = load_config().model_copy(
-        update={"vector_store": VectorStoreSettings(collection=collection_name)}
-    )
+def test_embedded_hybrid_end_to_end(embeddings: FastEmbedEmbeddings) -> None:
+    config = load_config()
     results = build_hybrid_retriever(DOCS, config, embeddings=embeddings).invoke(
         "cat on a mat", k=2
     )
@@ -125,12 +117,8 @@ def test_embedded_hybrid_end_to_end(
     assert [r.key for r in drops_of(results)] in (["b"], ["c"])
 
 
-def test_docstore_path_matches_the_plain_path(
-    embeddings: FastEmbedEmbeddings, collection_name: str
-) -> None:
-    store = build_vector_store(
-        VectorStoreSettings(collection=collection_name), embeddings
-    )
+def test_docstore_path_matches_the_plain_path(embeddings: FastEmbedEmbeddings) -> None:
+    store = build_vector_store(VectorStoreSettings(), embeddings)
     add_documents(store, DOCS)
     plain = DenseRetriever(vectorstore=store, k=3).invoke("cats")
     docstore = {doc.id: doc for doc in DOCS if doc.id is not None}
@@ -143,11 +131,9 @@ def test_docstore_path_matches_the_plain_path(
 
 
 async def test_docstore_path_async_and_out_of_sync_error(
-    embeddings: FastEmbedEmbeddings, collection_name: str
+    embeddings: FastEmbedEmbeddings,
 ) -> None:
-    store = build_vector_store(
-        VectorStoreSettings(collection=collection_name), embeddings
-    )
+    store = build_vector_store(VectorStoreSettings(), embeddings)
     add_documents(store, DOCS)
     partial = {"a": DOCS[0]}
     retriever = DenseRetriever(vectorstore=store, k=3, docstore=partial)
@@ -161,3 +147,11 @@ def test_docstore_needs_chroma(embeddings: FastEmbedEmbeddings) -> None:
 
     with pytest.raises(ValueError, match="only used with a Chroma"):
         DenseRetriever(vectorstore=InMemoryVectorStore(embeddings), docstore={})
+
+
+def test_two_in_memory_builds_do_not_mix(embeddings: FastEmbedEmbeddings) -> None:
+    config = load_config()
+    first = build_hybrid_retriever(DOCS[:2], config, embeddings=embeddings)
+    second = build_hybrid_retriever(DOCS[2:], config, embeddings=embeddings)
+    assert {d.id for d in first.invoke("cat", k=5)} <= {"a", "b"}
+    assert {d.id for d in second.invoke("cat", k=5)} == {"c"}

@@ -46,3 +46,27 @@ def test_perfect_separation() -> None:
 def test_calibration_needs_both_sets() -> None:
     with pytest.raises(ValueError, match="each set"):
         calibrate_threshold([0.5], [])
+
+
+def test_calibrate_from_questions_on_the_sample_corpus() -> None:
+    from langchain_ragbudget import build_hybrid_retriever, load_config
+    from langchain_ragbudget.evidence import calibrate_from_questions
+    from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
+
+    config = load_config()
+    retriever = build_hybrid_retriever(load_sample_corpus(), config)
+    questions = load_sample_questions()
+    present = [q["question"] for q in questions if q["answer_ids"]]
+    absent = [q["question"] for q in questions if not q["answer_ids"]] + [
+        "What is the boiling point of tungsten?",
+        "Who won the 1998 football world cup?",
+        "How many moons does Neptune have?",
+    ]
+    calibration = calibrate_from_questions(
+        retriever.invoke, present, absent, "dense_score"
+    )
+    assert (calibration.n_present, calibration.n_absent) == (7, 4)
+    assert calibration.auc > 0.9  # the sample questions are easy to tell apart
+    assert calibration.balanced_accuracy >= 0.85
+    with pytest.raises(ValueError, match="carries 'rerank_score'"):
+        calibrate_from_questions(retriever.invoke, present, absent, "rerank_score")

@@ -103,17 +103,8 @@ def test_every_candidate_is_kept_or_recorded_exactly_once(
     check_ledger(entered, state, {doc.id: doc for doc in POOL if doc.id})
 
 
-def test_the_embedded_pipeline_on_the_sample_corpus(
-    tiny_flashrank_dir: Path, collection_name: str
-) -> None:
+def test_the_embedded_pipeline_on_the_sample_corpus(tiny_flashrank_dir: Path) -> None:
     config = load_config()
-    config = config.model_copy(
-        update={
-            "vector_store": config.vector_store.model_copy(
-                update={"collection": collection_name}
-            )
-        }
-    )
     corpus = load_sample_corpus()
     retriever = build_hybrid_retriever(corpus, config)
     reranker = FlashRankRerank(cache_dir=str(tiny_flashrank_dir), top_n=6)

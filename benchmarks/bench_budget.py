@@ -1,0 +1,111 @@
+"""Budget-stage latency: 100 candidates, warm token cache vs tiktoken on every call.
+
+Both columns run the same `ContextBudget.fit` on the same 100 SciFact abstracts (as
+ranked candidates with scores), in the same process, interleaved; the cold column
+clears the token cache before each call, i.e. counts with tiktoken every time.
+
+    python benchmarks/bench_budget.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+
+from langchain_core.documents import Document
+from rich.console import Console
+from rich.table import Table
+
+from langchain_ragbudget.beir import load_corpus
+from langchain_ragbudget.budget import ContextBudget
+from langchain_ragbudget.config import load_config
+from langchain_ragbudget.tokens import count_tokens
+
+console = Console(width=120)
+
+
+def candidates(n: int, folder: str) -> list[Document]:
+    from pathlib import Path
+
+    corpus = load_corpus(Path(folder))[:n]
+    return [
+        Document(
+            id=doc.id,
+            page_content=doc.page_content,
+            metadata={
+                **doc.metadata,
+                "fused_rank": rank,
+                "dense_score": 0.9 - rank / 200,
+                "fused_score": 1 / (60 + rank),
+            },
+        )
+        for rank, doc in enumerate(corpus, start=1)
+    ]
+
+
+def p50_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--data",
+        default=os.environ.get("RAGBUDGET_SCIFACT_DIR", "../shared/data/scifact"),
+    )
+    parser.add_argument("--candidates", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=300)
+    args = parser.parse_args()
+    docs = candidates(args.candidates, args.data)
+    config = load_config()
+    table = Table(
+        title=f"ContextBudget, {len(docs)} candidates, p50 over {args.repeat} calls"
+    )
+    for column in (
+        "surface",
+        "kept",
+        "tokens",
+        "warm cache ms",
+        "tiktoken every call ms",
+        "ratio",
+        "Runnable.invoke warm ms",
+    ):
+        table.add_column(column, justify="right" if column != "surface" else "left")
+    for surface in ("chat", "search"):
+        budget = ContextBudget.from_config(surface, config)
+        context = budget.fit(docs)  # warm-up: loads the encoding, fills the cache
+        warm: list[float] = []
+        cold: list[float] = []
+        runnable: list[float] = []
+        for _ in range(args.repeat):
+            start = time.perf_counter()
+            budget.fit(docs)
+            warm.append(time.perf_counter() - start)
+            count_tokens.cache_clear()
+            start = time.perf_counter()
+            budget.fit(docs)
+            cold.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            budget.invoke(docs)
+            runnable.append(time.perf_counter() - start)
+        table.add_row(
+            surface,
+            str(len(context.documents)),
+            f"{context.report.tokens_used}/{context.report.max_tokens}",
+            f"{p50_ms(warm):.3f}",
+            f"{p50_ms(cold):.3f}",
+            f"{p50_ms(cold) / p50_ms(warm):.1f}x",
+            f"{p50_ms(runnable):.3f}",
+        )
+    console.print(table)
+    console.print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}"
+    )
+
+
+if __name__ == "__main__":
+    main()

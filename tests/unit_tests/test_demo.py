@@ -1,0 +1,75 @@
+"""`make demo` wiring: the real pipeline over the sample corpus; the chat model, where
+one is used, is a fake (no LLM API here)."""
+
+import io
+from typing import Any
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from rich.console import Console
+
+from langchain_ragbudget import demo
+from langchain_ragbudget.cli import main
+
+
+def run(monkeypatch: pytest.MonkeyPatch, tmp_path: Any, llm: Any = None) -> str:
+    monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(tmp_path))  # no FlashRank model there
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setattr(demo, "chat_model", lambda settings, console: llm)
+    out = io.StringIO()
+    demo.run_demo(console=Console(file=out, width=200))
+    return out.getvalue()
+
+
+def test_demo_prints_evidence_prompt_and_warnings(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    monkeypatch.setattr(demo, "FlashRankRerank", _offline_reranker(tmp_path))
+    text = run(monkeypatch, tmp_path)
+    assert "surface 'chat': max_docs=4, max_tokens=600" in text
+    assert "surface 'search': max_docs=12, max_tokens=4000" in text
+    assert "incident-runbook::1 *" in text and "over_max_tokens (budget)" in text
+    assert "prompt sent (chat)" in text and "Question: How quickly" in text
+    assert "[warning: rerank stage skipped:" in text
+    assert "passage(s) dropped from context to fit the chat budget" in text
+    assert "no chat model configured" in text
+
+
+def test_demo_shows_the_answer_with_a_model(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    monkeypatch.setattr(demo, "FlashRankRerank", _offline_reranker(tmp_path))
+    answers = iter(
+        [
+            AIMessage(content="Within 5 minutes [1]."),
+            AIMessage(content="5 minutes [1]."),
+        ]
+    )
+    text = run(monkeypatch, tmp_path, GenericFakeChatModel(messages=answers))
+    assert "Within 5 minutes [1]." in text and "5 minutes [1]." in text
+    assert "no chat model configured" not in text
+
+
+def test_cli_reports_config_errors_in_one_line(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yml"
+    bad.write_text("surfaces:\n  chat:\n    max_tokens: -1\n")
+    assert main(["demo", "--config", str(bad)]) == 2
+    assert "surfaces.chat.max_tokens" in capsys.readouterr().out
+
+
+def _offline_reranker(tmp_path: Any) -> Any:
+    from langchain_ragbudget.rerank import FlashRankRerank
+
+    class Offline(FlashRankRerank):
+        """The configured reranker with downloads off: tests never touch the network."""
+
+        @classmethod
+        def from_config(cls, settings: Any, **kwargs: Any) -> FlashRankRerank:
+            return FlashRankRerank.from_config(
+                settings.model_copy(update={"download": False}), **kwargs
+            )
+
+    return Offline
