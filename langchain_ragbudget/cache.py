@@ -1,8 +1,9 @@
-"""On-disk cache of embedded corpora, keyed by corpus content and embedding model.
+"""On-disk cache of corpus indexes, keyed by corpus content and model or settings.
 
-Embedding SciFact takes about ten minutes on two cores; a rerun over the same corpus
-with the same model opens the cached Chroma folder instead. A folder only counts as
-cached once its manifest is written, so an interrupted build is redone, not trusted.
+Embedding SciFact takes minutes on two cores; a rerun over the same corpus with the
+same model opens the cached Chroma folder instead, and the BM25 index is loaded, not
+rebuilt. A folder only counts as cached once its manifest is written, so an
+interrupted build is redone, not trusted.
 """
 
 from __future__ import annotations
@@ -18,8 +19,14 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
-from langchain_ragbudget.config import EmbeddingSettings, VectorStoreSettings
+from langchain_ragbudget.config import (
+    EmbeddingSettings,
+    RagBudgetConfig,
+    VectorStoreSettings,
+)
 from langchain_ragbudget.dense import add_documents, build_vector_store
+from langchain_ragbudget.embedded import build_sparse_retriever
+from langchain_ragbudget.sparse import BM25Retriever
 
 CACHE_DIR_ENV = "RAGBUDGET_CACHE_DIR"
 _MANIFEST = "ragbudget_cache.json"
@@ -41,6 +48,32 @@ def corpus_fingerprint(documents: Sequence[Document], model: str) -> str:
         digest.update(b"\x00" + str(document.id).encode("utf-8"))
         digest.update(b"\x01" + document.page_content.encode("utf-8"))
     return digest.hexdigest()[:20]
+
+
+def cached_sparse_retriever(
+    documents: Sequence[Document],
+    config: RagBudgetConfig,
+    *,
+    name: str = "corpus",
+    root: Path | None = None,
+) -> BM25Retriever:
+    """A BM25 index over `documents`, built once per content and BM25 settings."""
+    settings = config.sparse.model_dump_json()
+    key = corpus_fingerprint(documents, f"bm25 {settings}")
+    folder = (root or cache_root()) / f"{name}-bm25-{key}"
+    manifest = folder / _MANIFEST
+    fetch_k = config.retrieval.sparse.fetch_k
+    if manifest.is_file():
+        return BM25Retriever.load(folder, k=fetch_k)
+    if folder.exists():
+        shutil.rmtree(folder)
+    retriever = build_sparse_retriever(documents, config)
+    retriever.save(folder)
+    manifest.write_text(
+        json.dumps({"documents": len(documents), "sparse": settings, "key": key}),
+        encoding="utf-8",
+    )
+    return retriever
 
 
 def cached_vector_store(

@@ -45,6 +45,7 @@ def build_hybrid_retriever(
     *,
     vectorstore: VectorStore | None = None,
     embeddings: Embeddings | None = None,
+    sparse: BM25Retriever | None = None,
 ) -> HybridRetriever:
     """BM25 + dense over `documents`, fused as configured.
 
@@ -52,7 +53,8 @@ def build_hybrid_retriever(
     embedded into it; with one, it is used as it is (already filled). With Chroma
     and ids on every document, the dense side reads documents from `documents`
     instead of from Chroma (faster; an id Chroma has and `documents` lacks is an
-    error, since the two sides would disagree).
+    error, since the two sides would disagree). `sparse` is a BM25 index already
+    built over `documents` (e.g. loaded from the cache).
     """
     config = config or load_config()
     if vectorstore is None:
@@ -65,7 +67,7 @@ def build_hybrid_retriever(
     retrieval = config.retrieval
     return HybridRetriever(
         retrievers=[
-            build_sparse_retriever(documents, config),
+            sparse or build_sparse_retriever(documents, config),
             DenseRetriever(
                 vectorstore=vectorstore,
                 k=retrieval.dense.fetch_k,

@@ -75,11 +75,7 @@ def _load_text_embedding(
         kwargs["specific_model_path"] = str(folder)
     try:
         return TextEmbedding(model_name, **kwargs)
-    except ValueError as exc:  # unknown model name
-        raise ModelUnavailableError(
-            f"fastembed cannot load {model_name!r}: {exc}"
-        ) from exc
-    except Exception as exc:  # download failures surface as many types
+    except Exception as exc:  # unknown names and download failures, many types
         raise ModelUnavailableError(
             f"could not load or download the embedding model {model_name!r} "
             f"({type(exc).__name__}: {exc}). Offline? Set embedding.model_path or "

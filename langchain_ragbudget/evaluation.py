@@ -1,0 +1,288 @@
+"""Evaluation harness: retrieval quality per stage, and survival through the budget.
+
+For every query of a BEIR dataset the configured pipeline runs stage by stage (each
+retriever, fusion, rerank, budget) and the harness records the ranking after each
+stage, which gold passages each stage dropped and why, the tokens used, and silent
+drops: candidates missing from both the context and the drop records (always 0, or
+the one rule is broken). It also compares packing policies on the same candidate
+lists at several budgets.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from langchain_core.documents import Document
+
+from langchain_ragbudget.beir import BeirDataset
+from langchain_ragbudget.budget import BudgetedContext, ContextBudget
+from langchain_ragbudget.cache import cached_sparse_retriever, cached_vector_store
+from langchain_ragbudget.config import RagBudgetConfig
+from langchain_ragbudget.dense import build_embeddings
+from langchain_ragbudget.drops import CandidateList
+from langchain_ragbudget.embedded import build_hybrid_retriever
+from langchain_ragbudget.identity import document_key
+from langchain_ragbudget.metrics import hit_at_k, mrr_at_k, ndcg_at_k, recall_at_k
+from langchain_ragbudget.rerank import FlashRankRerank
+from langchain_ragbudget.survival import POLICIES, policy_survivors
+
+DEFAULT_BUDGETS = (256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class StageQuality:
+    """Mean metrics of one stage's ranking over the queries; None when skipped."""
+
+    stage: str
+    status: str
+    hit: float | None = None
+    mrr: float | None = None
+    recall: float | None = None
+    ndcg: float | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Survival:
+    """What happened to the gold passages on one surface, and to the budget."""
+
+    surface: str
+    max_tokens: int
+    max_docs: int
+    gold_retrieved: int
+    gold_kept: int
+    gold_dropped: dict[str, int]
+    silent_drops: int
+    tokens_mean: float
+    tokens_p50: float
+    tokens_max: int
+    over_budget: int
+
+    @property
+    def survival(self) -> float | None:
+        """Share of the gold passages the retrievers found that reached the prompt."""
+        return self.gold_kept / self.gold_retrieved if self.gold_retrieved else None
+
+
+@dataclass
+class EvalReport:
+    """Everything one evaluation run measured."""
+
+    dataset: str
+    n_queries: int
+    n_documents: int
+    k: int
+    quality: list[StageQuality]
+    survival: list[Survival]
+    policy_budgets: list[int]
+    policy_survival: dict[str, list[float | None]]
+    policy_encoding: str
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable view."""
+        data = asdict(self)
+        for row, item in zip(data["survival"], self.survival, strict=True):
+            row["survival"] = item.survival
+        return data
+
+
+def _doc_id(document: Document) -> str:
+    return str(document.metadata.get("doc_id") or document.id)
+
+
+def _mean(values: list[float]) -> float:
+    return statistics.fmean(values) if values else 0.0
+
+
+@dataclass
+class _Accumulator:
+    rankings: dict[str, list[tuple[list[str], dict[str, int]]]] = field(
+        default_factory=dict
+    )
+    gold_retrieved: Counter[str] = field(default_factory=Counter)
+    gold_kept: Counter[str] = field(default_factory=Counter)
+    gold_dropped: dict[str, Counter[str]] = field(default_factory=dict)
+    silent: Counter[str] = field(default_factory=Counter)
+    tokens: dict[str, list[int]] = field(default_factory=dict)
+    over_budget: Counter[str] = field(default_factory=Counter)
+    policy_hits: dict[str, list[int]] = field(default_factory=dict)
+    policy_gold: int = 0
+
+    def rank(self, stage: str, docs: Sequence[Document], rel: dict[str, int]) -> None:
+        self.rankings.setdefault(stage, []).append(([_doc_id(d) for d in docs], rel))
+
+
+def evaluate(
+    dataset: BeirDataset,
+    config: RagBudgetConfig,
+    *,
+    surfaces: Sequence[str] | None = None,
+    k: int = 10,
+    limit: int | None = None,
+    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    reranker: FlashRankRerank | None = None,
+    progress: Progress | None = None,
+) -> EvalReport:
+    """Run the configured pipeline over `dataset` and measure every stage.
+
+    The corpus embeddings are cached on disk (keyed by content and model). Without
+    `reranker`, the configured FlashRank stage is built; if its model is missing the
+    rerank row says "skipped" and the budget works on the fused list.
+    """
+    surfaces = list(surfaces or config.surfaces)
+    budget_stages = {name: ContextBudget.from_config(name, config) for name in surfaces}
+    store = cached_vector_store(
+        dataset.corpus,
+        config.embedding,
+        build_embeddings(config.embedding),
+        name=dataset.name,
+        on_batch=(lambda n: progress("embedding corpus", n, len(dataset.corpus)))
+        if progress
+        else None,
+    )
+    sparse = cached_sparse_retriever(dataset.corpus, config, name=dataset.name)
+    hybrid = build_hybrid_retriever(
+        dataset.corpus, config, vectorstore=store, sparse=sparse
+    )
+    names = hybrid.resolved_names
+    if reranker is None and config.rerank.enabled:
+        reranker = FlashRankRerank.from_config(config.rerank, id_key=hybrid.id_key)
+    queries = list(dataset.queries.items())[:limit]
+    encoding = budget_stages[surfaces[0]].settings.encoding_name
+    acc = _Accumulator(policy_hits={policy: [0] * len(budgets) for policy in POLICIES})
+    for done, (query_id, text) in enumerate(queries, start=1):
+        relevant = {doc: rel for doc, rel in dataset.qrels[query_id].items() if rel > 0}
+        lists = [retriever.invoke(text) for retriever in hybrid.retrievers]
+        for name, docs in zip(names, lists, strict=True):
+            acc.rank(name, docs, relevant)
+        fused = hybrid.fuse(lists, config.retrieval.k)
+        acc.rank("fusion", fused, relevant)
+        candidates: CandidateList = fused
+        if reranker is not None and reranker.available:
+            candidates = reranker.compress_documents(fused, text)
+            acc.rank("rerank", candidates, relevant)
+        entered = {document_key(d, hybrid.id_key): d for docs in lists for d in docs}
+        for surface, stage in budget_stages.items():
+            context = stage.fit(candidates)
+            acc.rank(f"budget:{surface}", _ranked(context, hybrid.id_key), relevant)
+            _account(acc, surface, entered, context, relevant, hybrid.id_key)
+        _compare_policies(acc, candidates, relevant, budgets, encoding, hybrid.id_key)
+        if progress:
+            progress("queries", done, len(queries))
+
+    quality = [_quality(name, acc, k) for name in [*names, "fusion"]]
+    if "rerank" in acc.rankings:
+        quality.append(_quality("rerank", acc, k))
+    else:
+        reason = "no reranker" if reranker is None else "model unavailable"
+        quality.append(StageQuality("rerank", "skipped", note=reason))
+    quality += [_quality(f"budget:{surface}", acc, k) for surface in surfaces]
+    return EvalReport(
+        dataset=dataset.name,
+        n_queries=len(queries),
+        n_documents=len(dataset.corpus),
+        k=k,
+        quality=quality,
+        survival=[
+            _survival(acc, surface, budget_stages[surface]) for surface in surfaces
+        ],
+        policy_budgets=list(budgets),
+        policy_survival={
+            policy: [
+                hits / acc.policy_gold if acc.policy_gold else None for hits in row
+            ]
+            for policy, row in acc.policy_hits.items()
+        },
+        policy_encoding=encoding,
+        settings={
+            "fusion_k": config.retrieval.k,
+            "fetch_k": [
+                config.retrieval.sparse.fetch_k,
+                config.retrieval.dense.fetch_k,
+            ],
+            "weights": [config.retrieval.sparse.weight, config.retrieval.dense.weight],
+            "rrf_c": config.retrieval.rrf_c,
+            "rerank": config.rerank.model if reranker and reranker.available else None,
+        },
+    )
+
+
+def _ranked(context: BudgetedContext, id_key: str | None) -> list[Document]:
+    """The kept passages in the budget's input order (the prompt may use `edges`)."""
+    by_key = {document_key(doc, id_key): doc for doc in context.documents}
+    return [by_key[key] for key in context.report.kept_ids]
+
+
+def _account(
+    acc: _Accumulator,
+    surface: str,
+    entered: dict[str, Document],
+    context: BudgetedContext,
+    relevant: dict[str, int],
+    id_key: str | None,
+) -> None:
+    report = context.report
+    accounted = report.kept_ids + [record.key for record in report.drops]
+    missing = set(entered) - set(accounted)
+    acc.silent[surface] += len(missing) + len(accounted) - len(set(accounted))
+    acc.gold_retrieved[surface] += sum(_doc_id(d) in relevant for d in entered.values())
+    acc.gold_kept[surface] += sum(_doc_id(d) in relevant for d in context.documents)
+    dropped = acc.gold_dropped.setdefault(surface, Counter())
+    for record in report.drops:
+        if _doc_id(record.document) in relevant:
+            dropped[f"{record.stage}/{record.reason}"] += 1
+    acc.tokens.setdefault(surface, []).append(report.tokens_used)
+    acc.over_budget[surface] += report.over_budget
+
+
+def _compare_policies(
+    acc: _Accumulator,
+    candidates: Sequence[Document],
+    relevant: dict[str, int],
+    budgets: Sequence[int],
+    encoding: str,
+    id_key: str | None,
+) -> None:
+    gold = [i for i, doc in enumerate(candidates) if _doc_id(doc) in relevant]
+    if not gold:
+        return
+    acc.policy_gold += len(gold)
+    for policy in POLICIES:
+        for position, budget in enumerate(budgets):
+            kept = set(policy_survivors(candidates, policy, budget, encoding, id_key))
+            acc.policy_hits[policy][position] += len(kept.intersection(gold))
+
+
+def _quality(stage: str, acc: _Accumulator, k: int) -> StageQuality:
+    rows = acc.rankings.get(stage, [])
+    return StageQuality(
+        stage,
+        "ran",
+        hit=_mean([hit_at_k(r, rel, k) for r, rel in rows]),
+        mrr=_mean([mrr_at_k(r, rel, 10) for r, rel in rows]),
+        recall=_mean([recall_at_k(r, rel, k) for r, rel in rows]),
+        ndcg=_mean([ndcg_at_k(r, rel, 10) for r, rel in rows]),
+    )
+
+
+def _survival(acc: _Accumulator, surface: str, stage: ContextBudget) -> Survival:
+    tokens = acc.tokens.get(surface, [])
+    return Survival(
+        surface=surface,
+        max_tokens=stage.settings.max_tokens,
+        max_docs=stage.settings.max_docs,
+        gold_retrieved=acc.gold_retrieved[surface],
+        gold_kept=acc.gold_kept[surface],
+        gold_dropped=dict(acc.gold_dropped.get(surface, Counter())),
+        silent_drops=acc.silent[surface],
+        tokens_mean=_mean([float(t) for t in tokens]),
+        tokens_p50=float(statistics.median(tokens)) if tokens else 0.0,
+        tokens_max=max(tokens, default=0),
+        over_budget=acc.over_budget[surface],
+    )

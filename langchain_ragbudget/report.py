@@ -1,0 +1,185 @@
+"""Evaluation reports: rich tables, a Markdown section, a survival plot (PNG)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.table import Table
+
+from langchain_ragbudget.evaluation import EvalReport
+
+QUALITY_START = "<!-- ragbudget-eval:start -->"
+QUALITY_END = "<!-- ragbudget-eval:end -->"
+
+
+def _num(value: float | None, digits: int = 4) -> str:
+    return "skipped" if value is None else f"{value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def quality_rows(report: EvalReport) -> list[list[str]]:
+    """One row per stage: stage, hit@k, MRR@10, recall@k, nDCG@10."""
+    return [
+        [
+            row.stage + (f" ({row.note})" if row.note else ""),
+            _num(row.hit),
+            _num(row.mrr),
+            _num(row.recall),
+            _num(row.ndcg),
+        ]
+        for row in report.quality
+    ]
+
+
+def survival_rows(report: EvalReport) -> list[list[str]]:
+    """One row per surface: budget, gold found, gold kept, drops, tokens, silent."""
+    rows = []
+    for item in report.survival:
+        dropped = ", ".join(
+            f"{n} {why}" for why, n in sorted(item.gold_dropped.items())
+        )
+        rows.append(
+            [
+                item.surface,
+                f"{item.max_docs} docs / {item.max_tokens} tok",
+                str(item.gold_retrieved),
+                f"{item.gold_kept} ({_pct(item.survival)})",
+                dropped or "none",
+                f"{item.tokens_mean:.0f} / {item.tokens_p50:.0f} / {item.tokens_max}",
+                str(item.over_budget),
+                str(item.silent_drops),
+            ]
+        )
+    return rows
+
+
+SURVIVAL_HEADER = [
+    "surface",
+    "budget",
+    "gold retrieved",
+    "gold in prompt",
+    "gold dropped (stage/reason)",
+    "tokens mean / p50 / max",
+    "over budget",
+    "silent drops",
+]
+
+
+def policy_rows(report: EvalReport) -> list[list[str]]:
+    """One row per packing policy: gold survival at each budget."""
+    return [
+        [policy, *(_pct(v) for v in values)]
+        for policy, values in report.policy_survival.items()
+    ]
+
+
+def rich_tables(report: EvalReport) -> list[Table]:
+    """The three tables for the terminal."""
+    k = report.k
+    quality = Table(
+        title=f"{report.dataset}: quality per stage ({report.n_queries} queries)"
+    )
+    for column in ("stage", f"hit@{k}", "MRR@10", f"recall@{k}", "nDCG@10"):
+        quality.add_column(column, justify="left" if column == "stage" else "right")
+    for row in quality_rows(report):
+        quality.add_row(*row)
+    survival = Table(title="gold-passage survival into the prompt")
+    for column in SURVIVAL_HEADER:
+        survival.add_column(column)
+    for row in survival_rows(report):
+        survival.add_row(*row)
+    policies = Table(
+        title="gold survival by packing policy and token budget "
+        f"({report.policy_encoding})"
+    )
+    policies.add_column("policy")
+    for budget in report.policy_budgets:
+        policies.add_column(str(budget), justify="right")
+    for row in policy_rows(report):
+        policies.add_row(*row)
+    return [quality, survival, policies]
+
+
+def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def to_markdown(report: EvalReport, command: str, plot: str | None = None) -> str:
+    """The quality section of BENCHMARKS.md for this report."""
+    k = report.k
+    parts = [
+        f"Command: `{command}`. {report.n_queries} queries, {report.n_documents} "
+        f"documents. Settings: {report.settings}. Nothing was tuned on these qrels.",
+        "",
+        "Quality per stage (mean over queries; a stage that did not run says so):",
+        "",
+        _markdown_table(
+            ["stage", f"hit@{k}", "MRR@10", f"recall@{k}", "nDCG@10"],
+            quality_rows(report),
+        ),
+        "",
+        "Gold passages (judged relevant) that the retrievers found, and where they "
+        "went. `silent drops` counts candidates in neither the prompt nor the drop "
+        "records; it must be 0.",
+        "",
+        _markdown_table(SURVIVAL_HEADER, survival_rows(report)),
+        "",
+        f"Packing policies on the same candidate lists, gold survival by token budget "
+        f"({report.policy_encoding}, no max_docs):",
+        "",
+        _markdown_table(
+            ["policy", *map(str, report.policy_budgets)], policy_rows(report)
+        ),
+    ]
+    if plot:
+        parts += ["", f"![gold survival against the budget]({plot})"]
+    return "\n".join(parts) + "\n"
+
+
+def update_section(path: Path, section: str) -> None:
+    """Replace the text between the eval markers of `path` (append if absent)."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    block = f"{QUALITY_START}\n{section}{QUALITY_END}"
+    if QUALITY_START in text and QUALITY_END in text:
+        head, rest = text.split(QUALITY_START, 1)
+        tail = rest.split(QUALITY_END, 1)[1]
+        text = head + block + tail
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text, encoding="utf-8")
+
+
+def plot_survival(report: EvalReport, path: Path) -> Path:
+    """Write a PNG: gold survival against the token budget, one line per policy."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6.4, 4.0), dpi=120)
+    for policy, values in report.policy_survival.items():
+        points = [
+            (b, v)
+            for b, v in zip(report.policy_budgets, values, strict=True)
+            if v is not None
+        ]
+        axis.plot(
+            [b for b, _ in points], [v for _, v in points], marker="o", label=policy
+        )
+    axis.set_xscale("log", base=2)
+    axis.set_xlabel(f"context budget (tokens, {report.policy_encoding})")
+    axis.set_ylabel("gold passages kept whole")
+    axis.set_ylim(0, 1.02)
+    axis.set_title(f"{report.dataset}: does the gold passage survive the budget?")
+    axis.grid(True, alpha=0.3)
+    axis.legend()
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    plt.close(figure)
+    return path

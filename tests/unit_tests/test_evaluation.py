@@ -1,0 +1,130 @@
+"""The harness on a BEIR folder the test writes from the sample corpus: any folder
+works, not only SciFact. Real BM25, Chroma, fastembed and budget; FlashRank is the
+tiny test model where a rerank row must run."""
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from langchain_ragbudget import load_config
+from langchain_ragbudget.beir import DatasetError, load_beir
+from langchain_ragbudget.cli import main
+from langchain_ragbudget.evaluation import evaluate
+from langchain_ragbudget.report import QUALITY_END, QUALITY_START
+from langchain_ragbudget.rerank import FlashRankRerank
+from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
+
+
+@pytest.fixture
+def beir_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "northwind"
+    (folder / "qrels").mkdir(parents=True)
+    with gzip.open(folder / "corpus.jsonl.gz", "wt", encoding="utf-8") as out:
+        for doc in load_sample_corpus():
+            out.write(
+                json.dumps(
+                    {
+                        "_id": doc.id,
+                        "title": doc.metadata["title"],
+                        "text": doc.page_content,
+                    }
+                )
+                + "\n"
+            )
+    questions = [q for q in load_sample_questions() if q["answer_ids"]]
+    with (folder / "queries.jsonl").open("w") as out:
+        for i, q in enumerate(questions):
+            out.write(json.dumps({"_id": f"q{i}", "text": q["question"]}) + "\n")
+    lines = ["query-id\tcorpus-id\tscore"] + [
+        f"q{i}\t{doc}\t1" for i, q in enumerate(questions) for doc in q["answer_ids"]
+    ]
+    (folder / "qrels" / "test.tsv").write_text("\r\n".join(lines) + "\r\n")
+    return folder
+
+
+def test_cli_eval_writes_json_plot_and_markdown(
+    beir_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(
+        "RAGBUDGET_CACHE_DIR", str(tmp_path / "cache")
+    )  # no FlashRank model
+    config = tmp_path / "offline.yml"
+    config.write_text("rerank:\n  download: false\n")
+    bench = tmp_path / "BENCH.md"
+    bench.write_text(f"# Title\n\n{QUALITY_START}\nSTALE\n{QUALITY_END}\n\n## After\n")
+    code = main(
+        [
+            "eval",
+            str(beir_folder),
+            "--config",
+            str(config),
+            "--limit",
+            "5",
+            "--json",
+            str(tmp_path / "r.json"),
+            "--plot",
+            str(tmp_path / "plot.png"),
+            "--update",
+            str(bench),
+        ]
+    )
+    assert code == 0
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert result["n_queries"] == 5 and result["n_documents"] == 43
+    rows = {row["stage"]: row for row in result["quality"]}
+    assert set(rows) == {
+        "bm25",
+        "dense",
+        "fusion",
+        "rerank",
+        "budget:chat",
+        "budget:search",
+    }
+    assert rows["rerank"]["status"] == "skipped" and rows["rerank"]["ndcg"] is None
+    assert rows["fusion"]["hit"] > 0.5
+    assert all(item["silent_drops"] == 0 for item in result["survival"])
+    assert (tmp_path / "plot.png").read_bytes()[:4] == b"\x89PNG"
+    text = bench.read_text()
+    assert (
+        "STALE" not in text
+        and text.startswith("# Title")
+        and text.endswith("## After\n")
+    )
+    assert "| rerank (model unavailable) | skipped |" in text and "plot.png" in text
+
+
+def test_rerank_row_runs_with_a_model_and_survival_adds_up(
+    beir_folder: Path, tiny_flashrank_dir: Path
+) -> None:
+    reranker = FlashRankRerank(cache_dir=str(tiny_flashrank_dir), top_n=5)
+    report = evaluate(
+        load_beir(beir_folder), load_config(), reranker=reranker, budgets=(64, 4096)
+    )
+    rows = {row.stage: row for row in report.quality}
+    assert rows["rerank"].status == "ran" and rows["rerank"].ndcg is not None
+    for item in report.survival:
+        assert item.silent_drops == 0
+        dropped = sum(item.gold_dropped.values())
+        # every gold passage the retrievers found is in the prompt or dropped
+        assert item.gold_kept + dropped == item.gold_retrieved
+    small, large = report.policy_survival["skip"]
+    assert large == 1.0  # 4096 tokens hold all of the top 5
+    assert small is not None and small <= large
+
+
+def test_bad_folder_is_named(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match="qrels file not found"):
+        load_beir(tmp_path)
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "qrels" / "test.tsv").write_text("q1\td1\n")
+    with pytest.raises(DatasetError, match=r"test.tsv:1: expected"):
+        load_beir(tmp_path)
+
+
+def test_unknown_surface_fails_before_work(
+    beir_folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["eval", str(beir_folder), "--surface", "voice"]) == 2
+    assert "unknown surface" in capsys.readouterr().out
