@@ -1,13 +1,15 @@
-"""`ragbudget` command line: `demo` and `eval`, with progress bars and tables."""
+"""`ragbudget` command line: `demo`, `eval`, `index`, `repair`."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+from langchain_core.documents import Document
 from rich.console import Console
 from rich.progress import Progress, TaskID
 
@@ -39,6 +41,26 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="replace the eval section of this Markdown file (e.g. BENCHMARKS.md)",
     )
+    index = commands.add_parser(
+        "index", help="ingest a folder of text/Markdown/HTML/PDF"
+    )
+    index.add_argument("path", type=Path, help="a folder (or one file) to ingest")
+    index.add_argument(
+        "--index", type=Path, help="index directory (config index.directory)"
+    )
+    index.add_argument("--config", help="a YAML file merged over the defaults")
+    index.add_argument(
+        "--prune",
+        action="store_true",
+        help="delete indexed documents whose file is no longer under PATH",
+    )
+    repair = commands.add_parser(
+        "repair", help="bring the two sides of an index in sync"
+    )
+    repair.add_argument(
+        "--index", type=Path, help="index directory (config index.directory)"
+    )
+    repair.add_argument("--config", help="a YAML file merged over the defaults")
     return parser
 
 
@@ -52,12 +74,106 @@ def main(argv: Sequence[str] | None = None) -> int:
             from langchain_ragbudget.demo import run_demo
 
             run_demo(args.config, console)
-        else:
+        elif args.command == "eval":
             run_eval(args, console, argv)
+        elif args.command == "index":
+            return run_index(args, console)
+        else:
+            return run_repair(args, console)
     except RagBudgetError as error:
         console.print(f"[red]error:[/red] {error}", markup=True, highlight=False)
         return 2
     return 0
+
+
+def _open_index(args: argparse.Namespace, console: Console) -> Any:
+    from langchain_ragbudget.config import load_config
+    from langchain_ragbudget.index import HybridIndex
+
+    config = load_config(args.config)
+    directory = args.index or Path(config.index.directory)
+    with console.status(f"opening index {directory}"):
+        index = HybridIndex.open(directory, config)
+    style = "green" if index.sync_report.in_sync else "yellow"
+    console.print(f"[{style}]{directory}: {index.sync_report.summary()}[/{style}]")
+    return index
+
+
+def run_index(args: argparse.Namespace, console: Console) -> int:
+    """`ragbudget index PATH`: ingest, then print a summary; 1 if a file failed."""
+    from rich.table import Table
+
+    from langchain_ragbudget.loaders import FileError, iter_files, load_file
+
+    root: Path = args.path
+    if not root.exists():
+        console.print(f"[red]error:[/red] {root} does not exist", highlight=False)
+        return 2
+    files = list(iter_files(root))
+    if not files:
+        console.print(
+            f"[red]error:[/red] no .txt, .md, .html or .pdf files under {root}"
+        )
+        return 2
+    index = _open_index(args, console)
+    base = root if root.is_dir() else root.parent
+    read_errors: list[FileError] = []
+
+    def documents() -> Iterator[Document]:
+        for path in files:
+            try:
+                yield load_file(path, base)
+            except ValueError as exc:
+                read_errors.append(
+                    FileError(path.relative_to(base).as_posix(), str(exc))
+                )
+
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("indexing", total=len(files))
+        summary = index.upsert(
+            documents(), on_document=lambda _: progress.advance(task)
+        )
+    summary.errors[:0] = read_errors
+    seen = {path.relative_to(base).as_posix() for path in files}
+    gone = [doc_id for doc_id in index.document_ids if doc_id not in seen]
+    if gone and args.prune:
+        summary.deleted += index.delete(gone)
+    table = Table(title=f"indexed {root} into {index.directory}")
+    columns = ("added", "updated", "unchanged", "deleted", "failed")
+    for column in (*columns, "chunks written", "documents now", "chunks now"):
+        table.add_column(column, justify="right")
+    counts = (summary.added, summary.updated, summary.unchanged, summary.deleted)
+    table.add_row(
+        *(str(len(ids)) for ids in counts),
+        str(len(summary.errors)),
+        str(summary.chunks_added),
+        str(len(index.document_ids)),
+        str(index.chunk_count),
+    )
+    console.print(table)
+    for error in summary.errors:
+        console.print(
+            f"[red]failed:[/red] {error.path}: {error.problem}", highlight=False
+        )
+    if gone and not args.prune:
+        console.print(
+            f"[yellow]{len(gone)} indexed document(s) have no file under {root} "
+            f"(e.g. {gone[0]}); --prune deletes them[/yellow]",
+            highlight=False,
+        )
+    return 1 if summary.errors else 0
+
+
+def run_repair(args: argparse.Namespace, console: Console) -> int:
+    """`ragbudget repair`: make the vector side match the committed BM25 side."""
+    index = _open_index(args, console)
+    fixed = index.repair()
+    console.print(
+        f"repaired: removed {len(fixed.only_dense)} stale chunk(s) from the vector "
+        f"store, re-embedded {len(fixed.only_sparse) + len(fixed.differing)}; "
+        f"now: {index.sync_report.summary()}"
+    )
+    return 0 if index.sync_report.in_sync else 1
 
 
 def run_eval(

@@ -78,6 +78,25 @@ class VectorStoreSettings(_Strict):
     port: int = Field(8000, ge=1, le=65535)
 
 
+class IndexSettings(_Strict):
+    """Where an index lives, how files are chunked, which texts are placeholders."""
+
+    directory: str = "ragbudget-index"
+    chunk_size: int = Field(256, ge=16)
+    chunk_overlap: int = Field(32, ge=0)
+    encoding: str = "cl100k_base"
+    placeholders: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> IndexSettings:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(
+                f"chunk_overlap ({self.chunk_overlap}) must be below chunk_size"
+            )
+        resolve_encoding_name(self.encoding, None)
+        return self
+
+
 class RerankSettings(_Strict):
     """The FlashRank stage: model, where it lives, what it keeps."""
 
@@ -134,6 +153,7 @@ class RagBudgetConfig(_Strict):
     embedding: EmbeddingSettings = EmbeddingSettings()
     vector_store: VectorStoreSettings = VectorStoreSettings()
     rerank: RerankSettings = RerankSettings()
+    index: IndexSettings = IndexSettings()
     llm: LlmSettings = LlmSettings()
     surfaces: dict[str, SurfaceSettings]
     source: str = Field(DEFAULT_CONFIG_NAME, exclude=True)

@@ -1,0 +1,251 @@
+"""HybridIndex on the real parts (bm25s, embedded Chroma, fastembed ONNX)."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_ragbudget import IndexLoadError, load_config
+from langchain_ragbudget.cli import main
+from langchain_ragbudget.config import RagBudgetConfig
+from langchain_ragbudget.index import HybridIndex
+from langchain_ragbudget.sparse import BM25Retriever
+
+
+def doc(doc_id: str, text: str) -> Document:
+    return Document(id=doc_id, page_content=text, metadata={"source": doc_id})
+
+
+REFUNDS_180 = "Refunds are paid within 180 days of the request. " * 40
+REFUNDS_90 = "Refunds are paid within 90 days of the request. " * 40
+
+
+def sparse_texts(index: HybridIndex) -> list[str]:
+    bm25 = index.as_retriever().retrievers[0]
+    assert isinstance(bm25, BM25Retriever)
+    return [d.page_content for d in bm25.documents]
+
+
+def all_texts(index: HybridIndex) -> tuple[list[str], list[str]]:
+    """Chunk texts on the dense side (from Chroma) and the sparse side (BM25)."""
+    return index.vectorstore.get(include=["documents"])["documents"], sparse_texts(
+        index
+    )
+
+
+def config_with(**index_settings: object) -> RagBudgetConfig:
+    config = load_config()
+    return config.model_copy(
+        update={"index": config.index.model_copy(update=index_settings)}
+    )
+
+
+def test_chunks_carry_id_source_position_and_tokens(tmp_path: Path) -> None:
+    index = HybridIndex.open(
+        tmp_path / "ix", config_with(chunk_size=64, chunk_overlap=8)
+    )
+    summary = index.upsert([doc("policy.md", REFUNDS_180)])
+    assert (
+        summary.added == ["policy.md"] and summary.chunks_added == index.chunk_count > 3
+    )
+    chunk = index.as_retriever(k=1).invoke("refund request")[0]
+    assert (
+        chunk.metadata["doc_id"] == "policy.md"
+        and chunk.metadata["source"] == "policy.md"
+    )
+    assert chunk.id == f"policy.md::{chunk.metadata['position']}"
+    assert 0 < chunk.metadata["tokens"] <= 64
+
+
+def test_update_replaces_every_chunk_on_both_sides(tmp_path: Path) -> None:
+    index = HybridIndex.open(
+        tmp_path / "ix", config_with(chunk_size=64, chunk_overlap=8)
+    )
+    index.upsert(
+        [doc("policy.md", REFUNDS_180), doc("faq.md", "The office opens at 9am.")]
+    )
+    summary = index.upsert([doc("policy.md", REFUNDS_90 + "Shorter now.")])
+    assert summary.updated == ["policy.md"] and summary.chunks_deleted > 0
+    for side in all_texts(index):
+        assert not any("180" in text for text in side)  # no stale chunk still answers
+        assert any("90 days" in text for text in side)
+    reopened = HybridIndex.open(
+        tmp_path / "ix", config_with(chunk_size=64, chunk_overlap=8)
+    )
+    assert reopened.sync_report.in_sync and reopened.chunk_count == index.chunk_count
+    assert not any("180" in text for side in all_texts(reopened) for text in side)
+
+
+def test_delete_leaves_both_sides(tmp_path: Path) -> None:
+    index = HybridIndex.open(tmp_path / "ix")
+    index.upsert(
+        [doc("a.md", "Alpha text about solar."), doc("b.md", "Beta text about bread.")]
+    )
+    assert index.delete(["a.md", "missing.md"]) == ["a.md"]
+    dense, sparse = all_texts(index)
+    assert dense == sparse == ["Beta text about bread."]
+    assert HybridIndex.open(tmp_path / "ix").document_ids == ["b.md"]
+
+
+def test_reingesting_unchanged_content_does_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = HybridIndex.open(tmp_path / "ix")
+    index.upsert([doc("a.md", "Alpha text.")])
+    writes: list[int] = []
+    monkeypatch.setattr(
+        index.vectorstore, "add_documents", lambda docs, **kw: writes.append(len(docs))
+    )
+    summary = index.upsert([doc("a.md", "Alpha text.")])
+    assert summary.unchanged == ["a.md"] and not summary.added and not summary.updated
+    assert writes == []
+
+
+def test_blank_and_placeholder_documents(tmp_path: Path) -> None:
+    index = HybridIndex.open(tmp_path / "ix")
+    index.upsert([doc("a.md", "Alpha text."), doc("b.md", "Beta text.")])
+    summary = index.upsert(
+        [
+            doc("a.md", "  \n "),
+            doc("b.md", "__debezium_unavailable_value"),
+            doc("c.md", "TBD"),
+        ]
+    )
+    problems = {error.path: error.problem for error in summary.errors}
+    assert (
+        problems["a.md"].startswith("empty") and "has been removed" in problems["a.md"]
+    )
+    assert (
+        problems["b.md"].startswith("only a placeholder")
+        and "removed" in problems["b.md"]
+    )
+    assert (
+        problems["c.md"].startswith("only a placeholder")
+        and "removed" not in problems["c.md"]
+    )
+    assert summary.deleted == ["a.md", "b.md"] and index.document_ids == []
+    with pytest.raises(IndexLoadError, match="empty"):
+        index.as_retriever()
+
+
+def test_another_embedding_model_is_refused(tmp_path: Path) -> None:
+    HybridIndex.open(tmp_path / "ix").upsert([doc("a.md", "Alpha text.")])
+    config = load_config()
+    other = config.model_copy(
+        update={
+            "embedding": config.embedding.model_copy(
+                update={"model": "BAAI/bge-small-en-v1.5"}
+            )
+        }
+    )
+    with pytest.raises(
+        IndexLoadError,
+        match="built with embedding model 'sentence-transformers/all-MiniLM-L6-v2'",
+    ):
+        HybridIndex.open(tmp_path / "ix", other)
+    with pytest.raises(IndexLoadError, match="chunking"):
+        HybridIndex.open(tmp_path / "ix", config_with(chunk_size=999))
+
+
+def test_one_sided_ids_are_reported_and_repaired(tmp_path: Path) -> None:
+    index = HybridIndex.open(tmp_path / "ix")
+    index.upsert([doc("a.md", "Alpha text."), doc("b.md", "Beta text.")])
+    index.vectorstore.delete(ids=["a.md::0"])
+    index.vectorstore.add_documents(
+        [Document(page_content="stray", metadata={"x": 1})], ids=["ghost::0"]
+    )
+    reopened = HybridIndex.open(tmp_path / "ix")
+    report = reopened.sync_report
+    assert (report.only_sparse, report.only_dense) == (["a.md::0"], ["ghost::0"])
+    assert "run `ragbudget repair`" in report.summary()
+    reopened.repair()
+    assert reopened.sync_report.in_sync
+    assert sorted(reopened.vectorstore.get()["ids"]) == ["a.md::0", "b.md::0"]
+
+
+CRASH_SCRIPT = """
+import sys, time
+from langchain_core.documents import Document
+from langchain_ragbudget import index as index_module
+from langchain_ragbudget.index import HybridIndex
+from langchain_ragbudget.sparse import BM25Retriever
+from langchain_ragbudget.sparse import BM25Retriever
+
+where = sys.argv[2]
+if where == "mid-write":
+    original = BM25Retriever.save
+    def save(self, directory):
+        original(self, directory)          # BM25 files written, records not yet
+        print("SAVING", flush=True); time.sleep(120)
+    BM25Retriever.save = save
+else:
+    def atomic_write(path, text):  # the new version is written, CURRENT not switched
+        print("SAVING", flush=True); time.sleep(120)
+    index_module._atomic_write = atomic_write
+ix = HybridIndex.open(sys.argv[1])
+ix.upsert([Document(id="policy.md", page_content="Refunds are paid within 90 days.")])
+"""
+
+
+@pytest.mark.parametrize("where", ["mid-write", "before-switch"])
+def test_killed_mid_save_leaves_the_previous_index(tmp_path: Path, where: str) -> None:
+    directory = tmp_path / "ix"
+    HybridIndex.open(directory).upsert(
+        [doc("policy.md", "Refunds are paid within 180 days.")]
+    )
+    script = tmp_path / "crash.py"
+    script.write_text(textwrap.dedent(CRASH_SCRIPT))
+    process = subprocess.Popen(
+        [sys.executable, str(script), str(directory), where],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "SAVING"
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    reopened = HybridIndex.open(directory)
+    assert sparse_texts(reopened) == ["Refunds are paid within 180 days."]
+    versions = [p.name for p in directory.iterdir() if "sparse-" in p.name]
+    assert versions == [(directory / "CURRENT").read_text()]  # strays removed
+    assert reopened.sync_report.differing == ["policy.md::0"]  # vector side ran ahead
+    reopened.repair()
+    assert reopened.sync_report.in_sync
+    assert (
+        reopened.as_retriever(k=1)
+        .invoke("refunds")[0]
+        .page_content.endswith("180 days.")
+    )
+
+
+def test_cli_index_goes_on_past_bad_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "docs"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "good.md").write_text("# Refunds\nRefunds are paid within 90 days.")
+    (folder / "sub" / "page.html").write_text(
+        "<p>The office opens at 9am.</p><script>var x;</script>"
+    )
+    (folder / "empty.txt").write_text("\n")
+    (folder / "todo.md").write_text("TODO")
+    (folder / "binary.txt").write_bytes(b"\xff\xfe\x00")
+    code = main(["index", str(folder), "--index", str(tmp_path / "ix")])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert (
+        "failed: empty.txt: empty" in out
+        and "failed: todo.md: only a placeholder" in out
+    )
+    assert "failed: binary.txt: not UTF-8" in out
+    index = HybridIndex.open(tmp_path / "ix")
+    assert index.document_ids == ["good.md", "sub/page.html"]
+    page = index.as_retriever(k=1).invoke("office opens")[0]
+    assert "var x" not in page.page_content and "9am" in page.page_content
+    assert main(["repair", "--index", str(tmp_path / "ix")]) == 0
