@@ -21,7 +21,7 @@ endif
 export ANONYMIZED_TELEMETRY := False
 export HF_HUB_DISABLE_TELEMETRY := 1
 
-.PHONY: help demo test integration_tests bench eval lint format check_imports clean
+.PHONY: help demo test integration_tests bench bench_ingest eval lint format check_imports clean
 
 help:  ## Show the targets
 	@grep -E '^[a-z_]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -44,6 +44,9 @@ integration_tests: $(STAMP)  ## Slower tests against real models and data
 bench: $(STAMP)  ## Benchmarks on SciFact: retrieval, then the budget stage (BENCHMARKS.md)
 	$(BIN)/python benchmarks/bench_retrieval.py
 	$(BIN)/python benchmarks/bench_budget.py
+
+bench_ingest: $(STAMP)  ## Ingest all of SciFact into a fresh index (a few minutes)
+	$(BIN)/python benchmarks/bench_ingest.py
 
 eval: $(STAMP)  ## Evaluate every stage on SciFact; rewrites the BENCHMARKS.md quality section
 	$(BIN)/ragbudget eval $${RAGBUDGET_SCIFACT_DIR:-../shared/data/scifact} \

@@ -7,17 +7,49 @@ offending value, so a typo never travels into the pipeline.
 from __future__ import annotations
 
 import copy
+import importlib
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 from langchain_ragbudget.errors import ConfigError
 from langchain_ragbudget.tokens import resolve_encoding_name
 
 DEFAULT_CONFIG_NAME = "config_default.yml"
+# A built-in name, or "package.module:ClassName" of any LangChain implementation.
+_PROVIDER = r"^(fastembed|chroma|[A-Za-z_][\w.]*:[A-Za-z_]\w*)$"
+
+
+def import_provider(path: str) -> type[Any]:
+    """The class a "package.module:Class" provider setting names.
+
+    Raises ValueError saying why it cannot be imported.
+    """
+    module_name, _, class_name = path.partition(":")
+    try:
+        return cast(
+            type[Any], getattr(importlib.import_module(module_name), class_name)
+        )
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(
+            f"cannot import {path!r}: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _importable(path: str) -> str:
+    if ":" in path:
+        import_provider(path)
+    return path
 
 
 class _Strict(BaseModel):
@@ -60,7 +92,10 @@ class SparseSettings(_Strict):
 class EmbeddingSettings(_Strict):
     """The embedding model; `model_path` points at a local ONNX copy when offline."""
 
-    provider: Literal["fastembed"] = "fastembed"
+    provider: Annotated[str, AfterValidator(_importable)] = Field(
+        "fastembed", pattern=_PROVIDER
+    )
+    options: dict[str, Any] = Field(default_factory=dict)
     model: str = "sentence-transformers/all-MiniLM-L6-v2"
     model_path: str | None = None
     cache_dir: str | None = None
@@ -71,7 +106,10 @@ class EmbeddingSettings(_Strict):
 class VectorStoreSettings(_Strict):
     """Chroma embedded (in memory or persistent) or a Chroma server."""
 
-    provider: Literal["chroma"] = "chroma"
+    provider: Annotated[str, AfterValidator(_importable)] = Field(
+        "chroma", pattern=_PROVIDER
+    )
+    options: dict[str, Any] = Field(default_factory=dict)
     collection: str = Field("ragbudget", min_length=3)
     persist_directory: str | None = None
     host: str | None = None

@@ -31,7 +31,7 @@ from langchain_ragbudget.chain import (
 from langchain_ragbudget.config import LlmSettings, RagBudgetConfig, load_config
 from langchain_ragbudget.drops import Stage
 from langchain_ragbudget.embedded import build_hybrid_retriever
-from langchain_ragbudget.identity import document_key
+from langchain_ragbudget.identity import document_key, document_source
 from langchain_ragbudget.pipeline import create_budgeted_rag_chain
 from langchain_ragbudget.rerank import FlashRankRerank
 from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
@@ -68,6 +68,7 @@ def evidence_table(
     table = Table(title_justify="left")
     table.add_column("#", justify="right")
     table.add_column("passage", no_wrap=True)
+    table.add_column("source", no_wrap=True)
     table.add_column("bm25 / dense / fused / rerank")
     table.add_column("tokens", justify="right")
     table.add_column("in the prompt?", no_wrap=True)
@@ -86,6 +87,7 @@ def evidence_table(
         table.add_row(
             _fmt(meta.get("fused_rank"), 0),
             f"{key} *" if key in answer_ids else key,
+            document_source(document) or "-",
             scores,
             _fmt(tokens, 0),
             status,
@@ -129,16 +131,21 @@ def run_demo(
     item = load_sample_questions()[DEMO_QUESTION]
     with console.status(f"indexing {len(corpus)} sample passages (BM25 + Chroma)"):
         retriever = build_hybrid_retriever(corpus, config)
-        reranker = FlashRankRerank.from_config(
-            config.rerank, id_key=config.retrieval.id_key
+        reranker = (
+            FlashRankRerank.from_config(config.rerank, id_key=config.retrieval.id_key)
+            if config.rerank.enabled
+            else None
         )
     llm = chat_model(config.llm, console)
+    if reranker is None:
+        rerank_state = "off in config"
+    else:
+        rerank_state = "loaded" if reranker.available else "unavailable"
     console.print(
         f"[bold]{item['question']}[/bold]  (answer passage marked *: "
         f"{', '.join(item['answer_ids'])})\n"
         f"pipeline: BM25 + dense (k={config.retrieval.k}) -> weighted RRF -> "
-        f"FlashRank {config.rerank.model} "
-        f"({'loaded' if reranker.available else 'unavailable'}) -> budget\n"
+        f"FlashRank {config.rerank.model} ({rerank_state}) -> budget\n"
     )
     for surface in ("chat", "search"):
         budget = ContextBudget.from_config(surface, config)

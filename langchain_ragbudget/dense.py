@@ -4,7 +4,8 @@
 here: it keeps the relevance score in metadata, so fusion can show it. It calls the
 store's `_similarity_search_with_relevance_scores` hook (the one stores override)
 because the public wrapper warns on every negative cosine similarity, which is a
-normal value, not an error.
+normal value, not an error. A store that defines no relevance function (e.g.
+InMemoryVectorStore) gives its raw `similarity_search_with_score` instead.
 """
 
 from __future__ import annotations
@@ -24,7 +25,11 @@ from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, model_validator
 
-from langchain_ragbudget.config import EmbeddingSettings, VectorStoreSettings
+from langchain_ragbudget.config import (
+    EmbeddingSettings,
+    VectorStoreSettings,
+    import_provider,
+)
 from langchain_ragbudget.embeddings import FastEmbedEmbeddings
 from langchain_ragbudget.errors import IndexLoadError
 from langchain_ragbudget.identity import with_metadata
@@ -94,7 +99,11 @@ class DenseRetriever(BaseRetriever):
         size = self.k if k is None else k
         if self.docstore is not None:
             return self._with_scores(self._ids_search(query, size))
-        pairs = self.vectorstore._similarity_search_with_relevance_scores(query, k=size)
+        store = self.vectorstore
+        try:
+            pairs = store._similarity_search_with_relevance_scores(query, k=size)
+        except NotImplementedError:  # the store has no relevance function
+            pairs = store.similarity_search_with_score(query, k=size)
         return self._with_scores(pairs)
 
     async def _aget_relevant_documents(
@@ -105,12 +114,14 @@ class DenseRetriever(BaseRetriever):
         k: int | None = None,
     ) -> list[Document]:
         size = self.k if k is None else k
+        store = self.vectorstore
         if self.docstore is not None:
             pairs = await run_in_executor(None, self._ids_search, query, size)
-        else:
-            pairs = await self.vectorstore._asimilarity_search_with_relevance_scores(
-                query, k=size
-            )
+            return self._with_scores(pairs)
+        try:
+            pairs = await store._asimilarity_search_with_relevance_scores(query, k=size)
+        except NotImplementedError:  # the store has no relevance function
+            pairs = await store.asimilarity_search_with_score(query, k=size)
         return self._with_scores(pairs)
 
 
@@ -123,6 +134,10 @@ def is_chroma(store: VectorStore) -> bool:
 
 def build_embeddings(settings: EmbeddingSettings) -> Embeddings:
     """The configured embedding model (fastembed ONNX by default)."""
+    if settings.provider != "fastembed":
+        provider = import_provider(settings.provider)
+        embeddings: Embeddings = provider(**settings.options)
+        return embeddings
     return FastEmbedEmbeddings(
         model_name=settings.model,
         model_path=settings.model_path,
@@ -141,6 +156,10 @@ def build_vector_store(
     collections across clients of one process, so two corpora would mix).
     Telemetry is off: it would be a network call nobody asked for.
     """
+    if settings.provider != "chroma":
+        provider = import_provider(settings.provider)
+        store: VectorStore = provider(embedding=embeddings, **settings.options)
+        return store
     import chromadb
     from chromadb.config import Settings
     from langchain_chroma import Chroma

@@ -86,17 +86,7 @@ class FlashRankRerank(
     @classmethod
     def from_config(cls, settings: RerankSettings, **kwargs: Any) -> FlashRankRerank:
         """The stage as `rerank:` in the config describes it."""
-        return cls(
-            model=settings.model,
-            cache_dir=settings.cache_dir,
-            max_length=settings.max_length,
-            top_n=settings.top_n,
-            score_floor=settings.score_floor,
-            on_unavailable=settings.on_unavailable,
-            download=settings.download,
-            download_timeout=settings.download_timeout,
-            **kwargs,
-        )
+        return cls(**settings.model_dump(exclude={"enabled"}), **kwargs)
 
     @property
     def model_cache_dir(self) -> Path:

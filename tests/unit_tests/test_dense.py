@@ -155,3 +155,47 @@ def test_two_in_memory_builds_do_not_mix(embeddings: FastEmbedEmbeddings) -> Non
     second = build_hybrid_retriever(DOCS[2:], config, embeddings=embeddings)
     assert {d.id for d in first.invoke("cat", k=5)} <= {"a", "b"}
     assert {d.id for d in second.invoke("cat", k=5)} == {"c"}
+
+
+def test_embeddings_and_vector_store_swapped_by_config(tmp_path: Path) -> None:
+    path = tmp_path / "swap.yml"
+    path.write_text(
+        "embedding:\n"
+        "  provider: langchain_core.embeddings:DeterministicFakeEmbedding\n"
+        "  options: {size: 32}\n"
+        "vector_store:\n"
+        "  provider: langchain_core.vectorstores:InMemoryVectorStore\n"
+    )
+    config = load_config(path)
+    retriever = build_hybrid_retriever(DOCS, config)
+    dense = retriever.retrievers[1]
+    assert isinstance(dense, DenseRetriever)
+    assert type(dense.vectorstore).__name__ == "InMemoryVectorStore"
+    assert len(retriever.invoke("cat mat", k=3)) == 3
+    assert all(
+        type(d.metadata["dense_score"]) is float for d in retriever.invoke("cat")
+    )
+
+
+def test_a_provider_that_does_not_import_is_named(tmp_path: Path) -> None:
+    from langchain_ragbudget import ConfigError
+
+    path = tmp_path / "bad.yml"
+    path.write_text("embedding:\n  provider: no_such_pkg.mod:Thing\n")
+    with pytest.raises(
+        ConfigError, match=r"bad\.yml: key 'embedding\.provider'.*no_such_pkg"
+    ):
+        load_config(path)
+    path.write_text("embedding:\n  provider: not a path\n")
+    with pytest.raises(ConfigError, match=r"embedding\.provider"):
+        load_config(path)
+
+
+async def test_store_without_relevance_function_async() -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
+    add_documents(store, DOCS)
+    results = await DenseRetriever(vectorstore=store, k=2).ainvoke("cat")
+    assert len(results) == 2 and all(type(d.metadata["score"]) is float for d in results)
