@@ -29,7 +29,7 @@ help:  ## Show the targets
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,bench]'
+	$(BIN)/pip install --quiet -e '.[test,bench,notebooks]'
 	touch $(STAMP)
 
 demo: $(STAMP)  ## Run the pipeline on the bundled sample corpus

@@ -198,4 +198,6 @@ async def test_store_without_relevance_function_async() -> None:
     store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
     add_documents(store, DOCS)
     results = await DenseRetriever(vectorstore=store, k=2).ainvoke("cat")
-    assert len(results) == 2 and all(type(d.metadata["score"]) is float for d in results)
+    assert len(results) == 2 and all(
+        type(d.metadata["score"]) is float for d in results
+    )
