@@ -114,6 +114,7 @@ class VectorStoreSettings(_Strict):
     persist_directory: str | None = None
     host: str | None = None
     port: int = Field(8000, ge=1, le=65535)
+    timeout: float = Field(30.0, gt=0)
 
 
 class IndexSettings(_Strict):

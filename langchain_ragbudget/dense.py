@@ -31,8 +31,9 @@ from langchain_ragbudget.config import (
     import_provider,
 )
 from langchain_ragbudget.embeddings import FastEmbedEmbeddings
-from langchain_ragbudget.errors import IndexLoadError
+from langchain_ragbudget.errors import IndexLoadError, VectorStoreUnavailableError
 from langchain_ragbudget.identity import with_metadata
+from langchain_ragbudget.timeouts import call_with_timeout
 
 ADD_BATCH_SIZE = 256
 
@@ -160,7 +161,6 @@ def build_vector_store(
         provider = import_provider(settings.provider)
         store: VectorStore = provider(embedding=embeddings, **settings.options)
         return store
-    import chromadb
     from chromadb.config import Settings
     from langchain_chroma import Chroma
 
@@ -171,10 +171,7 @@ def build_vector_store(
         "collection_metadata": {"hnsw:space": "cosine"},
     }
     if settings.host is not None:
-        client = chromadb.HttpClient(
-            host=settings.host, port=settings.port, settings=client_settings
-        )
-        return Chroma(client=client, **common)
+        return Chroma(client=_chroma_server(settings, client_settings), **common)
     if settings.persist_directory is None:
         common["collection_name"] = f"{settings.collection}-{uuid.uuid4().hex[:12]}"
     return Chroma(
@@ -182,6 +179,38 @@ def build_vector_store(
         client_settings=client_settings,
         **common,
     )
+
+
+def _chroma_server(settings: VectorStoreSettings, client_settings: Any) -> Any:
+    """A chromadb HttpClient whose every request has `settings.timeout`.
+
+    chromadb builds its httpx session with `timeout=None` and calls the server in
+    the constructor, so the constructor runs under a timeout and the session gets one.
+    """
+    import chromadb
+    import httpx
+
+    address = f"Chroma server {settings.host}:{settings.port}"
+    try:
+        client = call_with_timeout(
+            lambda: chromadb.HttpClient(
+                host=settings.host, port=settings.port, settings=client_settings
+            ),
+            settings.timeout,
+            f"connecting to {address}",
+        )
+    except Exception as exc:
+        raise VectorStoreUnavailableError(
+            f"cannot reach {address} ({type(exc).__name__}: {exc}); check "
+            "vector_store.host and port, or unset host for the embedded store"
+        ) from exc
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if not isinstance(session, httpx.Client):
+        raise VectorStoreUnavailableError(
+            "this chromadb version's HTTP client cannot be given a timeout"
+        )
+    session.timeout = httpx.Timeout(settings.timeout)
+    return client
 
 
 def add_documents(

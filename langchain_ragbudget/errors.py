@@ -30,5 +30,9 @@ class ModelUnavailableError(RagBudgetError, RuntimeError):
     """A model (embedder, reranker) is neither on disk nor downloadable."""
 
 
+class VectorStoreUnavailableError(RagBudgetError, ConnectionError):
+    """A vector store server cannot be reached (within its timeout)."""
+
+
 class IndexLoadError(RagBudgetError):
     """A saved index is missing, incomplete or incompatible."""

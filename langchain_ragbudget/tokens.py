@@ -7,12 +7,12 @@ call runs under a timeout so a stalled network cannot hang the caller.
 
 from __future__ import annotations
 
-import concurrent.futures
 from functools import lru_cache
 
 import tiktoken
 
 from langchain_ragbudget.errors import ModelUnavailableError
+from langchain_ragbudget.timeouts import call_with_timeout
 
 LOAD_TIMEOUT_SECONDS = 30.0
 
@@ -41,24 +41,17 @@ def resolve_encoding_name(encoding: str | None, model: str | None) -> str:
 def get_encoding(name: str) -> tiktoken.Encoding:
     """Load an encoding (TIKTOKEN_CACHE_DIR is honoured), failing clearly."""
     resolve_encoding_name(name, None)
-    # tiktoken downloads a missing file with no timeout: wait for it at most this
-    # long, and do not join the worker on the way out (it may be stuck).
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    future = pool.submit(tiktoken.get_encoding, name)
-    try:
-        return future.result(timeout=LOAD_TIMEOUT_SECONDS)
-    except concurrent.futures.TimeoutError:
-        raise ModelUnavailableError(
-            f"loading tiktoken encoding {name!r} took over {LOAD_TIMEOUT_SECONDS:g} s"
-            " (downloading?); set TIKTOKEN_CACHE_DIR to a folder holding it"
-        ) from None
+    try:  # tiktoken downloads a missing file with no timeout of its own
+        return call_with_timeout(
+            lambda: tiktoken.get_encoding(name),
+            LOAD_TIMEOUT_SECONDS,
+            f"loading tiktoken encoding {name!r}",
+        )
     except Exception as exc:
         raise ModelUnavailableError(
             f"cannot load tiktoken encoding {name!r} ({type(exc).__name__}: {exc}); "
             "offline? set TIKTOKEN_CACHE_DIR to a folder holding its file"
         ) from exc
-    finally:
-        pool.shutdown(wait=False)
 
 
 @lru_cache(maxsize=200_000)

@@ -201,3 +201,21 @@ async def test_store_without_relevance_function_async() -> None:
     assert len(results) == 2 and all(
         type(d.metadata["score"]) is float for d in results
     )
+
+
+def test_a_silent_chroma_server_times_out_with_a_clear_error() -> None:
+    import socket
+    import time
+
+    from langchain_ragbudget.errors import VectorStoreUnavailableError
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()  # accepts connections, never answers: a stalled server
+    port = listener.getsockname()[1]
+    settings = VectorStoreSettings(host="127.0.0.1", port=port, timeout=0.5)
+    start = time.monotonic()
+    with pytest.raises(VectorStoreUnavailableError, match=f"127.0.0.1:{port}"):
+        build_vector_store(settings, build_embeddings(load_config().embedding))
+    assert time.monotonic() - start < 5
+    listener.close()

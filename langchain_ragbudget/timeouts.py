@@ -1,0 +1,26 @@
+"""Calls into libraries that may touch the network without a timeout of their own.
+
+tiktoken's first load and chromadb's HttpClient constructor both make requests with
+no timeout; a stalled network would hang the caller. The call runs in a worker
+thread that is waited for at most `seconds` and never joined afterwards.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def call_with_timeout(function: Callable[[], T], seconds: float, what: str) -> T:
+    """`function()`, or TimeoutError naming `what` after `seconds`."""
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(function)
+    try:
+        return future.result(timeout=seconds)
+    except concurrent.futures.TimeoutError:
+        raise TimeoutError(f"{what} took over {seconds:g} s") from None
+    finally:
+        pool.shutdown(wait=False)

@@ -1,0 +1,55 @@
+"""The same pipeline pointed at a Chroma server (chromadb's own `chroma run`)."""
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from langchain_ragbudget import build_hybrid_retriever, load_config
+from langchain_ragbudget.sample import load_sample_corpus
+
+
+@pytest.fixture
+def chroma_port(tmp_path: Path) -> Iterator[int]:
+    executable = shutil.which("chroma") or str(Path(sys.executable).with_name("chroma"))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [executable, "run", "--path", str(tmp_path / "db"), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with socket.socket() as client:
+                if client.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.2)
+        else:
+            pytest.fail("chroma run did not start within 30 s")
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_hybrid_retrieval_against_a_chroma_server(
+    tmp_path: Path, chroma_port: int
+) -> None:
+    path = tmp_path / "server.yml"
+    path.write_text(
+        f"vector_store:\n  host: 127.0.0.1\n  port: {chroma_port}\n  timeout: 10\n"
+    )
+    retriever = build_hybrid_retriever(load_sample_corpus(), load_config(path))
+    top = retriever.invoke("How long are application logs retained?", k=3)
+    assert "data-retention-policy::0" in [doc.id for doc in top]
+    assert all(
+        "dense_rank" in doc.metadata or "bm25_rank" in doc.metadata for doc in top
+    )
