@@ -190,11 +190,12 @@ def _chroma_server(settings: VectorStoreSettings, client_settings: Any) -> Any:
     import chromadb
     import httpx
 
-    address = f"Chroma server {settings.host}:{settings.port}"
+    host = str(settings.host)
+    address = f"Chroma server {host}:{settings.port}"
     try:
         client = call_with_timeout(
             lambda: chromadb.HttpClient(
-                host=settings.host, port=settings.port, settings=client_settings
+                host=host, port=settings.port, settings=client_settings
             ),
             settings.timeout,
             f"connecting to {address}",
