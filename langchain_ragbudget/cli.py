@@ -67,8 +67,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments and run a command; package errors print as one clear line."""
     args = _parser().parse_args(argv)
-    # Tables need room: when output is not a terminal (make, CI logs), use 110.
-    console = Console(width=None if sys.stdout.isatty() else 110)
+    # Tables need room: when output is not a terminal (make, CI logs), use 140.
+    console = Console(width=None if sys.stdout.isatty() else 140)
     try:
         if args.command == "demo":
             from langchain_ragbudget.demo import run_demo

@@ -69,8 +69,8 @@ def evidence_table(
     table.add_column("#", justify="right")
     table.add_column("passage", no_wrap=True)
     table.add_column("source", no_wrap=True)
-    table.add_column("bm25 / dense / fused / rerank")
-    table.add_column("tokens", justify="right")
+    table.add_column("bm25 / dense / fused / rerank", no_wrap=True)
+    table.add_column("tokens", justify="right", no_wrap=True)
     table.add_column("in the prompt?", no_wrap=True)
     for document, status, tokens in rows:
         meta = document.metadata
