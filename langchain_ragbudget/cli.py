@@ -137,16 +137,25 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
     seen = {path.relative_to(base).as_posix() for path in files}
     gone = [doc_id for doc_id in index.document_ids if doc_id not in seen]
     if gone and args.prune:
+        before = index.chunk_count
         summary.deleted += index.delete(gone)
+        summary.chunks_deleted += before - index.chunk_count
     table = Table(title=f"indexed {root} into {index.directory}")
     columns = ("added", "updated", "unchanged", "deleted", "failed")
-    for column in (*columns, "chunks written", "documents now", "chunks now"):
+    for column in (
+        *columns,
+        "chunks written",
+        "chunks removed",
+        "documents now",
+        "chunks now",
+    ):
         table.add_column(column, justify="right")
     counts = (summary.added, summary.updated, summary.unchanged, summary.deleted)
     table.add_row(
         *(str(len(ids)) for ids in counts),
         str(len(summary.errors)),
         str(summary.chunks_added),
+        str(summary.chunks_deleted),
         str(len(index.document_ids)),
         str(index.chunk_count),
     )

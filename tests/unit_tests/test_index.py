@@ -249,6 +249,11 @@ def test_cli_index_goes_on_past_bad_files(
     page = index.as_retriever(k=1).invoke("office opens")[0]
     assert "var x" not in page.page_content and "9am" in page.page_content
     assert main(["repair", "--index", str(tmp_path / "ix")]) == 0
+    (folder / "good.md").unlink()
+    main(["index", str(folder), "--index", str(tmp_path / "ix")])
+    assert "1 indexed document(s) have no file" in capsys.readouterr().out
+    main(["index", str(folder), "--index", str(tmp_path / "ix"), "--prune"])
+    assert HybridIndex.open(tmp_path / "ix").document_ids == ["sub/page.html"]
 
 
 def minimal_pdf(text: str) -> bytes:

@@ -123,3 +123,14 @@ def test_corpus_without_indexable_words_is_refused() -> None:
         BM25Retriever.from_documents(
             [Document(page_content="a b"), Document(page_content="the")]
         )
+
+
+def test_from_texts_keeps_metadata_and_ids() -> None:
+    retriever = BM25Retriever.from_texts(
+        ["solar panels", "bread flour"],
+        metadatas=[{"s": 1}, {"s": 2}],
+        ids=["x", "y"],
+        k=1,
+    )
+    (top,) = retriever.invoke("bread")
+    assert (top.id, top.metadata["s"]) == ("y", 2)
