@@ -26,10 +26,10 @@ export HF_HUB_DISABLE_TELEMETRY := 1
 help:  ## Show the targets
 	@grep -E '^[a-z_]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,bench,notebooks]'
+	$(BIN)/pip install --quiet -e '.[test,bench,notebooks,llm]'
 	touch $(STAMP)
 
 demo: $(STAMP)  ## Run the pipeline on the bundled sample corpus

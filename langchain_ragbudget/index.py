@@ -33,7 +33,6 @@ from langchain_core.embeddings import Embeddings
 from langchain_ragbudget.chunking import Chunker
 from langchain_ragbudget.config import RagBudgetConfig, VectorStoreSettings, load_config
 from langchain_ragbudget.dense import (
-    ADD_BATCH_SIZE,
     DenseRetriever,
     add_documents,
     build_embeddings,
@@ -53,6 +52,7 @@ MANIFEST = "manifest.json"
 CURRENT = "CURRENT"
 RECORDS = "records.json"
 COLLECTION = "ragbudget-index"
+FLUSH_CHUNKS = 1024  # pending chunks written (length-sorted) to the vector side at once
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,7 @@ class HybridIndex:
         for document in documents:
             doc_id = _doc_id(document)
             self._upsert_one(doc_id, document, summary)
-            if len(self._pending_adds) >= ADD_BATCH_SIZE:
+            if len(self._pending_adds) >= FLUSH_CHUNKS:
                 self._flush()
             if on_document is not None:
                 on_document(doc_id)

@@ -73,3 +73,17 @@ def _offline_reranker(tmp_path: Any) -> Any:
             )
 
     return Offline
+
+
+def test_openai_key_selects_gpt_4o_mini_with_a_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("langchain_openai")
+    from langchain_ragbudget.config import LlmSettings
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")  # no request is made
+    from langchain_openai import ChatOpenAI
+
+    model = demo.chat_model(LlmSettings(timeout=12), Console(file=io.StringIO()))
+    assert isinstance(model, ChatOpenAI)
+    assert model.model_name == "gpt-4o-mini" and model.request_timeout == 12
