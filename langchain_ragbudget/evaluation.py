@@ -171,7 +171,7 @@ def evaluate(
         for surface, stage in budget_stages.items():
             context = stage.fit(candidates)
             acc.rank(f"budget:{surface}", _ranked(context, hybrid.id_key), relevant)
-            _account(acc, surface, entered, context, relevant, hybrid.id_key)
+            _account(acc, surface, entered, context, relevant)
         _compare_policies(acc, candidates, relevant, budgets, encoding, hybrid.id_key)
         if progress:
             progress("queries", done, len(queries))
@@ -225,8 +225,8 @@ def _account(
     entered: dict[str, Document],
     context: BudgetedContext,
     relevant: dict[str, int],
-    id_key: str | None,
 ) -> None:
+    """Count gold passages kept and dropped, tokens, and silent drops (must be 0)."""
     report = context.report
     accounted = report.kept_ids + [record.key for record in report.drops]
     missing = set(entered) - set(accounted)
