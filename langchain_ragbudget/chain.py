@@ -10,12 +10,19 @@ output limit, as good code already warns when the output is cut (seed 000).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from langchain_core.language_models import BaseLanguageModel
 from langchain_core.messages import BaseMessage
 from langchain_core.prompts import BasePromptTemplate, ChatPromptTemplate
-from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrough
+from langchain_core.runnables import (
+    Runnable,
+    RunnableConfig,
+    RunnableGenerator,
+    RunnableLambda,
+    RunnablePassthrough,
+)
 from pydantic import BaseModel
 
 from langchain_ragbudget.budget import BudgetedContext
@@ -200,7 +207,8 @@ def create_budgeted_stuff_chain(
 
     `prompt` needs `context` and `question`; if it has no `evidence_note`, the
     weak-evidence note is put in front of the context instead, so the model is told
-    either way. Returns the answer text with warning lines appended, or a
+    either way. Returns the answer text with warning lines appended (`stream`
+    yields the model's tokens as they come, then the warnings), or a
     `BudgetedAnswer` with `structured=True`.
     """
     prompt = prompt or DEFAULT_PROMPT
@@ -218,15 +226,61 @@ def create_budgeted_stuff_chain(
             )
         return inputs
 
-    def finish(state: dict[str, Any]) -> Any:
-        answer = build_answer(state["question"], _context_of(state), state["message"])
-        return answer if structured else answer.text()
-
     generate = RunnableLambda(variables, name="ragbudget_prompt_inputs") | prompt | llm
-    return (
-        RunnablePassthrough.assign(message=generate)
-        | RunnableLambda(finish, name="ragbudget_answer")
-    ).with_config(run_name="budgeted_stuff_chain")
+    if structured:
+        return (
+            RunnablePassthrough.assign(message=generate)
+            | RunnableLambda(
+                lambda state: build_answer(
+                    state["question"], _context_of(state), state["message"]
+                ),
+                name="ragbudget_answer",
+            )
+        ).with_config(run_name="budgeted_stuff_chain")
+
+    # LangChain passes `config` (with the child callbacks) to generators that take it.
+    def stream(
+        states: Iterator[dict[str, Any]], config: RunnableConfig | None = None
+    ) -> Iterator[str]:
+        state = _merged(states)
+        reply: Any = None
+        for chunk in generate.stream(state, config):
+            reply = chunk if reply is None else reply + chunk
+            yield _text_of(chunk)
+        yield _warning_tail(_context_of(state), reply)
+
+    async def astream(
+        states: AsyncIterator[dict[str, Any]], config: RunnableConfig | None = None
+    ) -> AsyncIterator[str]:
+        state: dict[str, Any] = {}
+        async for part in states:
+            state.update(part)
+        reply: Any = None
+        async for chunk in generate.astream(state, config):
+            reply = chunk if reply is None else reply + chunk
+            yield _text_of(chunk)
+        yield _warning_tail(_context_of(state), reply)
+
+    return RunnableGenerator(stream, astream, name="budgeted_stuff_chain")
+
+
+def _merged(states: Iterator[dict[str, Any]]) -> dict[str, Any]:
+    state: dict[str, Any] = {}
+    for part in states:
+        state.update(part)
+    return state
+
+
+def _text_of(chunk: Any) -> str:
+    return chunk if isinstance(chunk, str) else str(chunk.text)
+
+
+def _warning_tail(context: BudgetedContext, reply: BaseMessage | str | None) -> str:
+    """The lines streamed after the answer: output cut, then context warnings."""
+    lines = context_warnings(context)
+    if reply is not None and was_truncated(reply):
+        lines.insert(0, "[warning: answer truncated at the model's output limit]")
+    return "".join(f"\n{line}" for line in lines)
 
 
 def _context_of(state: dict[str, Any]) -> BudgetedContext:

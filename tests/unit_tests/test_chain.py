@@ -1,6 +1,7 @@
 """The budgeted stuff chain. The chat model is a fake (an LLM API cannot run here);
 everything before it (budget, citations, warnings) is the real code."""
 
+from collections.abc import Iterator
 from typing import Any
 from uuid import UUID
 
@@ -8,7 +9,8 @@ import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.prompts import ChatPromptTemplate
 
 from langchain_ragbudget.budget import ContextBudget
@@ -34,10 +36,23 @@ class PromptRecorder(BaseCallbackHandler):
         self.prompts.append("\n".join(str(m.content) for m in messages[0]))
 
 
-def fake_llm(
-    text: str = "The per diem is $100 [1].", **metadata: Any
-) -> GenericFakeChatModel:
-    return GenericFakeChatModel(
+class FakeChatModel(GenericFakeChatModel):
+    """Streams like real providers do: the finish reason rides on the last chunk."""
+
+    def _stream(
+        self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> Iterator[ChatGenerationChunk]:
+        message = next(self.messages)
+        assert isinstance(message, AIMessage)
+        for i, word in enumerate(str(message.content).split(" ")):
+            piece = word if i == 0 else f" {word}"
+            yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
+        final = AIMessageChunk(content="", response_metadata=message.response_metadata)
+        yield ChatGenerationChunk(message=final)
+
+
+def fake_llm(text: str = "The per diem is $100 [1].", **metadata: Any) -> FakeChatModel:
+    return FakeChatModel(
         messages=iter([AIMessage(content=text, response_metadata=metadata)])
     )
 
@@ -203,3 +218,17 @@ def test_chain_without_budget_context_is_a_clear_error() -> None:
         create_budgeted_stuff_chain(fake_llm()).invoke(
             {"question": "q", "context": "text"}
         )
+
+
+async def test_stream_yields_tokens_then_the_warnings() -> None:
+    docs = [passage("a", 0, "kept", dense_score=0.9), passage("b", 0, "word " * 400)]
+    llm = fake_llm("Five minutes [1].", finish_reason="length")
+    chain = budget(60) | create_budgeted_stuff_chain(llm)
+    chunks = list(chain.stream({"question": "q", "documents": docs}))
+    assert chunks[:3] == ["Five", " minutes", " [1]."]
+    assert chunks[-1].startswith("\n[warning: answer truncated")
+    assert "dropped from context to fit the chat budget: b::0" in chunks[-1]
+    chain = budget(60) | create_budgeted_stuff_chain(fake_llm("Five minutes [1]."))
+    achunks = [c async for c in chain.astream({"question": "q", "documents": docs})]
+    text = "".join(achunks)
+    assert text.startswith("Five minutes [1].\n[warning: 1 passage(s) dropped")
