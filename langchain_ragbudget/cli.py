@@ -1,4 +1,4 @@
-"""`ragbudget` command line: `demo`, `eval`, `index`, `repair`."""
+"""`ragbudget` command line: `demo`, `eval`, `index`, `ask`, `repair`."""
 
 from __future__ import annotations
 
@@ -54,6 +54,15 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="delete indexed documents whose file is no longer under PATH",
     )
+    ask = commands.add_parser(
+        "ask", help="ask an index a question; show the evidence, prompt and answer"
+    )
+    ask.add_argument("question", help="the question")
+    ask.add_argument(
+        "--index", type=Path, help="index directory (config index.directory)"
+    )
+    ask.add_argument("--surface", default="chat", help="whose budget to use (chat)")
+    ask.add_argument("--config", help="a YAML file merged over the defaults")
     repair = commands.add_parser(
         "repair", help="bring the two sides of an index in sync"
     )
@@ -78,6 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_eval(args, console, argv)
         elif args.command == "index":
             return run_index(args, console)
+        elif args.command == "ask":
+            run_ask(args, console)
         else:
             return run_repair(args, console)
     except RagBudgetError as error:
@@ -171,6 +182,25 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
             highlight=False,
         )
     return 1 if summary.errors else 0
+
+
+def run_ask(args: argparse.Namespace, console: Console) -> None:
+    """`ragbudget ask QUESTION`: one question through an index and a surface."""
+    from langchain_ragbudget.views import (
+        chat_model,
+        explain,
+        pipeline_line,
+        reranker_from,
+    )
+
+    index = _open_index(args, console)
+    config = index.config
+    config.surface(args.surface)  # an unknown surface fails before any work
+    reranker = reranker_from(config)
+    console.print(pipeline_line(config, reranker))
+    llm = chat_model(config.llm, console)
+    retriever = index.as_retriever()
+    explain(console, args.question, retriever, reranker, config, args.surface, llm)
 
 
 def run_repair(args: argparse.Namespace, console: Console) -> int:

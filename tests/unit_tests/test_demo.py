@@ -11,6 +11,7 @@ from rich.console import Console
 
 from langchain_ragbudget import demo
 from langchain_ragbudget.cli import main
+from langchain_ragbudget.rerank import FlashRankRerank
 
 
 def run(monkeypatch: pytest.MonkeyPatch, tmp_path: Any, llm: Any = None) -> str:
@@ -25,7 +26,7 @@ def run(monkeypatch: pytest.MonkeyPatch, tmp_path: Any, llm: Any = None) -> str:
 def test_demo_prints_evidence_prompt_and_warnings(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
-    monkeypatch.setattr(demo, "FlashRankRerank", _offline_reranker(tmp_path))
+    monkeypatch.setattr(demo, "reranker_from", _offline_reranker)
     text = run(monkeypatch, tmp_path)
     assert "surface 'chat': max_docs=4, max_tokens=600" in text
     assert "surface 'search': max_docs=12, max_tokens=4000" in text
@@ -39,7 +40,7 @@ def test_demo_prints_evidence_prompt_and_warnings(
 def test_demo_shows_the_answer_with_a_model(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
-    monkeypatch.setattr(demo, "FlashRankRerank", _offline_reranker(tmp_path))
+    monkeypatch.setattr(demo, "reranker_from", _offline_reranker)
     answers = iter(
         [
             AIMessage(content="Within 5 minutes [1]."),
@@ -60,19 +61,11 @@ def test_cli_reports_config_errors_in_one_line(
     assert "surfaces.chat.max_tokens" in capsys.readouterr().out
 
 
-def _offline_reranker(tmp_path: Any) -> Any:
-    from langchain_ragbudget.rerank import FlashRankRerank
-
-    class Offline(FlashRankRerank):
-        """The configured reranker with downloads off: tests never touch the network."""
-
-        @classmethod
-        def from_config(cls, settings: Any, **kwargs: Any) -> FlashRankRerank:
-            return FlashRankRerank.from_config(
-                settings.model_copy(update={"download": False}), **kwargs
-            )
-
-    return Offline
+def _offline_reranker(config: Any) -> FlashRankRerank:
+    """The configured reranker with downloads off: tests never touch the network."""
+    return FlashRankRerank.from_config(
+        config.rerank.model_copy(update={"download": False})
+    )
 
 
 def test_openai_key_selects_gpt_4o_mini_with_a_timeout(

@@ -291,3 +291,25 @@ def test_pdf_files_are_read(tmp_path: Path) -> None:
     index = HybridIndex.open(tmp_path / "ix")
     assert index.document_ids == ["policy.pdf"]
     assert "90 days" in index.as_retriever(k=1).invoke("refunds")[0].page_content
+
+
+def test_cli_ask_shows_evidence_and_prompt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    config = tmp_path / "offline.yml"
+    config.write_text("rerank:\n  download: false\n")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "refunds.md").write_text("Refunds are paid within 90 days.")
+    (folder / "office.md").write_text("The office opens at 9am.")
+    index_args = ["--index", str(tmp_path / "ix"), "--config", str(config)]
+    assert main(["index", str(folder), *index_args]) == 0
+    capsys.readouterr()
+    assert main(["ask", "When are refunds paid?", *index_args]) == 0
+    out = capsys.readouterr().out
+    assert "refunds.md::0" in out and "kept" in out
+    assert "Question: When are refunds paid?" in out
+    assert "[warning: rerank stage skipped" in out
+    assert main(["ask", "x", *index_args, "--surface", "voice"]) == 2
