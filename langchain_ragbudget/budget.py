@@ -180,7 +180,8 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             min_docs=settings.min_docs,
             packing=settings.packing,
             order=settings.order,
-            over_budget=result.over_budget,
+            # exact by construction (see render.py); the check keeps it honest anyway
+            over_budget=result.over_budget or tokens_used > settings.max_tokens,
             kept_ids=[document_key(doc, self.id_key) for doc in kept],
             drops=drops_of(documents) + budget_drops,
             skipped=skipped_of(documents),
