@@ -19,15 +19,23 @@ from langchain_ragbudget.errors import RagBudgetError
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragbudget", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="run the pipeline on the sample corpus")
-    demo.add_argument("--config", help="a YAML file merged over the defaults")
-    evaluate = commands.add_parser(
-        "eval", help="measure every stage on a BEIR-format dataset"
-    )
+
+    def command(
+        name: str, help: str, *, index: bool = False
+    ) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help)
+        sub.add_argument("--config", help="a YAML file merged over the defaults")
+        if index:
+            sub.add_argument(
+                "--index", type=Path, help="index directory (config index.directory)"
+            )
+        return sub
+
+    command("demo", "run the pipeline on the sample corpus")
+    evaluate = command("eval", "measure every stage on a BEIR-format dataset")
     evaluate.add_argument(
         "data", type=Path, help="BEIR folder: corpus, queries, qrels/"
     )
-    evaluate.add_argument("--config", help="a YAML file merged over the defaults")
     evaluate.add_argument("--split", default="test", help="qrels/<split>.tsv (test)")
     evaluate.add_argument(
         "--surface", action="append", help="surface(s) to budget for (all by default)"
@@ -41,35 +49,19 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="replace the eval section of this Markdown file (e.g. BENCHMARKS.md)",
     )
-    index = commands.add_parser(
-        "index", help="ingest a folder of text/Markdown/HTML/PDF"
-    )
+    index = command("index", "ingest a folder of text/Markdown/HTML/PDF", index=True)
     index.add_argument("path", type=Path, help="a folder (or one file) to ingest")
-    index.add_argument(
-        "--index", type=Path, help="index directory (config index.directory)"
-    )
-    index.add_argument("--config", help="a YAML file merged over the defaults")
     index.add_argument(
         "--prune",
         action="store_true",
         help="delete indexed documents whose file is no longer under PATH",
     )
-    ask = commands.add_parser(
-        "ask", help="ask an index a question; show the evidence, prompt and answer"
+    ask = command(
+        "ask", "ask an index a question; show evidence, prompt, answer", index=True
     )
     ask.add_argument("question", help="the question")
-    ask.add_argument(
-        "--index", type=Path, help="index directory (config index.directory)"
-    )
     ask.add_argument("--surface", default="chat", help="whose budget to use (chat)")
-    ask.add_argument("--config", help="a YAML file merged over the defaults")
-    repair = commands.add_parser(
-        "repair", help="bring the two sides of an index in sync"
-    )
-    repair.add_argument(
-        "--index", type=Path, help="index directory (config index.directory)"
-    )
-    repair.add_argument("--config", help="a YAML file merged over the defaults")
+    command("repair", "bring the two sides of an index in sync", index=True)
     return parser
 
 
