@@ -254,9 +254,9 @@ def _compare_policies(
         return
     acc.policy_gold += len(gold)
     for policy in POLICIES:
-        for position, budget in enumerate(budgets):
-            kept = set(policy_survivors(candidates, policy, budget, encoding, id_key))
-            acc.policy_hits[policy][position] += len(kept.intersection(gold))
+        per_budget = policy_survivors(candidates, policy, budgets, encoding, id_key)
+        for position, kept in enumerate(per_budget):
+            acc.policy_hits[policy][position] += len(set(kept).intersection(gold))
 
 
 def _quality(stage: str, acc: _Accumulator, k: int) -> StageQuality:

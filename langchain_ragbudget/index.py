@@ -135,7 +135,8 @@ class HybridIndex:
         else:
             path.mkdir(parents=True, exist_ok=True)
             _atomic_write(manifest_file, json.dumps(manifest, indent=2))
-        records, chunks = _load_sparse(path)
+        records, sparse = _load_sparse(path, config.retrieval.sparse.fetch_k)
+        chunks = {str(c.id): c for c in sparse.documents} if sparse else {}
         vectorstore = build_vector_store(
             _vector_settings(config, path),
             embeddings or build_embeddings(config.embedding),
@@ -143,10 +144,7 @@ class HybridIndex:
         if not isinstance(vectorstore, Chroma):  # build_vector_store makes Chroma
             raise TypeError(f"expected a Chroma store, got {type(vectorstore)}")
         index = cls(path, config, vectorstore, records, chunks)
-        if chunks:
-            index._sparse = BM25Retriever.load(
-                _current_version(path) / "bm25", k=config.retrieval.sparse.fetch_k
-            )
+        index._sparse = sparse
         index.sync_report = index.sync_check()
         if not index.sync_report.in_sync:
             logger.warning("index %s: %s", path, index.sync_report.summary())
@@ -371,9 +369,9 @@ def _current_version(directory: Path) -> Path:
 
 
 def _load_sparse(
-    directory: Path,
-) -> tuple[dict[str, dict[str, Any]], dict[str, Document]]:
-    """Records and chunks of the committed version; stray folders are removed."""
+    directory: Path, fetch_k: int
+) -> tuple[dict[str, dict[str, Any]], BM25Retriever | None]:
+    """Records and BM25 index of the committed version; stray folders are removed."""
     current = None
     if (directory / CURRENT).is_file():
         current = _current_version(directory)
@@ -385,13 +383,11 @@ def _load_sparse(
         if stray != current and stray.is_dir():
             shutil.rmtree(stray)  # an interrupted or superseded save
     if current is None:
-        return {}, {}
+        return {}, None
     records = json.loads((current / RECORDS).read_text(encoding="utf-8"))["documents"]
-    chunks: dict[str, Document] = {}
-    if (current / "bm25").is_dir():
-        for chunk in BM25Retriever.load(current / "bm25").documents:
-            chunks[str(chunk.id)] = chunk
-    return records, chunks
+    if not (current / "bm25").is_dir():
+        return records, None
+    return records, BM25Retriever.load(current / "bm25", k=fetch_k)
 
 
 def _save_sparse(

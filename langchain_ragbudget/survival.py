@@ -22,48 +22,58 @@ POLICIES = ("naive slice", "stop", "skip")
 
 def naive_slice_survivors(
     documents: Sequence[Document],
-    max_tokens: int,
+    budgets: Sequence[int],
     encoding: str,
     fmt: ContextFormat | None = None,
-) -> list[int]:
-    """Indices whose text survives slicing the joined context at `max_tokens`.
+) -> list[list[int]]:
+    """Per budget, the indices whose text survives slicing the joined context there.
 
     The slice is taken in tokens of the rendered context (the token equivalent of
-    seed 000's `context[:MAX_CONTEXT_CHARS]`); a passage cut mid-text is lost.
+    seed 000's `context[:MAX_CONTEXT_CHARS]`); a passage cut mid-text is lost. The
+    context is rendered and encoded once for all budgets.
     """
     fmt = fmt or ContextFormat()
     text = fmt.render(group_citations(documents, fmt))
-    tokens = get_encoding(encoding).encode(text, disallowed_special=())
-    sliced = get_encoding(encoding).decode(tokens[:max_tokens])
-    return [
-        index
-        for index, document in enumerate(documents)
-        if fmt.render_passage(document) in sliced
-    ]
+    tokenizer = get_encoding(encoding)
+    tokens = tokenizer.encode(text, disallowed_special=())
+    passages = [fmt.render_passage(document) for document in documents]
+    survivors = []
+    for budget in budgets:
+        sliced = tokenizer.decode(tokens[:budget])
+        survivors.append([i for i, block in enumerate(passages) if block in sliced])
+    return survivors
 
 
 def policy_survivors(
     documents: Sequence[Document],
     policy: str,
-    max_tokens: int,
+    budgets: Sequence[int],
     encoding: str,
     id_key: str | None = "chunk_id",
-) -> list[int]:
-    """Indices of `documents` that reach the context under `policy` at `max_tokens`.
+) -> list[list[int]]:
+    """Per token budget, the indices of `documents` that reach the context.
 
     No `max_docs` limit and `min_docs=0`, so only the token budget decides.
     """
     if policy == "naive slice":
-        return naive_slice_survivors(documents, max_tokens, encoding)
+        return naive_slice_survivors(documents, budgets, encoding)
     if policy not in ("skip", "stop"):
         raise ValueError(f"unknown policy {policy!r}; use one of {POLICIES}")
-    settings = SurfaceSettings(
-        max_docs=max(len(documents), 1),
-        max_tokens=max_tokens,
-        encoding=encoding,
-        min_docs=0,
-        packing=policy,
-    )
-    context = ContextBudget(settings=settings, id_key=id_key).fit(documents)
-    kept = set(context.report.kept_ids)
-    return [i for i, doc in enumerate(documents) if document_key(doc, id_key) in kept]
+    survivors = []
+    for budget in budgets:
+        settings = SurfaceSettings(
+            max_docs=max(len(documents), 1),
+            max_tokens=budget,
+            encoding=encoding,
+            min_docs=0,
+            packing=policy,
+        )
+        kept = set(
+            ContextBudget(settings=settings, id_key=id_key)
+            .fit(documents)
+            .report.kept_ids
+        )
+        survivors.append(
+            [i for i, doc in enumerate(documents) if document_key(doc, id_key) in kept]
+        )
+    return survivors
