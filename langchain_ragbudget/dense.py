@@ -32,7 +32,7 @@ from langchain_ragbudget.config import (
 )
 from langchain_ragbudget.embeddings import FastEmbedEmbeddings
 from langchain_ragbudget.errors import IndexLoadError, VectorStoreUnavailableError
-from langchain_ragbudget.identity import with_metadata
+from langchain_ragbudget.identity import with_scores
 from langchain_ragbudget.timeouts import call_with_timeout
 
 ADD_BATCH_SIZE = 256
@@ -62,6 +62,19 @@ class DenseRetriever(BaseRetriever):
             )
         return self
 
+    def scored_hits(
+        self, query: str, k: int | None = None
+    ) -> list[tuple[Document, float]]:
+        """The top `k` documents and their relevance scores; no callbacks."""
+        size = self.k if k is None else k
+        if self.docstore is not None:
+            return self._ids_search(query, size)
+        store = self.vectorstore
+        try:
+            return store._similarity_search_with_relevance_scores(query, k=size)
+        except NotImplementedError:  # the store has no relevance function
+            return store.similarity_search_with_score(query, k=size)
+
     def _ids_search(self, query: str, k: int) -> list[tuple[Document, float]]:
         """Chroma ids and distances only; documents come from the docstore."""
         assert self.docstore is not None
@@ -84,12 +97,6 @@ class DenseRetriever(BaseRetriever):
             pairs.append((document, relevance(distance)))
         return pairs
 
-    def _with_scores(self, pairs: list[tuple[Document, float]]) -> list[Document]:
-        return [
-            with_metadata(doc, {**doc.metadata, self.score_key: float(score)})
-            for doc, score in pairs
-        ]
-
     def _get_relevant_documents(
         self,
         query: str,
@@ -97,15 +104,7 @@ class DenseRetriever(BaseRetriever):
         run_manager: CallbackManagerForRetrieverRun,
         k: int | None = None,
     ) -> list[Document]:
-        size = self.k if k is None else k
-        if self.docstore is not None:
-            return self._with_scores(self._ids_search(query, size))
-        store = self.vectorstore
-        try:
-            pairs = store._similarity_search_with_relevance_scores(query, k=size)
-        except NotImplementedError:  # the store has no relevance function
-            pairs = store.similarity_search_with_score(query, k=size)
-        return self._with_scores(pairs)
+        return with_scores(self.scored_hits(query, k), self.score_key)
 
     async def _aget_relevant_documents(
         self,
@@ -118,12 +117,14 @@ class DenseRetriever(BaseRetriever):
         store = self.vectorstore
         if self.docstore is not None:
             pairs = await run_in_executor(None, self._ids_search, query, size)
-            return self._with_scores(pairs)
-        try:
-            pairs = await store._asimilarity_search_with_relevance_scores(query, k=size)
-        except NotImplementedError:  # the store has no relevance function
-            pairs = await store.asimilarity_search_with_score(query, k=size)
-        return self._with_scores(pairs)
+        else:
+            try:
+                pairs = await store._asimilarity_search_with_relevance_scores(
+                    query, k=size
+                )
+            except NotImplementedError:  # the store has no relevance function
+                pairs = await store.asimilarity_search_with_score(query, k=size)
+        return with_scores(pairs, self.score_key)
 
 
 def is_chroma(store: VectorStore) -> bool:

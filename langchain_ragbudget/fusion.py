@@ -11,12 +11,15 @@ Pure functions over plain keys; the retriever that calls them is a thin shell.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Fused:
-    """One fused document: its key, fused score and rank in each input list."""
+class Fused(NamedTuple):
+    """One fused document: its key, fused score and rank in each input list.
+
+    A NamedTuple, not a frozen dataclass: fusion makes a few hundred per query and
+    a tuple is built several times faster.
+    """
 
     key: str
     score: float
@@ -55,17 +58,12 @@ def weighted_rrf(
     """
     validate_weights(weights, len(rankings))
     per_list = [first_ranks(keys) for keys in rankings]
-    order: dict[str, None] = {}
-    for ranks in per_list:
-        order.update(dict.fromkeys(ranks))
-    fused = []
-    for key in order:
-        ranks_of_key = tuple(ranks.get(key) for ranks in per_list)
-        score = sum(
-            weight / (c + rank)
-            for weight, rank in zip(weights, ranks_of_key, strict=True)
-            if rank is not None
-        )
-        fused.append(Fused(key, score, ranks_of_key))
-    fused.sort(key=lambda item: item.score, reverse=True)
-    return fused
+    scores: dict[str, float] = {}  # insertion order is first-seen order
+    for weight, ranks in zip(weights, per_list, strict=True):
+        for key, rank in ranks.items():
+            scores[key] = scores.get(key, 0.0) + weight / (c + rank)
+    order = sorted(scores, key=scores.__getitem__, reverse=True)  # stable
+    return [
+        Fused(key, scores[key], tuple(ranks.get(key) for ranks in per_list))
+        for key in order
+    ]

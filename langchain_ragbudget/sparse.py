@@ -19,7 +19,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_ragbudget.errors import IndexLoadError
-from langchain_ragbudget.identity import with_metadata
+from langchain_ragbudget.identity import with_scores
 
 BM25Method = Literal["robertson", "atire", "bm25l", "bm25+", "lucene"]
 _SETTINGS_FILE = "ragbudget_bm25.json"
@@ -124,29 +124,35 @@ class BM25Retriever(BaseRetriever):
         run_manager: CallbackManagerForRetrieverRun,
         k: int | None = None,
     ) -> list[Document]:
-        return self.search(query, k=self.k if k is None else k)
+        return with_scores(self.scored_hits(query, k), self.score_key)
 
-    def search(self, query: str, k: int) -> list[Document]:
-        """The top `k` documents for `query` with their score; no callbacks."""
+    def scored_hits(
+        self, query: str, k: int | None = None
+    ) -> list[tuple[Document, float]]:
+        """The top `k` indexed documents (shared, not copies) and their BM25 scores.
+
+        No callbacks and no copies: `HybridRetriever` fuses these directly.
+        """
         if self._index is None:
             raise RuntimeError("BM25Retriever has no index: use from_documents or load")
-        if k < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
+        size = self.k if k is None else k
+        if size < 1:
+            raise ValueError(f"k must be at least 1, got {size}")
         query_tokens = self._tokenize([query], return_ids=False)
         if not query_tokens[0]:
             return []
-        top = min(k, len(self._documents))
+        documents = self._documents
         positions, scores = self._index.retrieve(
-            query_tokens, k=top, show_progress=False
+            query_tokens, k=min(size, len(documents)), show_progress=False
         )
-        results = []
-        for position, score in zip(positions[0], scores[0], strict=True):
+        hits = []
+        for position, score in zip(
+            positions[0].tolist(), scores[0].tolist(), strict=True
+        ):
             if score <= 0:
                 break
-            source = self._documents[int(position)]
-            metadata = {**source.metadata, self.score_key: float(score)}
-            results.append(with_metadata(source, metadata))
-        return results
+            hits.append((documents[position], score))
+        return hits
 
     def save(self, directory: str | Path) -> None:
         """Write the index, documents and settings to `directory` (no pickle)."""

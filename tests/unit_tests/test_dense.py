@@ -3,8 +3,10 @@
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 
 from langchain_ragbudget import (
@@ -22,6 +24,8 @@ from langchain_ragbudget.dense import (
     build_vector_store,
 )
 from langchain_ragbudget.drops import drops_of
+from langchain_ragbudget.hybrid import ScoredSearch
+from langchain_ragbudget.sample import load_sample_corpus
 
 DOCS = [
     Document(
@@ -219,3 +223,33 @@ def test_a_silent_chroma_server_times_out_with_a_clear_error() -> None:
         build_vector_store(settings, build_embeddings(load_config().embedding))
     assert time.monotonic() - start < 5
     listener.close()
+
+
+class _RunRecorder(BaseCallbackHandler):
+    """Records retriever runs, so the hybrid takes its traced path."""
+
+    def __init__(self) -> None:
+        self.retriever_runs: list[str] = []
+
+    def on_retriever_start(self, serialized: Any, query: str, **kwargs: Any) -> None:
+        self.retriever_runs.append(kwargs.get("name") or "")
+
+
+def test_direct_hits_and_traced_child_runs_give_the_same_result(
+    embeddings: FastEmbedEmbeddings,
+) -> None:
+    corpus = load_sample_corpus()
+    hybrid = build_hybrid_retriever(corpus, load_config(), embeddings=embeddings)
+    assert all(isinstance(r, ScoredSearch) for r in hybrid.retrievers)
+    recorder = _RunRecorder()
+    for query in ("How long are application logs retained?", "refund policy"):
+        direct = hybrid.invoke(query, k=5)
+        traced = hybrid.invoke(query, {"callbacks": [recorder]}, k=5)
+        assert [d.id for d in direct] == [d.id for d in traced]
+        assert [d.metadata for d in direct] == [d.metadata for d in traced]
+        assert [r.to_dict() for r in drops_of(direct)] == [
+            r.to_dict() for r in drops_of(traced)
+        ]
+        assert len(drops_of(direct)) > 0
+    # the traced path shows the hybrid run and one child run per retriever
+    assert len(recorder.retriever_runs) == 2 * 3
