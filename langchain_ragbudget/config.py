@@ -101,6 +101,7 @@ class EmbeddingSettings(_Strict):
     cache_dir: str | None = None
     batch_size: int = Field(32, ge=1, le=4096)
     threads: int | None = Field(None, ge=1)
+    query_precision: Literal["float32", "int8"] = "float32"
 
 
 class VectorStoreSettings(_Strict):

@@ -146,6 +146,7 @@ def build_embeddings(settings: EmbeddingSettings) -> Embeddings:
         cache_dir=settings.cache_dir,
         batch_size=settings.batch_size,
         threads=settings.threads,
+        query_precision=settings.query_precision,
     )
 
 

@@ -1,15 +1,16 @@
 """Local ONNX embeddings through `fastembed`, as LangChain `Embeddings`.
 
 A thin adapter: unlike `langchain_community`'s FastEmbedEmbeddings it loads a local
-model folder (for machines without network) and embeds in bounded batches, since
-fastembed's default batch of 256 long documents took 17 GB of memory here.
+model folder (for machines without network), embeds in bounded batches, since
+fastembed's default batch of 256 long documents took 17 GB of memory here, and can
+embed queries with an int8 copy of the model (see quantize.py).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -24,7 +25,8 @@ class FastEmbedEmbeddings(BaseModel, Embeddings):
 
     `model_path` (or the environment variable RAGBUDGET_EMBEDDING_MODEL_PATH) names a
     local folder holding the ONNX model and tokenizer; without it the model is fetched
-    by name the usual way.
+    by name the usual way. With `query_precision="int8"`, queries go through an int8
+    copy of the model (made once, in the user cache) and documents stay float32.
     """
 
     model_name: str = "sentence-transformers/all-MiniLM-L6-v2"
@@ -32,10 +34,12 @@ class FastEmbedEmbeddings(BaseModel, Embeddings):
     cache_dir: str | None = None
     batch_size: int = Field(32, ge=1)
     threads: int | None = None
+    query_precision: Literal["float32", "int8"] = "float32"
 
     model_config = ConfigDict(protected_namespaces=())
 
     _model: Any = PrivateAttr(default=None)
+    _query_model: Any = PrivateAttr(default=None)
 
     def _text_embedding(self) -> Any:
         if self._model is None:
@@ -52,9 +56,30 @@ class FastEmbedEmbeddings(BaseModel, Embeddings):
         vectors = self._text_embedding().embed(texts, batch_size=self.batch_size)
         return [vector.tolist() for vector in vectors]
 
+    def _query_embedding(self) -> Any:
+        if self.query_precision == "float32":
+            return self._text_embedding()
+        if self._query_model is None:
+            from langchain_ragbudget.quantize import int8_model_folder
+
+            local = self.model_path or os.environ.get(MODEL_PATH_ENV)
+            if local is not None:
+                source, model_file = Path(local), "model.onnx"
+            else:  # the folder fastembed downloaded the model into
+                loaded = self._text_embedding().model
+                source = Path(loaded._model_dir)
+                model_file = loaded.model_description.model_file
+            self._query_model = _load_text_embedding(
+                self.model_name,
+                str(int8_model_folder(source, model_file)),
+                self.cache_dir,
+                self.threads,
+            )
+        return self._query_model
+
     def embed_query(self, text: str) -> list[float]:
-        """Embed one query."""
-        (vector,) = self._text_embedding().query_embed(text)
+        """Embed one query (with the int8 model if `query_precision` says so)."""
+        (vector,) = self._query_embedding().query_embed(text)
         return list(vector.tolist())
 
 

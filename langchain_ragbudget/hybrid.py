@@ -40,6 +40,11 @@ class HybridRetriever(BaseRetriever):
     retriever that returned it, plus `fused_score` and `fused_rank`, all plain
     Python numbers. The result is a `CandidateList` whose `drops` name the
     candidates fused below `k`.
+
+    With a callback handler attached (a tracer, say), each retriever runs as a child
+    run. Without one, retrievers that implement `ScoredSearch` (ours do) hand over
+    their hits directly, which skips the child runs and one document copy per hit;
+    the result is the same.
     """
 
     retrievers: Sequence[BaseRetriever] = Field(min_length=1)
@@ -96,7 +101,7 @@ class HybridRetriever(BaseRetriever):
         searchable = [r for r in self.retrievers if isinstance(r, ScoredSearch)]
         if not run_manager.handlers and len(searchable) == len(self.retrievers):
             # Nobody listens for child runs: fuse the hits without the runs and the
-            # per-retriever copies (2 ms a query on SciFact). Same result either way.
+            # per-retriever copies. Same result either way (tested).
             hits = [
                 retriever.scored_hits(query, self._fetch_size(i))
                 for i, retriever in enumerate(searchable)

@@ -9,13 +9,12 @@ FlashRank downloads without a timeout, so the model is fetched here, with one.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,6 +36,7 @@ from langchain_ragbudget.drops import (
 )
 from langchain_ragbudget.errors import ModelUnavailableError
 from langchain_ragbudget.identity import document_key, with_metadata
+from langchain_ragbudget.logging_guard import root_logger_untouched
 
 logger = logging.getLogger(__name__)
 
@@ -189,7 +189,7 @@ def _load_ranker(
             )
         _download_model(model, cache_dir, timeout)
     try:
-        with _root_logger_untouched():
+        with root_logger_untouched():
             return Ranker(
                 model_name=model, cache_dir=str(cache_dir), max_length=max_length
             )
@@ -227,21 +227,3 @@ def _download_model(model: str, cache_dir: Path, timeout: float) -> None:
         if target.exists():
             shutil.rmtree(target)
         os.replace(Path(tmp) / model, target)
-
-
-@contextlib.contextmanager
-def _root_logger_untouched() -> Iterator[None]:
-    """Keep flashrank's `logging.basicConfig` from configuring the root logger.
-
-    basicConfig does nothing when root already has a handler, so one is lent for
-    the duration of the constructor.
-    """
-    root = logging.getLogger()
-    guard = None if root.handlers else logging.NullHandler()
-    if guard is not None:
-        root.addHandler(guard)
-    try:
-        yield
-    finally:
-        if guard is not None:
-            root.removeHandler(guard)
