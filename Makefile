@@ -43,6 +43,8 @@ integration_tests: $(STAMP)  ## Slower tests against real models and data
 
 bench: $(STAMP)  ## Benchmarks on SciFact: retrieval, then the budget stage (BENCHMARKS.md)
 	$(BIN)/python benchmarks/bench_retrieval.py
+	$(BIN)/python benchmarks/bench_breakdown.py
+	$(BIN)/python benchmarks/bench_breakdown.py --int8
 	$(BIN)/python benchmarks/bench_budget.py
 
 bench_ingest: $(STAMP)  ## Ingest all of SciFact into a fresh index (a few minutes)

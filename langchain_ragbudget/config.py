@@ -103,6 +103,15 @@ class EmbeddingSettings(_Strict):
     threads: int | None = Field(None, ge=1)
     query_precision: Literal["float32", "int8"] = "float32"
 
+    @model_validator(mode="after")
+    def _int8_needs_fastembed(self) -> EmbeddingSettings:
+        if self.query_precision != "float32" and self.provider != "fastembed":
+            raise ValueError(
+                f"query_precision {self.query_precision!r} needs the fastembed "
+                f"provider; {self.provider!r} embeds queries its own way"
+            )
+        return self
+
 
 class VectorStoreSettings(_Strict):
     """Chroma embedded (in memory or persistent) or a Chroma server."""

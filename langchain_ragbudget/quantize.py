@@ -43,7 +43,13 @@ def int8_model_folder(source: Path, model_file: str = "model.onnx") -> Path:
             "set embedding.query_precision: float32"
         ) from exc
     staging = target.with_name(f"{target.name}.tmp-{uuid.uuid4().hex[:8]}")
-    staging.mkdir(parents=True)
+    try:
+        staging.mkdir(parents=True)
+    except OSError as exc:
+        raise ModelUnavailableError(
+            f"cannot write the int8 model under {target.parent} ({exc}); set "
+            "RAGBUDGET_CACHE_DIR to a writable folder"
+        ) from exc
     try:
         for item in source.iterdir():  # tokenizer and config files
             if item.is_file() and item.suffix != ".onnx":

@@ -109,3 +109,25 @@ def test_quantizing_leaves_the_root_logger_alone(tmp_path: Path) -> None:
     )
     assert out.stdout.split() == ["0", "30"]
     assert "pre-processing" not in out.stderr
+
+
+def test_an_unwritable_cache_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(blocker))
+    with pytest.raises(ModelUnavailableError, match="RAGBUDGET_CACHE_DIR"):
+        int8_model_folder(Path(MODEL_PATH))
+
+
+def test_int8_needs_the_fastembed_provider(tmp_path: Path) -> None:
+    config = tmp_path / "c.yml"
+    config.write_text(
+        "embedding:\n"
+        "  provider: langchain_core.embeddings:FakeEmbeddings\n"
+        "  options: {size: 8}\n"
+        "  query_precision: int8\n"
+    )
+    with pytest.raises(ConfigError, match="needs the fastembed provider"):
+        load_config(config)
