@@ -9,7 +9,9 @@ cannot reach.
 On disk (`directory/`): `manifest.json` (embedding model, chunking settings),
 `chroma/`, and the sparse side in a version folder `sparse-*` named by `CURRENT`.
 A save writes a new version folder, then switches `CURRENT` with an atomic rename,
-so a process killed mid-save leaves the previous version loadable. The vector side is
+so a process killed mid-save leaves the previous version loadable; every file and
+folder is flushed to disk (fsync) before the rename that publishes it, so a power cut
+cannot publish a version whose files are still in the page cache. The vector side is
 written first; after a crash between the two, `sync_check` finds the chunks that
 differ and `repair` brings the vector side back to the committed sparse side.
 """
@@ -402,7 +404,9 @@ def _save_sparse(
     (staging / RECORDS).write_text(
         json.dumps({"format": FORMAT_VERSION, "documents": records}), encoding="utf-8"
     )
+    _fsync_tree(staging)
     os.rename(staging, directory / version)
+    _fsync(directory)
     previous = (
         (directory / CURRENT).read_text().strip()
         if (directory / CURRENT).is_file()
@@ -416,4 +420,27 @@ def _save_sparse(
 def _atomic_write(path: Path, text: str) -> None:
     staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     staging.write_text(text, encoding="utf-8")
+    _fsync(staging)
     os.replace(staging, path)
+    _fsync(path.parent)
+
+
+def _fsync_tree(root: Path) -> None:
+    """Flush every file under `root`, then the folders, deepest first."""
+    folders = [root, *(p for p in root.rglob("*") if p.is_dir())]
+    for item in root.rglob("*"):
+        if item.is_file():
+            _fsync(item)
+    for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
+        _fsync(folder)
+
+
+def _fsync(path: Path) -> None:
+    """Flush a file, or a folder (its entries) where the platform allows it."""
+    if path.is_dir() and os.name != "posix":
+        return  # Windows cannot open a folder to flush it
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)

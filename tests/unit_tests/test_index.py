@@ -11,6 +11,7 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_ragbudget import IndexLoadError, load_config
+from langchain_ragbudget import index as index_module
 from langchain_ragbudget.cli import main
 from langchain_ragbudget.config import RagBudgetConfig
 from langchain_ragbudget.index import HybridIndex
@@ -313,3 +314,54 @@ def test_cli_ask_shows_evidence_and_prompt(
     assert "Question: When are refunds paid?" in out
     assert "[warning: rerank stage skipped" in out
     assert main(["ask", "x", *index_args, "--surface", "voice"]) == 2
+
+
+def test_every_file_is_flushed_before_the_rename_that_publishes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A power cut cannot be simulated here; what is checked is the order that makes
+    # one harmless: fsync of every file and folder of a version, then its rename.
+    directory = tmp_path / "ix"
+    index = HybridIndex.open(directory)
+    events: list[tuple[str, Path]] = []
+    real_fsync, real_rename, real_replace = index_module._fsync, os.rename, os.replace
+
+    def fsync(path: Path) -> None:
+        events.append(("fsync", Path(path)))
+        real_fsync(path)
+
+    def rename(source: str | Path, target: str | Path) -> None:
+        events.append(("rename", Path(source)))
+        real_rename(source, target)
+
+    def replace(source: str | Path, target: str | Path) -> None:
+        events.append(("rename", Path(source)))
+        real_replace(source, target)
+
+    monkeypatch.setattr(index_module, "_fsync", fsync)
+    monkeypatch.setattr(index_module.os, "rename", rename)
+    monkeypatch.setattr(index_module.os, "replace", replace)
+    index.upsert([doc("policy.md", REFUNDS_90)])
+
+    published = [
+        source
+        for kind, source in events
+        if kind == "rename" and source.parent == directory
+    ]
+    staging_folder = next(p for p in published if p.name.startswith(".sparse-"))
+    version = directory / (directory / "CURRENT").read_text()
+    files = [p for p in version.rglob("*") if p.is_file()]
+    assert len(files) >= 4  # bm25 arrays, settings, documents, records
+    flushed_before: set[Path] = set()
+    for kind, path in events:
+        if kind == "rename" and path == staging_folder:
+            break
+        if kind == "fsync":
+            flushed_before.add(path)
+    for file in files:
+        assert staging_folder / file.relative_to(version) in flushed_before
+    assert staging_folder in flushed_before
+    current_staging = next(p for p in published if "CURRENT" in p.name)
+    position = events.index(("rename", current_staging))
+    assert ("fsync", current_staging) in events[:position]
+    assert ("fsync", directory) in events[position:]
