@@ -30,7 +30,7 @@ from langchain_ragbudget.errors import (
 )
 from langchain_ragbudget.evidence import Calibration, Evidence, calibrate_threshold
 from langchain_ragbudget.fusion import weighted_rrf
-from langchain_ragbudget.hybrid import HybridRetriever
+from langchain_ragbudget.hybrid import HybridRetriever, ScoredSearch
 from langchain_ragbudget.pipeline import create_budgeted_rag_chain
 from langchain_ragbudget.render import Citation, ContextFormat
 from langchain_ragbudget.rerank import FlashRankRerank
@@ -58,6 +58,7 @@ __all__ = [
     "ModelUnavailableError",
     "RagBudgetConfig",
     "RagBudgetError",
+    "ScoredSearch",
     "Stage",
     "StageSkip",
     "SurfaceSettings",

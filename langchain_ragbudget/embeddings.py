@@ -66,9 +66,7 @@ class FastEmbedEmbeddings(BaseModel, Embeddings):
             if local is not None:
                 source, model_file = Path(local), "model.onnx"
             else:  # the folder fastembed downloaded the model into
-                loaded = self._text_embedding().model
-                source = Path(loaded._model_dir)
-                model_file = loaded.model_description.model_file
+                source, model_file = _downloaded_model_file(self._text_embedding())
             self._query_model = _load_text_embedding(
                 self.model_name,
                 str(int8_model_folder(source, model_file)),
@@ -81,6 +79,23 @@ class FastEmbedEmbeddings(BaseModel, Embeddings):
         """Embed one query (with the int8 model if `query_precision` says so)."""
         (vector,) = self._query_embedding().query_embed(text)
         return list(vector.tolist())
+
+
+def _downloaded_model_file(text_embedding: Any) -> tuple[Path, str]:
+    """The folder and ONNX file name of a model fastembed downloaded.
+
+    fastembed has no public accessor for these; its attributes are read with care.
+    """
+    model = getattr(text_embedding, "model", None)
+    folder = getattr(model, "_model_dir", None)
+    description = getattr(model, "model_description", None)
+    model_file = getattr(description, "model_file", None)
+    if folder is None or not isinstance(model_file, str):
+        raise ModelUnavailableError(
+            "this fastembed version does not say where it keeps the model, so no "
+            f"int8 copy can be made; set embedding.model_path or {MODEL_PATH_ENV}"
+        )
+    return Path(folder), model_file
 
 
 def _load_text_embedding(

@@ -22,6 +22,7 @@ EXPECTED_ALL = [
     "ModelUnavailableError",
     "RagBudgetConfig",
     "RagBudgetError",
+    "ScoredSearch",
     "Stage",
     "StageSkip",
     "SurfaceSettings",

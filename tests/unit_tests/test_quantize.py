@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -131,3 +132,27 @@ def test_int8_needs_the_fastembed_provider(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="needs the fastembed provider"):
         load_config(config)
+
+
+def test_a_downloaded_model_is_found_in_fastembeds_folder(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without model_path, the int8 copy is made from the folder fastembed downloaded
+    # into. No download can run here: a stand-in for fastembed's loaded model says
+    # where the (local) model is, as fastembed's own object does.
+    monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(cache))
+    monkeypatch.delenv("RAGBUDGET_EMBEDDING_MODEL_PATH")
+    embeddings = FastEmbedEmbeddings(query_precision="int8")
+    downloaded = SimpleNamespace(
+        model=SimpleNamespace(
+            _model_dir=MODEL_PATH,
+            model_description=SimpleNamespace(model_file="model.onnx"),
+        )
+    )
+    embeddings._model = downloaded
+    vector = embeddings.embed_query("refund policy")
+    assert len(vector) == 384
+    assert embeddings._query_model is not None
+    embeddings._model, embeddings._query_model = SimpleNamespace(model=object()), None
+    with pytest.raises(ModelUnavailableError, match="does not say where"):
+        embeddings.embed_query("refund policy")
