@@ -1,7 +1,9 @@
 """Read BEIR-format datasets: corpus.jsonl(.gz), queries.jsonl, qrels/<split>.tsv.
 
 Title and text are joined into `page_content`, as BEIR's own BM25 and dense baselines
-index them ("flat"), so numbers compare with the published ones.
+index them ("flat"), so numbers compare with the published ones. SciFact's original
+release (in `extra/`, when present) also marks the sentences of each abstract that
+hold the evidence for a claim; they are loaded as `rationales`.
 """
 
 from __future__ import annotations
@@ -10,9 +12,9 @@ import csv
 import gzip
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from langchain_core.documents import Document
 
@@ -25,12 +27,17 @@ class DatasetError(RagBudgetError, ValueError):
 
 @dataclass(frozen=True)
 class BeirDataset:
-    """A corpus, the queries of one split, and their relevance judgements."""
+    """A corpus, the queries of one split, and their relevance judgements.
+
+    `rationales`: query id -> corpus id -> the sentences of that document that hold
+    the evidence, for datasets that mark them (SciFact); empty otherwise.
+    """
 
     name: str
     corpus: list[Document]
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
+    rationales: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
 
 def load_beir(folder: str | Path, split: str = "test") -> BeirDataset:
@@ -47,7 +54,64 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirDataset:
             f"e.g. {missing[:3]}"
         )
     queries = {qid: all_queries[qid] for qid in qrels}
-    return BeirDataset(root.name, load_corpus(root), queries, qrels)
+    rationales = load_rationales(root / "extra", set(queries))
+    return BeirDataset(root.name, load_corpus(root), queries, qrels, rationales)
+
+
+def load_rationales(
+    folder: Path, query_ids: set[str]
+) -> dict[str, dict[str, list[str]]]:
+    """SciFact's evidence sentences for `query_ids`, from its original release.
+
+    Reads `claims_*.jsonl` (`{"id", "evidence": {doc: [{"sentences": [i, ...]}]}}`)
+    and `corpus_sentences.jsonl(.gz)` (`{"doc_id", "abstract": [sentence, ...]}`).
+    No such folder or files: no rationales.
+    """
+    sentences_file = folder / "corpus_sentences.jsonl"
+    if not sentences_file.is_file():
+        sentences_file = folder / "corpus_sentences.jsonl.gz"
+    claim_files = sorted(folder.glob("claims_*.jsonl")) if folder.is_dir() else []
+    if not sentences_file.is_file() or not claim_files:
+        return {}
+    wanted: dict[str, dict[str, set[int]]] = {}
+    for claims in claim_files:
+        for row in _jsonl(claims, key="id"):
+            query_id = str(row["id"])
+            evidence = row.get("evidence") or {}
+            if query_id not in query_ids or not isinstance(evidence, dict):
+                continue
+            for doc_id, sets in evidence.items():
+                indices = wanted.setdefault(query_id, {}).setdefault(str(doc_id), set())
+                try:
+                    for item in sets:
+                        indices.update(int(i) for i in item["sentences"])
+                except (KeyError, TypeError, ValueError):
+                    raise DatasetError(
+                        f"{claims}: claim {query_id}, document {doc_id}: expected "
+                        f'[{{"sentences": [numbers]}}], got {sets!r}'
+                    ) from None
+    needed = {doc for docs in wanted.values() for doc in docs}
+    abstracts: dict[str, list[str]] = {}
+    for row in _jsonl(sentences_file, key="doc_id"):
+        if str(row["doc_id"]) in needed:
+            abstract = row.get("abstract")
+            if not isinstance(abstract, list):
+                raise DatasetError(f"{sentences_file}: doc {row['doc_id']} has no list")
+            abstracts[str(row["doc_id"])] = [str(s).strip() for s in abstract]
+    rationales: dict[str, dict[str, list[str]]] = {}
+    for query_id, docs in wanted.items():
+        for doc_id, indices in docs.items():
+            abstract = abstracts.get(doc_id)
+            if abstract is None or max(indices, default=-1) >= len(abstract):
+                raise DatasetError(
+                    f"{folder}: claim {query_id} cites sentences {sorted(indices)} "
+                    f"of document {doc_id}, which {sentences_file.name} lacks"
+                )
+            if indices:
+                rationales.setdefault(query_id, {})[doc_id] = [
+                    abstract[i] for i in sorted(indices)
+                ]
+    return rationales
 
 
 def load_corpus(folder: Path) -> list[Document]:
@@ -102,7 +166,7 @@ def _open(path: Path) -> IO[str]:
     return path.open(encoding="utf-8")
 
 
-def _jsonl(path: Path) -> Iterator[dict[str, object]]:
+def _jsonl(path: Path, key: str = "_id") -> Iterator[dict[str, Any]]:
     if not path.is_file():
         raise DatasetError(f"{path}: file not found")
     with _open(path) as handle:
@@ -115,6 +179,8 @@ def _jsonl(path: Path) -> Iterator[dict[str, object]]:
                 raise DatasetError(
                     f"{path}:{line_number}: invalid JSON: {exc}"
                 ) from exc
-            if not isinstance(row, dict) or "_id" not in row:
-                raise DatasetError(f"{path}:{line_number}: expected an object with _id")
+            if not isinstance(row, dict) or key not in row:
+                raise DatasetError(
+                    f"{path}:{line_number}: expected an object with {key}"
+                )
             yield row

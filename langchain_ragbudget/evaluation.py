@@ -28,7 +28,7 @@ from langchain_ragbudget.embedded import build_hybrid_retriever
 from langchain_ragbudget.identity import document_key
 from langchain_ragbudget.metrics import hit_at_k, mrr_at_k, ndcg_at_k, recall_at_k
 from langchain_ragbudget.rerank import FlashRankRerank
-from langchain_ragbudget.survival import POLICIES, policy_survivors
+from langchain_ragbudget.survival import POLICIES, naive_slice, policy_survivors
 
 DEFAULT_BUDGETS = (256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
 Progress = Callable[[str, int, int], None]
@@ -83,6 +83,8 @@ class EvalReport:
     policy_survival: dict[str, list[float | None]]
     policy_encoding: str
     settings: dict[str, Any] = field(default_factory=dict)
+    evidence_gold: int = 0
+    evidence_survival: dict[str, list[float | None]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable view."""
@@ -113,6 +115,8 @@ class _Accumulator:
     over_budget: Counter[str] = field(default_factory=Counter)
     policy_hits: dict[str, list[int]] = field(default_factory=dict)
     policy_gold: int = 0
+    evidence_hits: dict[str, list[int]] = field(default_factory=dict)
+    evidence_gold: int = 0
 
     def rank(self, stage: str, docs: Sequence[Document], rel: dict[str, int]) -> None:
         self.rankings.setdefault(stage, []).append(([_doc_id(d) for d in docs], rel))
@@ -155,7 +159,10 @@ def evaluate(
         reranker = FlashRankRerank.from_config(config.rerank, id_key=hybrid.id_key)
     queries = list(dataset.queries.items())[:limit]
     encoding = budget_stages[surfaces[0]].settings.encoding_name
-    acc = _Accumulator(policy_hits={policy: [0] * len(budgets) for policy in POLICIES})
+    acc = _Accumulator(
+        policy_hits={policy: [0] * len(budgets) for policy in POLICIES},
+        evidence_hits={policy: [0] * len(budgets) for policy in POLICIES},
+    )
     for done, (query_id, text) in enumerate(queries, start=1):
         relevant = {doc: rel for doc, rel in dataset.qrels[query_id].items() if rel > 0}
         lists = [retriever.invoke(text) for retriever in hybrid.retrievers]
@@ -172,7 +179,15 @@ def evaluate(
             context = stage.fit(candidates)
             acc.rank(f"budget:{surface}", _ranked(context, hybrid.id_key), relevant)
             _account(acc, surface, entered, context, relevant)
-        _compare_policies(acc, candidates, relevant, budgets, encoding, hybrid.id_key)
+        _compare_policies(
+            acc,
+            candidates,
+            relevant,
+            dataset.rationales.get(query_id, {}),
+            budgets,
+            encoding,
+            hybrid.id_key,
+        )
         if progress:
             progress("queries", done, len(queries))
 
@@ -200,6 +215,13 @@ def evaluate(
             for policy, row in acc.policy_hits.items()
         },
         policy_encoding=encoding,
+        evidence_gold=acc.evidence_gold,
+        evidence_survival={
+            policy: [
+                hits / acc.evidence_gold if acc.evidence_gold else None for hits in row
+            ]
+            for policy, row in acc.evidence_hits.items()
+        },
         settings={
             "fusion_k": config.retrieval.k,
             "fetch_k": [
@@ -245,18 +267,38 @@ def _compare_policies(
     acc: _Accumulator,
     candidates: Sequence[Document],
     relevant: dict[str, int],
+    rationales: dict[str, list[str]],
     budgets: Sequence[int],
     encoding: str,
     id_key: str | None,
 ) -> None:
-    gold = [i for i, doc in enumerate(candidates) if _doc_id(doc) in relevant]
+    """Gold passages kept whole, and gold evidence kept, by each policy and budget.
+
+    A packing policy keeps whole passages, so its evidence survives with them; a
+    naive slice may keep the evidence sentences of a passage it cuts.
+    """
+    gold = {i for i, doc in enumerate(candidates) if _doc_id(doc) in relevant}
     if not gold:
         return
+    evidence = {
+        i: rationales[_doc_id(candidates[i])]
+        for i in gold
+        if _doc_id(candidates[i]) in rationales
+    }
     acc.policy_gold += len(gold)
+    acc.evidence_gold += len(evidence)
     for policy in POLICIES:
-        per_budget = policy_survivors(candidates, policy, budgets, encoding, id_key)
-        for position, kept in enumerate(per_budget):
-            acc.policy_hits[policy][position] += len(set(kept).intersection(gold))
+        if policy == "naive slice":
+            sliced = naive_slice(candidates, budgets, encoding, evidence)
+            kept, kept_evidence = sliced.passages, sliced.evidence
+        else:
+            kept = policy_survivors(candidates, policy, budgets, encoding, id_key)
+            kept_evidence = [[i for i in ids if i in evidence] for ids in kept]
+        for position, (ids, evidence_ids) in enumerate(
+            zip(kept, kept_evidence, strict=True)
+        ):
+            acc.policy_hits[policy][position] += len(gold.intersection(ids))
+            acc.evidence_hits[policy][position] += len(evidence_ids)
 
 
 def _quality(stage: str, acc: _Accumulator, k: int) -> StageQuality:

@@ -76,6 +76,14 @@ def policy_rows(report: EvalReport) -> list[list[str]]:
     ]
 
 
+def evidence_rows(report: EvalReport) -> list[list[str]]:
+    """One row per packing policy: gold evidence survival at each budget."""
+    return [
+        [policy, *(_pct(v) for v in values)]
+        for policy, values in report.evidence_survival.items()
+    ]
+
+
 def rich_tables(report: EvalReport) -> list[Table]:
     """The three tables for the terminal."""
     k = report.k
@@ -100,7 +108,19 @@ def rich_tables(report: EvalReport) -> list[Table]:
         policies.add_column(str(budget), justify="right")
     for row in policy_rows(report):
         policies.add_row(*row)
-    return [quality, survival, policies]
+    tables = [quality, survival, policies]
+    if report.evidence_gold:
+        evidence = Table(
+            title="gold evidence sentences in the context, by policy and token budget "
+            f"({report.evidence_gold} gold passages with marked evidence)"
+        )
+        evidence.add_column("policy")
+        for budget in report.policy_budgets:
+            evidence.add_column(str(budget), justify="right")
+        for row in evidence_rows(report):
+            evidence.add_row(*row)
+        tables.append(evidence)
+    return tables
 
 
 def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
@@ -136,6 +156,18 @@ def to_markdown(report: EvalReport, command: str, plot: str | None = None) -> st
             ["policy", *map(str, report.policy_budgets)], policy_rows(report)
         ),
     ]
+    if report.evidence_gold:
+        parts += [
+            "",
+            f"The same, counting evidence instead of whole passages: of the "
+            f"{report.evidence_gold} gold passages whose evidence sentences the "
+            "dataset marks, the share whose evidence sentences are all in the "
+            "context (a sliced passage may keep them in its head):",
+            "",
+            _markdown_table(
+                ["policy", *map(str, report.policy_budgets)], evidence_rows(report)
+            ),
+        ]
     if plot:
         parts += ["", f"![gold survival against the budget]({plot})"]
     return "\n".join(parts) + "\n"
@@ -154,6 +186,13 @@ def update_section(path: Path, section: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def _points(
+    budgets: list[int], values: list[float | None]
+) -> tuple[list[int], list[float]]:
+    pairs = [(b, v) for b, v in zip(budgets, values, strict=True) if v is not None]
+    return [b for b, _ in pairs], [v for _, v in pairs]
+
+
 def plot_survival(report: EvalReport, path: Path) -> Path:
     """Write a PNG: gold survival against the token budget, one line per policy."""
     import matplotlib
@@ -163,17 +202,22 @@ def plot_survival(report: EvalReport, path: Path) -> Path:
 
     figure, axis = plt.subplots(figsize=(6.4, 4.0), dpi=120)
     for policy, values in report.policy_survival.items():
-        points = [
-            (b, v)
-            for b, v in zip(report.policy_budgets, values, strict=True)
-            if v is not None
-        ]
-        axis.plot(
-            [b for b, _ in points], [v for _, v in points], marker="o", label=policy
-        )
+        points = _points(report.policy_budgets, values)
+        (line,) = axis.plot(*points, marker="o", label=policy)
+        if report.evidence_gold:
+            axis.plot(
+                *_points(report.policy_budgets, report.evidence_survival[policy]),
+                linestyle="--",
+                color=line.get_color(),
+                label=f"{policy}: evidence",
+            )
     axis.set_xscale("log", base=2)
     axis.set_xlabel(f"context budget (tokens, {report.policy_encoding})")
-    axis.set_ylabel("gold passages kept whole")
+    axis.set_ylabel(
+        "gold kept whole (evidence kept: dashed)"
+        if report.evidence_gold
+        else "gold passages kept whole"
+    )
     axis.set_ylim(0, 1.02)
     axis.set_title(f"{report.dataset}: does the gold passage survive the budget?")
     axis.grid(True, alpha=0.3)

@@ -2,12 +2,16 @@
 
 Pure functions over one ranked candidate list: naive slicing of the joined context
 (seed 000's "before"), stop at the first overflow (seed 002), and skip (ours), each
-at a token budget. A passage survives only if its whole text is in the context.
+at a token budget. A passage survives only if its whole text is in the context. Where
+the dataset marks which sentences of a passage hold the evidence (SciFact's
+rationales), evidence survives if all of those sentences are in the context: a
+sliced passage may keep them in its head.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
@@ -20,28 +24,76 @@ from langchain_ragbudget.tokens import get_encoding
 POLICIES = ("naive slice", "stop", "skip")
 
 
-def naive_slice_survivors(
+@dataclass(frozen=True)
+class SliceSurvival:
+    """Per budget, the indices of the passages a naive slice keeps.
+
+    `passages`: whole text in the slice. `evidence`: every evidence sentence in the
+    slice (only indices that have evidence sentences).
+    """
+
+    passages: list[list[int]]
+    evidence: list[list[int]]
+
+
+def naive_slice(
     documents: Sequence[Document],
     budgets: Sequence[int],
     encoding: str,
+    evidence: Mapping[int, Sequence[str]] | None = None,
     fmt: ContextFormat | None = None,
-) -> list[list[int]]:
-    """Per budget, the indices whose text survives slicing the joined context there.
+) -> SliceSurvival:
+    """Slice the joined context at each budget; which passages and evidence survive.
 
     The slice is taken in tokens of the rendered context (the token equivalent of
-    seed 000's `context[:MAX_CONTEXT_CHARS]`); a passage cut mid-text is lost. The
-    context is rendered and encoded once for all budgets.
+    seed 000's `context[:MAX_CONTEXT_CHARS]`). The context is rendered and encoded
+    once for all budgets. `evidence` maps a passage index to its evidence sentences,
+    each a substring of the passage's text.
     """
     fmt = fmt or ContextFormat()
     text = fmt.render(group_citations(documents, fmt))
     tokenizer = get_encoding(encoding)
     tokens = tokenizer.encode(text, disallowed_special=())
-    passages = [fmt.render_passage(document) for document in documents]
-    survivors = []
+    passage_ends: dict[int, int] = {}
+    evidence_ends: dict[int, int] = {}
+    for i, document in enumerate(documents):
+        block = fmt.render_passage(document)
+        start = text.find(block)
+        if start < 0:
+            continue
+        passage_ends[i] = start + len(block)
+        sentences = (evidence or {}).get(i, ())
+        if sentences:
+            evidence_ends[i] = start + max(
+                _end_of(sentence, block, i) for sentence in sentences
+            )
+    passages, kept_evidence = [], []
     for budget in budgets:
-        sliced = tokenizer.decode(tokens[:budget])
-        survivors.append([i for i, block in enumerate(passages) if block in sliced])
-    return survivors
+        length = _prefix_length(text, tokenizer.decode(tokens[:budget]))
+        passages.append([i for i, end in passage_ends.items() if end <= length])
+        kept_evidence.append([i for i, end in evidence_ends.items() if end <= length])
+    return SliceSurvival(passages, kept_evidence)
+
+
+def _end_of(sentence: str, block: str, index: int) -> int:
+    offset = block.find(sentence)
+    if offset < 0:
+        raise ValueError(
+            f"evidence sentence {sentence[:60]!r} is not in passage {index}'s text"
+        )
+    return offset + len(sentence)
+
+
+def _prefix_length(text: str, sliced: str) -> int:
+    """How many characters of `text` the slice keeps.
+
+    A cut inside a multi-byte character decodes to replacement characters at the
+    end, which are not part of `text`.
+    """
+    kept = sliced.rstrip("\ufffd")
+    if not text.startswith(kept):
+        raise ValueError("a slice of the context is not a prefix of it")
+    return len(kept)
 
 
 def policy_survivors(
@@ -56,7 +108,7 @@ def policy_survivors(
     No `max_docs` limit and `min_docs=0`, so only the token budget decides.
     """
     if policy == "naive slice":
-        return naive_slice_survivors(documents, budgets, encoding)
+        return naive_slice(documents, budgets, encoding).passages
     if policy not in ("skip", "stop"):
         raise ValueError(f"unknown policy {policy!r}; use one of {POLICIES}")
     survivors = []

@@ -12,7 +12,7 @@ from langchain_ragbudget import load_config
 from langchain_ragbudget.beir import DatasetError, load_beir
 from langchain_ragbudget.cli import main
 from langchain_ragbudget.evaluation import evaluate
-from langchain_ragbudget.report import QUALITY_END, QUALITY_START
+from langchain_ragbudget.report import QUALITY_END, QUALITY_START, to_markdown
 from langchain_ragbudget.rerank import FlashRankRerank
 from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
 
@@ -128,3 +128,43 @@ def test_unknown_surface_fails_before_work(
 ) -> None:
     assert main(["eval", str(beir_folder), "--surface", "voice"]) == 2
     assert "unknown surface" in capsys.readouterr().out
+
+
+def add_rationales(folder: Path) -> None:
+    """SciFact-style extra/: each gold passage's first sentence is its evidence."""
+    extra = folder / "extra"
+    extra.mkdir()
+    questions = [q for q in load_sample_questions() if q["answer_ids"]]
+    with (extra / "claims_dev.jsonl").open("w") as out:
+        for i, q in enumerate(questions):
+            evidence = {doc: [{"sentences": [0]}] for doc in q["answer_ids"]}
+            out.write(json.dumps({"id": f"q{i}", "evidence": evidence}) + "\n")
+    with gzip.open(extra / "corpus_sentences.jsonl.gz", "wt") as out:
+        for doc in load_sample_corpus():
+            head, _, rest = doc.page_content.partition(". ")
+            abstract = [f"{head}.", rest] if rest else [head]
+            out.write(json.dumps({"doc_id": doc.id, "abstract": abstract}) + "\n")
+
+
+def test_evidence_survival_counts_sentences_a_slice_keeps(beir_folder: Path) -> None:
+    add_rationales(beir_folder)
+    dataset = load_beir(beir_folder)
+    assert len(dataset.rationales) == len(dataset.queries)
+    report = evaluate(dataset, load_config(), budgets=(96, 256, 4096))
+    assert report.evidence_gold > 0
+    for policy in ("stop", "skip"):  # whole passages: evidence goes with them
+        assert report.evidence_survival[policy] == report.policy_survival[policy]
+    naive_whole = [v or 0.0 for v in report.policy_survival["naive slice"]]
+    naive_evidence = [v or 0.0 for v in report.evidence_survival["naive slice"]]
+    assert all(e >= w for e, w in zip(naive_evidence, naive_whole, strict=True))
+    assert naive_evidence[0] > naive_whole[0]  # a cut passage kept its first sentence
+    markdown = to_markdown(report, "ragbudget eval")
+    assert "counting evidence instead of whole passages" in markdown
+
+
+def test_malformed_rationales_are_named(beir_folder: Path) -> None:
+    add_rationales(beir_folder)
+    claims = beir_folder / "extra" / "claims_dev.jsonl"
+    claims.write_text(json.dumps({"id": "q0", "evidence": {"x": [{"s": [0]}]}}) + "\n")
+    with pytest.raises(DatasetError, match=r"claim q0, document x"):
+        load_beir(beir_folder)
