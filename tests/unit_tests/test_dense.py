@@ -25,7 +25,7 @@ from langchain_ragbudget.dense import (
 )
 from langchain_ragbudget.drops import drops_of
 from langchain_ragbudget.hybrid import ScoredSearch
-from langchain_ragbudget.sample import load_sample_corpus
+from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
 
 DOCS = [
     Document(
@@ -253,3 +253,17 @@ def test_direct_hits_and_traced_child_runs_give_the_same_result(
         assert len(drops_of(direct)) > 0
     # the traced path shows the hybrid run and one child run per retriever
     assert len(recorder.retriever_runs) == 2 * 3
+
+
+def test_batch_from_threads_matches_one_by_one(
+    embeddings: FastEmbedEmbeddings,
+) -> None:
+    # Runnable.batch runs invokes in a thread pool: BM25, the ONNX session and Chroma
+    # are then used from several threads at once.
+    corpus = load_sample_corpus()
+    hybrid = build_hybrid_retriever(corpus, load_config(), embeddings=embeddings)
+    questions = [q["question"] for q in load_sample_questions()][:12]
+    one_by_one = [[d.id for d in hybrid.invoke(q, k=5)] for q in questions]
+    batched = hybrid.batch(questions, {"max_concurrency": 4}, k=5)
+    assert [[d.id for d in docs] for docs in batched] == one_by_one
+    assert all(len(drops_of(docs)) > 0 for docs in batched)
