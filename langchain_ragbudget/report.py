@@ -68,20 +68,30 @@ SURVIVAL_HEADER = [
 ]
 
 
+def _budget_rows(by_policy: dict[str, list[float | None]]) -> list[list[str]]:
+    return [
+        [policy, *(_pct(v) for v in values)] for policy, values in by_policy.items()
+    ]
+
+
 def policy_rows(report: EvalReport) -> list[list[str]]:
     """One row per packing policy: gold survival at each budget."""
-    return [
-        [policy, *(_pct(v) for v in values)]
-        for policy, values in report.policy_survival.items()
-    ]
+    return _budget_rows(report.policy_survival)
 
 
 def evidence_rows(report: EvalReport) -> list[list[str]]:
     """One row per packing policy: gold evidence survival at each budget."""
-    return [
-        [policy, *(_pct(v) for v in values)]
-        for policy, values in report.evidence_survival.items()
-    ]
+    return _budget_rows(report.evidence_survival)
+
+
+def _budget_table(title: str, budgets: list[int], rows: list[list[str]]) -> Table:
+    table = Table(title=title)
+    table.add_column("policy")
+    for budget in budgets:
+        table.add_column(str(budget), justify="right")
+    for row in rows:
+        table.add_row(*row)
+    return table
 
 
 def rich_tables(report: EvalReport) -> list[Table]:
@@ -99,27 +109,25 @@ def rich_tables(report: EvalReport) -> list[Table]:
         survival.add_column(column)
     for row in survival_rows(report):
         survival.add_row(*row)
-    policies = Table(
-        title="gold survival by packing policy and token budget "
-        f"({report.policy_encoding})"
-    )
-    policies.add_column("policy")
-    for budget in report.policy_budgets:
-        policies.add_column(str(budget), justify="right")
-    for row in policy_rows(report):
-        policies.add_row(*row)
-    tables = [quality, survival, policies]
+    tables = [
+        quality,
+        survival,
+        _budget_table(
+            "gold survival by packing policy and token budget "
+            f"({report.policy_encoding})",
+            report.policy_budgets,
+            policy_rows(report),
+        ),
+    ]
     if report.evidence_gold:
-        evidence = Table(
-            title="gold evidence sentences in the context, by policy and token budget "
-            f"({report.evidence_gold} gold passages with marked evidence)"
+        tables.append(
+            _budget_table(
+                "gold evidence sentences in the context, by policy and token budget "
+                f"({report.evidence_gold} gold passages with marked evidence)",
+                report.policy_budgets,
+                evidence_rows(report),
+            )
         )
-        evidence.add_column("policy")
-        for budget in report.policy_budgets:
-            evidence.add_column(str(budget), justify="right")
-        for row in evidence_rows(report):
-            evidence.add_row(*row)
-        tables.append(evidence)
     return tables
 
 

@@ -12,7 +12,12 @@ from langchain_ragbudget import load_config
 from langchain_ragbudget.beir import DatasetError, load_beir
 from langchain_ragbudget.cli import main
 from langchain_ragbudget.evaluation import evaluate
-from langchain_ragbudget.report import QUALITY_END, QUALITY_START, to_markdown
+from langchain_ragbudget.report import (
+    QUALITY_END,
+    QUALITY_START,
+    rich_tables,
+    to_markdown,
+)
 from langchain_ragbudget.rerank import FlashRankRerank
 from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
 
@@ -160,6 +165,9 @@ def test_evidence_survival_counts_sentences_a_slice_keeps(beir_folder: Path) -> 
     assert naive_evidence[0] > naive_whole[0]  # a cut passage kept its first sentence
     markdown = to_markdown(report, "ragbudget eval")
     assert "counting evidence instead of whole passages" in markdown
+    evidence_table = rich_tables(report)[-1]
+    assert "gold evidence sentences" in str(evidence_table.title)
+    assert evidence_table.row_count == 3  # naive slice, stop, skip
 
 
 def test_malformed_rationales_are_named(beir_folder: Path) -> None:
