@@ -36,3 +36,16 @@ class VectorStoreUnavailableError(RagBudgetError, ConnectionError):
 
 class IndexLoadError(RagBudgetError):
     """A saved index is missing, incomplete or incompatible."""
+
+
+class InvalidInputError(RagBudgetError, ValueError):
+    """A query, document or score handed to a stage is not what it can work with.
+
+    Raised where the value enters (a retriever, a stage's Runnable input), naming
+    the argument and what was wrong with it, instead of a library's own exception
+    from deep inside.
+    """
+
+
+class IndexRepairError(RagBudgetError):
+    """An index cannot be repaired without losing data; nothing was changed."""
