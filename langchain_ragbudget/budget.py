@@ -33,13 +33,16 @@ from langchain_ragbudget.config import RagBudgetConfig, SurfaceSettings, load_co
 from langchain_ragbudget.drops import (
     DropReason,
     DropRecord,
+    ScoreIssue,
     Stage,
     StageSkip,
-    drops_of,
-    skipped_of,
+    ledgers_of,
+    records_of,
 )
+from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.evidence import Evidence, assess_evidence
 from langchain_ragbudget.identity import document_key, with_metadata
+from langchain_ragbudget.inputs import check_documents
 from langchain_ragbudget.packing import PackItem, PackResult, edges_order, pack
 from langchain_ragbudget.render import Citation, ContextFormat, group_citations
 from langchain_ragbudget.tokens import count_tokens
@@ -63,11 +66,17 @@ class BudgetReport:
     kept_ids: list[str]
     drops: list[DropRecord]
     skipped: list[StageSkip] = field(default_factory=list)
+    issues: list[ScoreIssue] = field(default_factory=list)
 
     @property
     def budget_drops(self) -> list[DropRecord]:
         """The drops this stage made (over max_docs, over max_tokens, duplicate)."""
         return [record for record in self.drops if record.stage == Stage.BUDGET]
+
+    @property
+    def unaccounted(self) -> list[DropRecord]:
+        """Candidates that vanished between stages without any stage's record."""
+        return [r for r in self.drops if r.reason == DropReason.UNACCOUNTED]
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable view, for tracers, logs and the structured answer."""
@@ -84,6 +93,7 @@ class BudgetReport:
             "kept_ids": list(self.kept_ids),
             "dropped": [record.to_dict() for record in self.drops],
             "skipped_stages": [skip.to_dict() for skip in self.skipped],
+            "score_issues": [issue.to_dict() for issue in self.issues],
         }
 
 
@@ -126,7 +136,13 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         )
 
     def fit(self, documents: Sequence[Document]) -> BudgetedContext:
-        """Pack `documents` (best first); pure apart from the token cache."""
+        """Pack `documents` (best first); pure apart from the token cache.
+
+        Raises:
+            InvalidInputError: `documents` is not a list of Documents, or a text
+                cannot be encoded.
+        """
+        documents = check_documents(documents)
         settings = self.settings
         encoding = settings.encoding_name
         fmt = self.format
@@ -171,6 +187,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             self._drop_record(documents[i], i + 1, reason, items[i].tokens, result)
             for i, reason in result.dropped
         ]
+        upstream, skipped, issues = records_of(documents)
         report = BudgetReport(
             surface=self.surface,
             encoding=encoding,
@@ -183,8 +200,9 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             # exact by construction (see render.py); the check keeps it honest anyway
             over_budget=result.over_budget or tokens_used > settings.max_tokens,
             kept_ids=[document_key(doc, self.id_key) for doc in kept],
-            drops=drops_of(documents) + budget_drops,
-            skipped=skipped_of(documents),
+            drops=upstream + budget_drops + self._unaccounted(documents, upstream),
+            skipped=skipped,
+            issues=issues,
         )
         ordered = [doc for citation in citations for doc in citation.documents]
         return BudgetedContext(
@@ -194,6 +212,30 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             report=report,
             evidence=assess_evidence(kept, settings.weak_evidence),
         )
+
+    def _unaccounted(
+        self, documents: Sequence[Document], upstream: Sequence[DropRecord]
+    ) -> list[DropRecord]:
+        """Records for candidates that entered the run and vanished with no record.
+
+        Only a step this package did not write can do that (a slice, a filter).
+        """
+        present = {document_key(doc, self.id_key) for doc in documents}
+        present.update(record.key for record in upstream)
+        return [
+            DropRecord(
+                key=key,
+                stage=Stage.EXTERNAL,
+                reason=DropReason.UNACCOUNTED,
+                rank=int(document.metadata.get("fused_rank") or 0),
+                document=document,
+                detail="entered at fusion, missing at the budget, and no stage "
+                "recorded removing it",
+            )
+            for ledger in ledgers_of(documents)
+            for key, document in ledger.entered.items()
+            if key not in present
+        ]
 
     def _drop_record(
         self,
@@ -280,18 +322,18 @@ def _report_config(
             "ragbudget_tokens_used": report.tokens_used,
             "ragbudget_max_tokens": report.max_tokens,
             "ragbudget_dropped_ids": [record.key for record in report.drops],
+            "ragbudget_unaccounted_ids": [record.key for record in report.unaccounted],
             "ragbudget_skipped_stages": [str(skip.stage) for skip in report.skipped],
         }
     }
 
 
 def _documents_of(input: Any) -> Sequence[Document]:
-    documents = input.get("documents") if isinstance(input, dict) else input
-    if not isinstance(documents, Sequence) or not all(
-        isinstance(doc, Document) for doc in documents
-    ):
-        raise TypeError(
-            "ContextBudget takes a list of Documents or a dict with a 'documents' "
-            f"list; got {type(input).__name__}"
-        )
-    return documents
+    if isinstance(input, dict):
+        if "documents" not in input:
+            raise InvalidInputError(
+                "ContextBudget takes a list of Documents or a dict with a "
+                f"'documents' list; got a dict with keys {sorted(map(str, input))}"
+            )
+        return check_documents(input["documents"], "input['documents']")
+    return check_documents(input)

@@ -1,12 +1,21 @@
 """The drop ledger: one record type for every candidate any stage removed.
 
 The one rule of this package: every stage that decides what the model sees announces
-what it dropped. Records travel with the surviving documents in a `CandidateList`, so a
-plain LCEL chain (retriever | rerank | budget | chain) carries them without wiring.
+what it dropped. Records travel two ways, so that no copy of a list can lose them:
+
+- with the surviving documents in a `CandidateList`, so a plain LCEL chain
+  (retriever | rerank | budget | chain) carries them without wiring;
+- in a `RunLedger` that fusion opens for each query. Every surviving document carries
+  it in `metadata["ragbudget_run"]`: a `str` (the run id, JSON-serialisable) that also
+  holds the ledger. A step the package did not write may copy or filter the list
+  (`docs[:5]`); the documents it passes on still lead the budget to the ledger, which
+  reports every candidate that entered and vanished without a record as unaccounted.
 """
 
 from __future__ import annotations
 
+import threading
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -16,6 +25,8 @@ from langchain_core.documents import Document
 
 from langchain_ragbudget.identity import document_source
 
+LEDGER_KEY = "ragbudget_run"
+
 
 class Stage(StrEnum):
     """The pipeline stage that made a decision."""
@@ -23,6 +34,7 @@ class Stage(StrEnum):
     FUSION = "fusion"
     RERANK = "rerank"
     BUDGET = "budget"
+    EXTERNAL = "external_step"  # a step between stages that this package did not write
 
 
 class DropReason(StrEnum):
@@ -34,6 +46,7 @@ class DropReason(StrEnum):
     SCORE_FLOOR = "under_score_floor"
     MAX_DOCS = "over_max_docs"
     MAX_TOKENS = "over_max_tokens"
+    UNACCOUNTED = "unaccounted"
 
 
 @dataclass(frozen=True)
@@ -52,6 +65,11 @@ class DropRecord:
     def source(self) -> str | None:
         """Where the dropped document came from (metadata `source`, `doc_id`...)."""
         return document_source(self.document)
+
+    @property
+    def identity(self) -> tuple[str, Stage, DropReason]:
+        """What makes two records the same decision about the same candidate."""
+        return (self.key, self.stage, self.reason)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable view, for tracers, logs and reports."""
@@ -78,12 +96,31 @@ class StageSkip:
         return {"stage": str(self.stage), "reason": self.reason}
 
 
+@dataclass(frozen=True)
+class ScoreIssue:
+    """A score that was not a finite number: ignored, and shown to the user."""
+
+    stage: Stage
+    key: str
+    field: str
+    value: str
+
+    def to_dict(self) -> dict[str, str]:
+        """A JSON-serialisable view."""
+        return {
+            "stage": str(self.stage),
+            "id": self.key,
+            "field": self.field,
+            "value": self.value,
+        }
+
+
 class CandidateList(list[Document]):
     """Documents that survived so far, plus the records of the stages behind.
 
     A `list` subclass, so anything that accepts the output of a retriever accepts
     it. `drops` names every candidate removed so far; `skipped` the stages that did
-    not run.
+    not run; `issues` the scores that were not finite numbers.
     """
 
     def __init__(
@@ -91,10 +128,92 @@ class CandidateList(list[Document]):
         documents: Iterable[Document] = (),
         drops: Iterable[DropRecord] = (),
         skipped: Iterable[StageSkip] = (),
+        issues: Iterable[ScoreIssue] = (),
     ) -> None:
         super().__init__(documents)
         self.drops: list[DropRecord] = list(drops)
         self.skipped: list[StageSkip] = list(skipped)
+        self.issues: list[ScoreIssue] = list(issues)
+
+
+class RunLedger:
+    """Every candidate that entered one query's pipeline, and every record made.
+
+    Fusion opens it with all fused candidates; later stages add their records. The
+    budget reconciles: a candidate that entered and is neither among its input nor
+    in any record was removed by a step this package did not write.
+    """
+
+    def __init__(self, entered: dict[str, Document]) -> None:
+        self.run_id = uuid.uuid4().hex
+        self.entered = entered
+        self._lock = threading.Lock()
+        self._drops: dict[tuple[str, Stage, DropReason], DropRecord] = {}
+        self._skipped: list[StageSkip] = []
+        self._issues: list[ScoreIssue] = []
+
+    def add(
+        self,
+        drops: Iterable[DropRecord] = (),
+        skipped: Iterable[StageSkip] = (),
+        issues: Iterable[ScoreIssue] = (),
+    ) -> None:
+        """Record decisions; a record already held is kept once."""
+        with self._lock:
+            for record in drops:
+                self._drops.setdefault(record.identity, record)
+            self._skipped.extend(s for s in skipped if s not in self._skipped)
+            self._issues.extend(i for i in issues if i not in self._issues)
+
+    @property
+    def drops(self) -> list[DropRecord]:
+        """The drop records, in the order they were made."""
+        with self._lock:
+            return list(self._drops.values())
+
+    @property
+    def skipped(self) -> list[StageSkip]:
+        """Stages that did not run."""
+        with self._lock:
+            return list(self._skipped)
+
+    @property
+    def issues(self) -> list[ScoreIssue]:
+        """Scores that were not finite numbers."""
+        with self._lock:
+            return list(self._issues)
+
+    def reference(self) -> LedgerRef:
+        """The value stored in `metadata["ragbudget_run"]` of each candidate."""
+        return LedgerRef(self.run_id, self)
+
+
+class LedgerRef(str):
+    """A run id that carries its ledger: plain text to JSON, a link in process."""
+
+    ledger: RunLedger
+
+    def __new__(cls, run_id: str, ledger: RunLedger) -> LedgerRef:
+        """The text `run_id`, carrying `ledger`."""
+        ref = super().__new__(cls, run_id)
+        ref.ledger = ledger
+        return ref
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> LedgerRef:
+        return self  # one run, one ledger: a deep copy of metadata still points at it
+
+    def __reduce__(self) -> tuple[type[str], tuple[str]]:
+        return (str, (str(self),))  # pickles as the plain run id
+
+
+def ledgers_of(documents: Iterable[Document]) -> list[RunLedger]:
+    """The distinct run ledgers the documents lead to, in first-seen order."""
+    found: dict[int, RunLedger] = {}
+    for document in documents:
+        ref = document.metadata.get(LEDGER_KEY)
+        if isinstance(ref, LedgerRef):
+            found.setdefault(id(ref.ledger), ref.ledger)
+    return list(found.values())
 
 
 def drops_of(documents: Iterable[Document]) -> list[DropRecord]:
@@ -105,3 +224,30 @@ def drops_of(documents: Iterable[Document]) -> list[DropRecord]:
 def skipped_of(documents: Iterable[Document]) -> list[StageSkip]:
     """The skipped stages recorded on `documents`, or none for a plain list."""
     return list(documents.skipped) if isinstance(documents, CandidateList) else []
+
+
+def issues_of(documents: Iterable[Document]) -> list[ScoreIssue]:
+    """The score issues recorded on `documents`, or none for a plain list."""
+    return list(documents.issues) if isinstance(documents, CandidateList) else []
+
+
+def records_of(
+    documents: Iterable[Document],
+) -> tuple[list[DropRecord], list[StageSkip], list[ScoreIssue]]:
+    """Everything recorded so far: on the list itself and in the run ledgers.
+
+    The ledgers fill in what a copied list lost; each record appears once.
+    """
+    docs = documents if isinstance(documents, CandidateList) else list(documents)
+    drops: dict[tuple[str, Stage, DropReason], DropRecord] = {}
+    skipped: list[StageSkip] = []
+    issues: list[ScoreIssue] = []
+    sources = [(drops_of(docs), skipped_of(docs), issues_of(docs))] + [
+        (ledger.drops, ledger.skipped, ledger.issues) for ledger in ledgers_of(docs)
+    ]
+    for source_drops, source_skipped, source_issues in sources:
+        for record in source_drops:
+            drops.setdefault(record.identity, record)
+        skipped.extend(s for s in source_skipped if s not in skipped)
+        issues.extend(i for i in source_issues if i not in issues)
+    return list(drops.values()), skipped, issues

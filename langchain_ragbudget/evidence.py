@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
+from langchain_ragbudget.inputs import finite_score
+
 
 @dataclass(frozen=True)
 class Evidence:
@@ -109,11 +111,15 @@ def calibrate_threshold(
 
 
 def top_score(documents: Sequence[Document], score_key: str) -> float | None:
-    """The best `score_key` among `documents`, or None if none carries it."""
+    """The best `score_key` among `documents`, or None if none carries it.
+
+    NaN, infinity and non-numbers are not scores: they can never read as strong
+    evidence (the fusion and rerank stages report them as score issues).
+    """
     scores = [
-        float(doc.metadata[score_key])
+        score
         for doc in documents
-        if isinstance(doc.metadata.get(score_key), int | float)
+        if (score := finite_score(doc.metadata.get(score_key))) is not None
     ]
     return max(scores) if scores else None
 

@@ -23,14 +23,19 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, Field, model_validator
 
 from langchain_ragbudget.drops import (
+    LEDGER_KEY,
     CandidateList,
     DropReason,
     DropRecord,
+    RunLedger,
+    ScoreIssue,
     Stage,
-    drops_of,
+    records_of,
 )
+from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.fusion import Fused, validate_weights, weighted_rrf
-from langchain_ragbudget.identity import document_key, with_metadata
+from langchain_ragbudget.identity import distinct_keys, document_key
+from langchain_ragbudget.inputs import check_documents, check_query, finite_score
 
 
 class HybridRetriever(BaseRetriever):
@@ -97,6 +102,7 @@ class HybridRetriever(BaseRetriever):
         run_manager: CallbackManagerForRetrieverRun,
         k: int | None = None,
     ) -> CandidateList:
+        check_query(query)
         top = self.k if k is None else k
         searchable = [r for r in self.retrievers if isinstance(r, ScoredSearch)]
         if not run_manager.handlers and len(searchable) == len(self.retrievers):
@@ -106,7 +112,7 @@ class HybridRetriever(BaseRetriever):
                 retriever.scored_hits(query, self._fetch_size(i))
                 for i, retriever in enumerate(searchable)
             ]
-            return self._fuse_hits(hits, [], top)
+            return self._fuse_hits(hits, CandidateList(), top)
         results = [
             retriever.invoke(
                 query,
@@ -124,6 +130,7 @@ class HybridRetriever(BaseRetriever):
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
     ) -> CandidateList:
+        check_query(query)
         results = await asyncio.gather(
             *(
                 retriever.ainvoke(
@@ -141,43 +148,70 @@ class HybridRetriever(BaseRetriever):
     def fuse(self, results: Sequence[Sequence[Document]], k: int) -> CandidateList:
         """Fuse one result list per retriever; keep the top `k`, record the rest.
 
-        Each retriever's score is read from `metadata[score_key]`; drop records the
+        Each retriever's score is read from `metadata[score_key]`; records the
         lists already carry are passed on.
         """
+        if len(results) != len(self.retrievers):
+            raise InvalidInputError(
+                f"fuse takes one result list per retriever ({len(self.retrievers)}), "
+                f"got {len(results)}"
+            )
+        checked = [
+            check_documents(docs, f"results[{i}]") for i, docs in enumerate(results)
+        ]
         hits = [
             [(doc, doc.metadata.get(self.score_key)) for doc in docs]
-            for docs in results
+            for docs in checked
         ]
-        upstream = [record for docs in results for record in drops_of(docs)]
-        return self._fuse_hits(hits, upstream, k)
+        drops, skipped, issues = [], [], []
+        for docs in checked:
+            found = records_of(docs)
+            drops += found[0]
+            skipped += found[1]
+            issues += found[2]
+        return self._fuse_hits(hits, CandidateList([], drops, skipped, issues), k)
 
     def _fuse_hits(
         self,
-        hits: Sequence[Sequence[tuple[Document, float | None]]],
-        upstream: list[DropRecord],
+        hits: Sequence[Sequence[tuple[Document, Any]]],
+        upstream: CandidateList,
         k: int,
     ) -> CandidateList:
+        """Fuse, keep the top `k`, record the rest; open the run's ledger.
+
+        Keys come from `distinct_keys`, so two texts under one id are two candidates;
+        each fused copy carries its key as `Document.id`, so every later stage names
+        it the same way. Non-finite scores are left out and listed as issues.
+        """
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
-        keyed = [
-            [(document_key(doc, self.id_key), doc, score) for doc, score in pairs]
-            for pairs in hits
-        ]
-        fused = weighted_rrf(
-            [[key for key, _, _ in triples] for triples in keyed],
-            self.resolved_weights,
-            self.c,
+        keys = distinct_keys(
+            [
+                [(document_key(doc, self.id_key), doc.page_content) for doc, _ in pairs]
+                for pairs in hits
+            ]
         )
+        fused = weighted_rrf(keys, self.resolved_weights, self.c)
         # reversed: the first occurrence of a key in each list wins
         firsts = [
-            {key: (doc, score) for key, doc, score in reversed(triples)}
-            for triples in keyed
+            {
+                key: hit
+                for key, hit in zip(reversed(list_keys), reversed(pairs), strict=True)
+            }
+            for list_keys, pairs in zip(keys, hits, strict=True)
         ]
-        labels = [(f"{name}_rank", f"{name}_score") for name in self.resolved_names]
+        names = self.resolved_names
+        issues = list(upstream.issues)
+        for name, by_key in zip(names, firsts, strict=True):
+            issues += _score_issues(name, by_key)
+        entered: dict[str, Document] = {}
+        ledger = RunLedger(entered)
+        labels = [(f"{name}_rank", f"{name}_score") for name in names]
         kept: list[Document] = []
         cut: list[DropRecord] = []
         for rank, item in enumerate(fused, 1):
-            document = self._merge(item, rank, firsts, labels)
+            document = self._merge(item, rank, firsts, labels, ledger)
+            entered[item.key] = document
             if rank <= k:
                 kept.append(document)
             else:
@@ -191,14 +225,17 @@ class HybridRetriever(BaseRetriever):
                         detail=f"fused rank {rank} is past k={k}",
                     )
                 )
-        return CandidateList(kept, upstream + cut)
+        drops = upstream.drops + cut
+        ledger.add(drops, upstream.skipped, issues)
+        return CandidateList(kept, drops, upstream.skipped, issues)
 
     def _merge(
         self,
         item: Fused,
         fused_rank: int,
-        firsts: list[dict[str, tuple[Document, float | None]]],
+        firsts: list[dict[str, tuple[Document, Any]]],
         labels: list[tuple[str, str]],
+        ledger: RunLedger,
     ) -> Document:
         """One document for `item`: metadata of every retriever that returned it."""
         present = [
@@ -212,11 +249,28 @@ class HybridRetriever(BaseRetriever):
         metadata.pop(self.score_key, None)
         for (_, score), rank, (rank_key, score_key) in present:
             metadata[rank_key] = rank
-            if score is not None:
-                metadata[score_key] = float(score)
+            value = finite_score(score)
+            if value is not None:
+                metadata[score_key] = value
+            else:
+                metadata.pop(score_key, None)
         metadata["fused_score"] = float(item.score)
         metadata["fused_rank"] = fused_rank
-        return with_metadata(present[0][0][0], metadata)
+        metadata[LEDGER_KEY] = ledger.reference()
+        return present[0][0][0].model_copy(
+            update={"id": item.key, "metadata": metadata}
+        )
+
+
+def _score_issues(
+    name: str, by_key: dict[str, tuple[Document, Any]]
+) -> list[ScoreIssue]:
+    """A score that is present but not a finite number is reported, not used."""
+    return [
+        ScoreIssue(Stage.FUSION, key, f"{name}_score", repr(score))
+        for key, (_, score) in by_key.items()
+        if score is not None and finite_score(score) is None
+    ]
 
 
 @runtime_checkable

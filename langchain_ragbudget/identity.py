@@ -1,30 +1,74 @@
 """Document identity: the one key every stage uses to dedupe and to name a drop.
 
 Never page_content alone: two chunks of different documents may share text, and one
-chunk may come back from two retrievers with different metadata.
+chunk may come back from two retrievers with different metadata. Keys are strings:
+`Document(id=1)` and `Document(id="1")` are the same key (LangChain stores ids as
+text). A key is never allowed to swallow a document: when one key arrives with two
+different texts, `distinct_keys` keeps them apart under `key#2`, `key#3`...
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
 
+COLLISION_MARK = "#"
+
 
 def content_hash(text: str) -> str:
     """Short, stable hash of a text (sha256, 16 hex digits)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def document_key(document: Document, id_key: str | None = "chunk_id") -> str:
-    """`Document.id`, else `metadata[id_key]`, else a hash of the content."""
+    """`Document.id`, else `metadata[id_key]`, else a hash of source and content.
+
+    The source is part of the hash, so equal text from two sources stays two
+    candidates (the budget then keeps one and records the other as a duplicate).
+    """
     if document.id:
         return str(document.id)
     if id_key is not None and document.metadata.get(id_key) is not None:
         return str(document.metadata[id_key])
-    return f"sha256:{content_hash(document.page_content)}"
+    source = document_source(document)
+    text = document.page_content
+    hashed = text if source is None else source + "\x00" + text
+    return f"sha256:{content_hash(hashed)}"
+
+
+def distinct_keys(lists: Sequence[Sequence[tuple[str, str]]]) -> list[list[str]]:
+    """Keys that never put two different texts under one name.
+
+    `lists` holds `(key, text)` per hit, per retriever. A key seen again with the
+    same text is the same candidate; with a different text it becomes `key#2` (then
+    `#3`...), skipping any name already in use, so both candidates are kept apart.
+    """
+    taken = {key for pairs in lists for key, _ in pairs}
+    texts: dict[str, dict[str, str]] = {}
+    out: list[list[str]] = []
+    for pairs in lists:
+        keys = []
+        for key, text in pairs:
+            variants = texts.setdefault(key, {})
+            assigned = variants.get(text)
+            if assigned is None:
+                assigned = key if not variants else _fresh(key, taken)
+                variants[text] = assigned
+            keys.append(assigned)
+        out.append(keys)
+    return out
+
+
+def _fresh(key: str, taken: set[str]) -> str:
+    n = 2
+    while f"{key}{COLLISION_MARK}{n}" in taken:
+        n += 1
+    name = f"{key}{COLLISION_MARK}{n}"
+    taken.add(name)
+    return name
 
 
 def with_metadata(document: Document, metadata: dict[str, Any]) -> Document:

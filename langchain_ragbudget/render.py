@@ -5,10 +5,17 @@ concatenation. Every block starts with a non-space character and ends with a new
 tiktoken's pre-tokenizer (cl100k_base, o200k_base) never joins a newline with the
 character after it, so the tokens of the whole context are the sum of its blocks' and
 each block is counted once per process.
+
+Passage text is data: every one of its lines is quoted (`> `), so no passage can put
+a line into the prompt that looks like a citation header or a note of the package;
+ids, sources and titles are escaped to one line (`one_line`) wherever the package
+writes them.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,13 +43,15 @@ class Citation:
 class ContextFormat:
     """Templates for a citation header and a passage, plus how passages group.
 
-    `header` may use {citation}, {source}, {title}, {score}; `passage` uses {text}
-    (inserted verbatim). Passages group by `metadata[group_key]` (the source
-    document id), so chunks of one document share one citation number (seed 001).
+    `header` may use {citation}, {source}, {title}, {score} (each on one line);
+    `passage` uses {text}: the passage with every line quoted by `quote_mark`.
+    Passages group by `metadata[group_key]` (the source document id), so chunks of
+    one document share one citation number.
     """
 
     header: str = "[{citation}] {source}{title}{score}\n"
-    passage: str = "> {text}\n\n"
+    passage: str = "{text}\n\n"
+    quote_mark: str = "> "
     group_key: str = "doc_id"
     score_keys: tuple[str, ...] = ("rerank_score", "dense_score")
 
@@ -53,6 +62,17 @@ class ContextFormat:
                     f"ContextFormat.{name} must start with a non-space character and "
                     f"end with a newline, so token counts add up exactly: {template!r}"
                 )
+        if not self.passage.startswith("{text}"):
+            raise ValueError(
+                "ContextFormat.passage must start with {text}, so every line of a "
+                f"passage is quoted: {self.passage!r}"
+            )
+        mark = self.quote_mark
+        if not mark.strip() or mark[:1].isspace() or "\n" in mark or "{" in mark:
+            raise ValueError(
+                "ContextFormat.quote_mark must be one line starting with a visible "
+                f"character, e.g. '> ': {mark!r}"
+            )
 
     def group_of(self, document: Document, id_key: str | None = "chunk_id") -> str:
         """The citation group: the source document id, else the passage's own key."""
@@ -66,19 +86,21 @@ class ContextFormat:
         score = ""
         for key in self.score_keys:
             value = meta.get(key)
-            if isinstance(value, int | float):
+            if isinstance(value, int | float) and math.isfinite(value):
                 score = f" | {key.removesuffix('_score')} {value:.2f}"
                 break
+        source = one_line(document_source(best) or "unknown source")
+        shown_title = one_line(str(title)) if title else ""
         return self.header.format(
             citation=citation,
-            source=document_source(best) or "unknown source",
-            title=f" | {title}" if title and title != meta.get("source") else "",
+            source=source,
+            title=f" | {shown_title}" if shown_title and shown_title != source else "",
             score=score,
         )
 
     def render_passage(self, document: Document) -> str:
-        """One passage block, its text verbatim."""
-        return self.passage.format(text=document.page_content)
+        """One passage block: its text, every line quoted, words unchanged."""
+        return self.passage.format(text=quote(document.page_content, self.quote_mark))
 
     def render(self, citations: Sequence[Citation]) -> str:
         """The whole context: each citation's header, then its passages."""
@@ -113,3 +135,26 @@ def scores_of(document: Document) -> dict[str, Any]:
         for key, value in document.metadata.items()
         if key.endswith(("_score", "_rank"))
     }
+
+
+_LINE_BREAKS = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def quote(text: str, mark: str = "> ") -> str:
+    """`text` with `mark` before each of its lines (any Unicode line break).
+
+    Every line break becomes a newline; nothing else changes, so the words of the
+    passage reach the model exactly as they were written.
+    """
+    return "\n".join(mark + line for line in _LINE_BREAKS.split(text))
+
+
+def one_line(value: str, limit: int = 160) -> str:
+    """`value` on one line, control characters escaped, cut to `limit` characters.
+
+    For ids, sources and titles wherever the package writes its own lines (citation
+    headers, warnings, tables): a newline in an id cannot start a line of its own.
+    """
+    text = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode(), value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

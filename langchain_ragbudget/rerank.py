@@ -29,13 +29,15 @@ from langchain_ragbudget.drops import (
     CandidateList,
     DropReason,
     DropRecord,
+    ScoreIssue,
     Stage,
     StageSkip,
-    drops_of,
-    skipped_of,
+    ledgers_of,
+    records_of,
 )
-from langchain_ragbudget.errors import ModelUnavailableError
+from langchain_ragbudget.errors import InvalidInputError, ModelUnavailableError
 from langchain_ragbudget.identity import document_key, with_metadata
+from langchain_ragbudget.inputs import check_documents, check_query, finite_score
 from langchain_ragbudget.logging_guard import root_logger_untouched
 
 logger = logging.getLogger(__name__)
@@ -55,7 +57,7 @@ class FlashRankRerank(
     cache_dir: str | None = None
     max_length: int = Field(512, ge=8)
     top_n: int = Field(8, ge=1)
-    score_floor: float | None = None
+    score_floor: float | None = Field(None, allow_inf_nan=False)
     on_unavailable: Literal["skip", "error"] = "skip"
     download: bool = True
     download_timeout: float = Field(30.0, gt=0)
@@ -104,14 +106,22 @@ class FlashRankRerank(
         query: str,
         callbacks: Callbacks | None = None,
     ) -> CandidateList:
-        """Rerank `documents` for `query`; past top_n or under the floor is recorded."""
-        upstream = drops_of(documents)
-        skipped = skipped_of(documents)
+        """Rerank `documents` for `query`; past top_n or under the floor is recorded.
+
+        Records also go to the run ledgers the documents carry, so a caller that
+        copies the returned list loses none of them.
+        """
+        documents = check_documents(documents)
+        query = check_query(query)
+        upstream, skipped, issues = records_of(documents)
+        ledgers = ledgers_of(documents)
         if self._ranker is None:
             skip = StageSkip(Stage.RERANK, str(self._unavailable))
-            return CandidateList(documents, upstream, [*skipped, skip])
+            for ledger in ledgers:
+                ledger.add(skipped=[skip])
+            return CandidateList(documents, upstream, [*skipped, skip], issues)
         if not documents:
-            return CandidateList([], upstream, skipped)
+            return CandidateList([], upstream, skipped, issues)
         from flashrank import RerankRequest
 
         passages = [
@@ -120,24 +130,44 @@ class FlashRankRerank(
         ranked = self._ranker.rerank(RerankRequest(query=query, passages=passages))
         kept: list[Document] = []
         drops: list[DropRecord] = []
+        new_issues: list[ScoreIssue] = []
         for rank, passage in enumerate(ranked, start=1):
             source = documents[passage["id"]]
-            score = float(passage["score"])
-            document = with_metadata(
-                source, {**source.metadata, "rerank_score": score, "rerank_rank": rank}
-            )
+            key = document_key(source, self.id_key)
+            score = finite_score(passage["score"])
+            if score is None:
+                new_issues.append(
+                    ScoreIssue(
+                        Stage.RERANK, key, "rerank_score", repr(passage["score"])
+                    )
+                )
+            metadata = {**source.metadata, "rerank_rank": rank}
+            if score is None:
+                metadata.pop("rerank_score", None)
+            else:
+                metadata["rerank_score"] = score
+            document = with_metadata(source, metadata)
             reason, detail = self._verdict(score, len(kept))
             if reason is None:
                 kept.append(document)
             else:
-                key = document_key(document, self.id_key)
                 drops.append(
                     DropRecord(key, Stage.RERANK, reason, rank, document, detail=detail)
                 )
-        return CandidateList(kept, upstream + drops, skipped)
+        for ledger in ledgers:
+            ledger.add(drops, issues=new_issues)
+        return CandidateList(kept, upstream + drops, skipped, issues + new_issues)
 
-    def _verdict(self, score: float, n_kept: int) -> tuple[DropReason | None, str]:
-        if self.score_floor is not None and score < self.score_floor:
+    def _verdict(
+        self, score: float | None, n_kept: int
+    ) -> tuple[DropReason | None, str]:
+        if self.score_floor is not None and score is None:
+            return DropReason.SCORE_FLOOR, "rerank score is not a finite number"
+        if (
+            self.score_floor is not None
+            and score is not None
+            and score < self.score_floor
+        ):
             return DropReason.SCORE_FLOOR, (
                 f"rerank score {score:.3f} < floor {self.score_floor:g}"
             )
@@ -156,16 +186,17 @@ class FlashRankRerank(
 
     def _invoke(self, input: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(input, dict) or "documents" not in input:
-            raise TypeError(
+            raise InvalidInputError(
                 "FlashRankRerank as a Runnable takes a dict with "
                 f"'{self.query_key}' and 'documents'; got {type(input).__name__}"
             )
         query = input.get(self.query_key)
-        if not isinstance(query, str):
-            raise TypeError(f"FlashRankRerank needs a string under '{self.query_key}'")
         return {
             **input,
-            "documents": self.compress_documents(input["documents"], query),
+            "documents": self.compress_documents(
+                check_documents(input["documents"]),
+                check_query(query, f"input[{self.query_key!r}]"),
+            ),
         }
 
 

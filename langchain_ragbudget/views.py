@@ -30,6 +30,7 @@ from langchain_ragbudget.config import LlmSettings, RagBudgetConfig
 from langchain_ragbudget.drops import Stage
 from langchain_ragbudget.identity import document_key, document_source
 from langchain_ragbudget.pipeline import create_budgeted_rag_chain
+from langchain_ragbudget.render import one_line
 from langchain_ragbudget.rerank import FlashRankRerank
 
 
@@ -78,10 +79,11 @@ def evidence_table(
                 ("rerank_score", 2),
             )
         )
+        # Text, not str: rich would read markup ("[red]") in an id or a source.
         table.add_row(
             _fmt(meta.get("fused_rank"), 0),
-            f"{key} *" if key in answer_ids else key,
-            document_source(document) or "-",
+            Text(one_line(f"{key} *" if key in answer_ids else key)),
+            Text(one_line(document_source(document) or "-")),
             scores,
             _fmt(tokens, 0),
             status,

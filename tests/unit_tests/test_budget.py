@@ -14,7 +14,8 @@ from langchain_ragbudget import load_config
 from langchain_ragbudget.budget import REPORT_EVENT, ContextBudget
 from langchain_ragbudget.config import SurfaceSettings
 from langchain_ragbudget.drops import CandidateList, DropReason, DropRecord, Stage
-from langchain_ragbudget.render import ContextFormat
+from langchain_ragbudget.errors import InvalidInputError
+from langchain_ragbudget.render import ContextFormat, quote
 from langchain_ragbudget.tokens import count_tokens
 
 
@@ -77,7 +78,8 @@ def test_chunks_of_one_document_share_one_citation() -> None:
 def test_kept_text_is_verbatim() -> None:
     text = "  leading spaces, trailing newline\n\n"
     context = budget().fit([passage("a", 0, text)])
-    assert text in context.text
+    assert "[1] a.md\n" + quote(text) + "\n\n" == context.text  # every line quoted
+    assert quote(text) == ">   leading spaces, trailing newline\n> \n> "
     assert context.documents[0].page_content == text
 
 
@@ -193,6 +195,7 @@ async def test_report_reaches_callbacks_sync_and_async() -> None:
                 "ragbudget_tokens_used": out["context"].report.tokens_used,
                 "ragbudget_max_tokens": 50,
                 "ragbudget_dropped_ids": ["a::0"],
+                "ragbudget_unaccounted_ids": [],
                 "ragbudget_skipped_stages": [],
             }
         ]
@@ -200,7 +203,7 @@ async def test_report_reaches_callbacks_sync_and_async() -> None:
 
 def test_list_in_context_out_and_bad_input_named() -> None:
     assert budget().invoke([passage("a", 0, "x")]).report.kept_ids == ["a::0"]
-    with pytest.raises(TypeError, match="list of Documents"):
+    with pytest.raises(InvalidInputError, match="list of Documents"):
         budget().invoke({"docs": []})
 
 
@@ -262,4 +265,4 @@ def test_budget_is_exact_and_never_exceeded(
     for kept in context.documents:
         source = next(d for d in docs if d.id == kept.id)
         assert kept.page_content == source.page_content
-        assert kept.page_content in context.text
+        assert quote(kept.page_content) in context.text

@@ -18,6 +18,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import Field, ValidationError
 
 from langchain_ragbudget import CandidateList, DropReason, HybridRetriever, Stage
+from langchain_ragbudget.drops import LEDGER_KEY
 
 
 class ListRetriever(BaseRetriever):
@@ -69,7 +70,13 @@ def test_metadata_of_both_retrievers_survives() -> None:
         documents=[doc("b", section="intro", score=0.9), doc("a", score=0.8)]
     )
     hybrid = HybridRetriever(retrievers=[sparse, dense], names=["bm25", "dense"])
-    by_id = {d.id: d.metadata for d in hybrid.invoke("q")}
+    results = hybrid.invoke("q")
+    assert all(
+        d.metadata[LEDGER_KEY] == results[0].metadata[LEDGER_KEY] for d in results
+    )
+    by_id = {
+        d.id: {k: v for k, v in d.metadata.items() if k != LEDGER_KEY} for d in results
+    }
     assert by_id["a"] == {
         "page": 3,
         "bm25_rank": 1,
@@ -128,8 +135,11 @@ def test_identity_uses_id_then_metadata_key_then_content_hash() -> None:
         ]
     )
     results = HybridRetriever(retrievers=[left, right]).invoke("q")
-    assert len(results) == 2
-    assert results[0].page_content == "same words"  # c1 merged by metadata key
+    # c1 names two texts: kept apart, never merged; equal id-less texts are one
+    by_text = {d.page_content: d.id for d in results}
+    assert len(results) == 3 and by_text["same words"] == "c1"
+    assert by_text["different words"] == "c1#2"
+    assert by_text["no key at all"].startswith("sha256:")
 
 
 def test_same_text_different_ids_stay_distinct() -> None:

@@ -16,7 +16,7 @@ from langchain_core.documents import Document
 
 from langchain_ragbudget import load_config
 from langchain_ragbudget.drops import CandidateList, DropReason, DropRecord, Stage
-from langchain_ragbudget.errors import ModelUnavailableError
+from langchain_ragbudget.errors import InvalidInputError, ModelUnavailableError
 from langchain_ragbudget.rerank import FlashRankRerank
 
 QUERY = "how do solar panels generate electricity"
@@ -73,7 +73,7 @@ def test_runnable_form_in_a_chain(tiny_flashrank_dir: Path) -> None:
     assert [d.id for d in out["documents"]] == ["solar", "experts"] and out[
         "question"
     ] == QUERY
-    with pytest.raises(TypeError, match="'question'"):
+    with pytest.raises(InvalidInputError, match="'question'"):
         reranker(tiny_flashrank_dir).invoke({"documents": DOCS})
 
 

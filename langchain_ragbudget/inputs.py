@@ -1,0 +1,79 @@
+"""Checks at the boundary where a query, documents or scores enter a stage.
+
+A bad value gets an `InvalidInputError` naming the argument and the problem where it
+enters, instead of an `AttributeError` from deep inside a library. Scores are read
+with `finite_score`: NaN, infinity, booleans and non-numbers are never used as a
+score (a NaN top score would otherwise read as strong evidence).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+
+from langchain_ragbudget.errors import InvalidInputError
+
+
+def check_query(query: Any, name: str = "query") -> str:
+    """The query, if it is text a retriever can search with."""
+    if not isinstance(query, str):
+        raise InvalidInputError(
+            f"{name} must be a string, got {type(query).__name__}: {_preview(query)}"
+        )
+    if not query.strip():
+        raise InvalidInputError(f"{name} is empty: ask a question with some words")
+    check_text(query, name)
+    return query
+
+
+def check_text(text: str, name: str) -> None:
+    """Refuse text that cannot be encoded as UTF-8 (a lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"{name} holds a lone surrogate {text[exc.start]!r} at position "
+            f"{exc.start}, which no model or file can take; decode the source text "
+            "with errors='replace'"
+        ) from None
+
+
+def check_documents(documents: Any, name: str = "documents") -> Sequence[Document]:
+    """The documents, if they are a list of LangChain Documents with valid text."""
+    if isinstance(documents, str | bytes) or not isinstance(documents, Sequence):
+        raise InvalidInputError(
+            f"{name} must be a list of Documents, got {type(documents).__name__}"
+        )
+    for position, document in enumerate(documents):
+        if not isinstance(document, Document):
+            hint = (
+                "; wrap texts as Document(page_content=...)"
+                if isinstance(document, str)
+                else ""
+            )
+            raise InvalidInputError(
+                f"{name}[{position}] is a {type(document).__name__}, not a "
+                f"Document{hint}"
+            )
+        check_text(document.page_content, f"{name}[{position}].page_content")
+    return documents
+
+
+def finite_score(value: Any) -> float | None:
+    """`value` as a float if it is a finite real number (numpy included), else None.
+
+    Booleans are not scores, and neither are strings that look like numbers.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    score = float(value)
+    return score if math.isfinite(score) else None
+
+
+def _preview(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
