@@ -136,7 +136,7 @@ def test_identity_uses_id_then_metadata_key_then_content_hash() -> None:
     )
     results = HybridRetriever(retrievers=[left, right]).invoke("q")
     # c1 names two texts: kept apart, never merged; equal id-less texts are one
-    by_text = {d.page_content: d.id for d in results}
+    by_text = {d.page_content: str(d.id) for d in results}
     assert len(results) == 3 and by_text["same words"] == "c1"
     assert by_text["different words"] == "c1#2"
     assert by_text["no key at all"].startswith("sha256:")

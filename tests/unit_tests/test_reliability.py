@@ -24,7 +24,7 @@ from langchain_core.runnables import (
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.chain import create_budgeted_stuff_chain
 from langchain_ragbudget.config import SurfaceSettings
-from langchain_ragbudget.drops import DropReason, Stage
+from langchain_ragbudget.drops import CandidateList, DropReason, Stage
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.render import one_line
 
@@ -114,7 +114,7 @@ def test_disambiguated_key_never_takes_an_existing_id() -> None:
             Document(id="x", page_content="second"),
         ]
     ).invoke("q")
-    assert sorted(d.id for d in docs) == ["x", "x#2", "x#3"]
+    assert sorted(str(d.id) for d in docs) == ["x", "x#2", "x#3"]
     assert {d.id: d.page_content for d in docs}["x#2"] == "a real id"
 
 
@@ -126,7 +126,7 @@ def test_equal_text_without_ids_from_two_sources_is_a_recorded_duplicate() -> No
     context = budget().invoke(candidates)
     (record,) = context.report.drops
     assert record.reason == DropReason.DUPLICATE and record.stage == Stage.BUDGET
-    assert accounted(context) == sorted(d.id for d in candidates)
+    assert accounted(context) == sorted(str(d.id) for d in candidates)
 
 
 # --- a context no passage can forge -------------------------------------------------
@@ -279,6 +279,7 @@ def test_non_finite_or_non_numeric_scores_are_reported_not_used(bad: Any) -> Non
         Document(id="b", page_content="beta", metadata={"score": np.float64(0.5)}),
     ]
     candidates = hybrid(docs).invoke("q")
+    assert isinstance(candidates, CandidateList)
     assert "r0_score" not in candidates[0].metadata
     assert candidates[1].metadata["r0_score"] == 0.5
     assert type(candidates[1].metadata["r0_score"]) is float
