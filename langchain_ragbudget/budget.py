@@ -33,11 +33,13 @@ from langchain_ragbudget.config import RagBudgetConfig, SurfaceSettings, load_co
 from langchain_ragbudget.drops import (
     DropReason,
     DropRecord,
+    RunLedger,
     ScoreIssue,
     Stage,
     StageSkip,
     ledgers_of,
     records_of,
+    scope_ledgers,
 )
 from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.evidence import Evidence, assess_evidence
@@ -135,8 +137,15 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             **kwargs,
         )
 
-    def fit(self, documents: Sequence[Document]) -> BudgetedContext:
+    def fit(
+        self,
+        documents: Sequence[Document],
+        scoped: Sequence[RunLedger] = (),
+    ) -> BudgetedContext:
         """Pack `documents` (best first); pure apart from the token cache.
+
+        `scoped`: ledgers of the enclosing `ledger_scope`, reconciled with those
+        the documents carry.
 
         Raises:
             InvalidInputError: `documents` is not a list of Documents, or a text
@@ -187,7 +196,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             self._drop_record(documents[i], i + 1, reason, items[i].tokens, result)
             for i, reason in result.dropped
         ]
-        upstream, skipped, issues = records_of(documents)
+        upstream, skipped, issues = records_of(documents, scoped)
         report = BudgetReport(
             surface=self.surface,
             encoding=encoding,
@@ -200,7 +209,9 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             # exact by construction (see render.py); the check keeps it honest anyway
             over_budget=result.over_budget or tokens_used > settings.max_tokens,
             kept_ids=[document_key(doc, self.id_key) for doc in kept],
-            drops=upstream + budget_drops + self._unaccounted(documents, upstream),
+            drops=upstream
+            + budget_drops
+            + self._unaccounted(documents, upstream, scoped),
             skipped=skipped,
             issues=issues,
         )
@@ -214,14 +225,24 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         )
 
     def _unaccounted(
-        self, documents: Sequence[Document], upstream: Sequence[DropRecord]
+        self,
+        documents: Sequence[Document],
+        upstream: Sequence[DropRecord],
+        scoped: Sequence[RunLedger],
     ) -> list[DropRecord]:
         """Records for candidates that entered the run and vanished with no record.
 
         Only a step this package did not write can do that (a slice, a filter).
         """
+        ledgers = {id(ledger): ledger for ledger in [*ledgers_of(documents), *scoped]}
         present = {document_key(doc, self.id_key) for doc in documents}
         present.update(record.key for record in upstream)
+        missing = {
+            key: document
+            for ledger in ledgers.values()
+            for key, document in ledger.entered.items()
+            if key not in present
+        }
         return [
             DropRecord(
                 key=key,
@@ -232,9 +253,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
                 detail="entered at fusion, missing at the budget, and no stage "
                 "recorded removing it",
             )
-            for ledger in ledgers_of(documents)
-            for key, document in ledger.entered.items()
-            if key not in present
+            for key, document in missing.items()
         ]
 
     def _drop_record(
@@ -283,7 +302,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         run_manager: CallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> Any:
-        context = self.fit(_documents_of(input))
+        context = self.fit(_documents_of(input), scope_ledgers(config) or ())
         report = context.report.to_dict()
         dispatch_custom_event(REPORT_EVENT, report, config=config)
         _REPORT_RUN.invoke(report, _report_config(config, run_manager, context))
@@ -295,7 +314,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         run_manager: AsyncCallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> Any:
-        context = self.fit(_documents_of(input))
+        context = self.fit(_documents_of(input), scope_ledgers(config) or ())
         report = context.report.to_dict()
         await adispatch_custom_event(REPORT_EVENT, report, config=config)
         await _REPORT_RUN.ainvoke(report, _report_config(config, run_manager, context))

@@ -10,6 +10,9 @@ what it dropped. Records travel two ways, so that no copy of a list can lose the
   holds the ledger. A step the package did not write may copy or filter the list
   (`docs[:5]`); the documents it passes on still lead the budget to the ledger, which
   reports every candidate that entered and vanished without a record as unaccounted.
+  A step that removes every candidate leaves no document to follow: inside
+  `ledger_scope(chain)` (which `create_budgeted_rag_chain` applies) fusion also files
+  its ledger with the invocation, so the budget finds it even then.
 """
 
 from __future__ import annotations
@@ -22,10 +25,13 @@ from enum import StrEnum
 from typing import Any
 
 from langchain_core.documents import Document
+from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
+from langchain_core.runnables.config import var_child_runnable_config
 
 from langchain_ragbudget.identity import document_source
 
 LEDGER_KEY = "ragbudget_run"
+SCOPE_KEY = "ragbudget_ledgers"  # in RunnableConfig["configurable"]: one list per call
 
 
 class Stage(StrEnum):
@@ -232,9 +238,9 @@ def issues_of(documents: Iterable[Document]) -> list[ScoreIssue]:
 
 
 def records_of(
-    documents: Iterable[Document],
+    documents: Iterable[Document], scoped: Iterable[RunLedger] = ()
 ) -> tuple[list[DropRecord], list[StageSkip], list[ScoreIssue]]:
-    """Everything recorded so far: on the list itself and in the run ledgers.
+    """Everything recorded so far: on the list, in its run ledgers and `scoped` ones.
 
     The ledgers fill in what a copied list lost; each record appears once.
     """
@@ -242,8 +248,9 @@ def records_of(
     drops: dict[tuple[str, Stage, DropReason], DropRecord] = {}
     skipped: list[StageSkip] = []
     issues: list[ScoreIssue] = []
+    ledgers = {id(ledger): ledger for ledger in [*ledgers_of(docs), *scoped]}
     sources = [(drops_of(docs), skipped_of(docs), issues_of(docs))] + [
-        (ledger.drops, ledger.skipped, ledger.issues) for ledger in ledgers_of(docs)
+        (ledger.drops, ledger.skipped, ledger.issues) for ledger in ledgers.values()
     ]
     for source_drops, source_skipped, source_issues in sources:
         for record in source_drops:
@@ -251,3 +258,29 @@ def records_of(
         skipped.extend(s for s in source_skipped if s not in skipped)
         issues.extend(i for i in source_issues if i not in issues)
     return list(drops.values()), skipped, issues
+
+
+def ledger_scope(runnable: Runnable[Any, Any]) -> Runnable[Any, Any]:
+    """`runnable` with a fresh ledger list per call, shared by every stage inside.
+
+    Fusion files each ledger it opens there and the budget reconciles them all, so a
+    step that removes every candidate is reported too. Calls and batch items never
+    share a scope.
+    """
+    return RunnableBinding(
+        bound=runnable,
+        config_factories=[lambda _: RunnableConfig(configurable={SCOPE_KEY: []})],
+    )
+
+
+def file_in_scope(ledger: RunLedger) -> None:
+    """File `ledger` with the enclosing `ledger_scope`, if the call runs in one."""
+    scoped = scope_ledgers(var_child_runnable_config.get())
+    if scoped is not None:
+        scoped.append(ledger)
+
+
+def scope_ledgers(config: RunnableConfig | None) -> list[RunLedger] | None:
+    """The ledgers filed with the scope `config` belongs to, or None outside one."""
+    scoped = ((config or {}).get("configurable") or {}).get(SCOPE_KEY)
+    return scoped if isinstance(scoped, list) else None

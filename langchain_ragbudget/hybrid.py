@@ -30,6 +30,7 @@ from langchain_ragbudget.drops import (
     RunLedger,
     ScoreIssue,
     Stage,
+    file_in_scope,
     records_of,
 )
 from langchain_ragbudget.errors import InvalidInputError
@@ -227,6 +228,7 @@ class HybridRetriever(BaseRetriever):
                 )
         drops = upstream.drops + cut
         ledger.add(drops, upstream.skipped, issues)
+        file_in_scope(ledger)
         return CandidateList(kept, drops, upstream.skipped, issues)
 
     def _merge(

@@ -17,6 +17,7 @@ from langchain_core.runnables import Runnable, RunnableParallel, RunnablePassthr
 
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.chain import create_budgeted_stuff_chain
+from langchain_ragbudget.drops import ledger_scope
 from langchain_ragbudget.rerank import FlashRankRerank
 
 
@@ -43,4 +44,4 @@ def create_budgeted_rag_chain(
     chain = chain | budget
     if llm is not None:
         chain = chain | create_budgeted_stuff_chain(llm, prompt, structured=structured)
-    return chain
+    return ledger_scope(chain)

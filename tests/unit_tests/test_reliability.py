@@ -5,6 +5,7 @@ fixed lists (so the hostile input is exactly what a careless retriever returns) 
 the chat model is a fake, since an LLM API cannot run here.
 """
 
+import asyncio
 import math
 from typing import Any
 
@@ -24,7 +25,7 @@ from langchain_core.runnables import (
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.chain import create_budgeted_stuff_chain
 from langchain_ragbudget.config import SurfaceSettings
-from langchain_ragbudget.drops import CandidateList, DropReason, Stage
+from langchain_ragbudget.drops import CandidateList, DropReason, Stage, ledger_scope
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.render import one_line
 
@@ -259,6 +260,21 @@ def test_user_filter_that_rebuilds_documents_is_still_reconciled() -> None:
     context = chain.invoke("q")
     assert [r.key for r in context.report.unaccounted] == ["d2"]
     assert accounted(context) == ["d0", "d1", "d2", "d3"]
+
+
+def test_a_step_that_removes_everything_is_caught_inside_a_scope() -> None:
+    steps = hybrid(corpus(3)) | RunnableLambda(lambda docs: []) | budget()
+    assert steps.invoke("q").report.unaccounted == []  # no document left to follow
+    context = ledger_scope(steps).invoke("q")
+    assert [r.key for r in context.report.unaccounted] == ["d0", "d1", "d2"]
+
+
+async def test_scopes_of_concurrent_calls_do_not_mix() -> None:
+    steps = ledger_scope(
+        hybrid(corpus(3)) | RunnableLambda(lambda docs: docs[:1]) | budget()
+    )
+    contexts = await asyncio.gather(*(steps.ainvoke("q") for _ in range(20)))
+    assert all([r.key for r in c.report.unaccounted] == ["d1", "d2"] for c in contexts)
 
 
 def test_no_step_between_stages_means_nothing_unaccounted() -> None:
