@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,9 +17,38 @@ from rich.progress import Progress, TaskID
 
 from langchain_ragbudget.errors import RagBudgetError
 
+EXIT_OK = 0
+EXIT_PARTIAL = 1  # the command ran; some items failed and were reported
+EXIT_USAGE = 2  # bad arguments, configuration, input or file (argparse's code too)
+EXIT_UNEXPECTED = 3  # anything else: a bug to report, with --debug's traceback
+EXIT_BROKEN_PIPE = 141  # stdout closed early (`ragbudget ... | head`): 128 + SIGPIPE
+EXIT_INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT
+
+_EPILOG = """\
+Put --debug before the command: ragbudget --debug ask "..."
+
+exit codes:
+  0    success
+  1    the command ran, but reported items it could not process
+  2    usage, configuration, input or file error (one line on stderr)
+  3    unexpected error: one line on stderr; --debug shows the traceback
+  130  interrupted (Ctrl-C)
+  141  the output pipe was closed early
+"""
+
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ragbudget", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="ragbudget",
+        description=__doc__,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="on an error, print the full traceback too",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     def command(
@@ -66,8 +97,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse arguments and run a command; package errors print as one clear line."""
+    """Parse arguments and run a command; return the exit code.
+
+    Every failure ends as one `error: ...` line on stderr and an exit code (see
+    `_EPILOG`); the traceback is printed only under `--debug`. Usage errors are
+    argparse's: usage text and SystemExit(2).
+    """
     args = _parser().parse_args(argv)
+    debug: bool = args.debug
     # Tables need room: when output is not a terminal (make, CI logs), use 140.
     console = Console(width=None if sys.stdout.isatty() else 140)
     try:
@@ -83,10 +120,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_ask(args, console)
         else:
             return run_repair(args, console)
-    except RagBudgetError as error:
-        console.print(f"[red]error:[/red] {error}", markup=True, highlight=False)
-        return 2
-    return 0
+    except KeyboardInterrupt:
+        return _fail("interrupted", EXIT_INTERRUPTED, debug)
+    except RagBudgetError as error:  # before OSError: some are ConnectionErrors
+        return _fail(str(error), EXIT_USAGE, debug)
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return EXIT_BROKEN_PIPE
+    except OSError as error:
+        return _fail(_os_error(error), EXIT_USAGE, debug)
+    except Exception as error:
+        text = f"unexpected {type(error).__name__}"
+        if str(error):
+            text += f": {error}"
+        if not debug:
+            text += " (run with --debug for the traceback)"
+        return _fail(text, EXIT_UNEXPECTED, debug)
+    return EXIT_OK
 
 
 def _open_index(args: argparse.Namespace, console: Console) -> Any:
@@ -259,9 +309,47 @@ def run_eval(
         console.print(f"updated: {args.update}")
 
 
+def _fail(message: str, code: int, debug: bool) -> int:
+    """Print `message` as one line on stderr and return `code`.
+
+    Under --debug the traceback of the exception being handled comes first.
+    """
+    if debug:
+        traceback.print_exc(file=sys.stderr)
+    print(f"error: {_one_line(message)}", file=sys.stderr, flush=True)
+    return code
+
+
+def _one_line(text: str) -> str:
+    """`text` on one line: newlines folded, other control characters escaped."""
+    folded = " ".join(text.split())
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in folded)
+
+
+def _os_error(error: OSError) -> str:
+    """An OSError as `path: reason`, naming both paths of a rename or copy."""
+    reason = error.strerror or str(error) or type(error).__name__
+    paths = [str(p) for p in (error.filename, error.filename2) if p is not None]
+    return f"{' -> '.join(paths)}: {reason}" if paths else reason
+
+
+def _stdout_to_devnull() -> None:
+    """After a broken pipe, point stdout at /dev/null so the exit flush is quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real file descriptor (tests, notebooks)
+        pass
+
+
 def run() -> None:
     """Console-script entry point."""
-    sys.exit(main())
+    try:
+        code = main()
+    except KeyboardInterrupt:  # while parsing or importing, before a command ran
+        print("error: interrupted", file=sys.stderr)
+        code = EXIT_INTERRUPTED
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -2,12 +2,20 @@
 
 Errors are raised here, at load time, and name the file, the dotted key path and the
 offending value, so a typo never travels into the pipeline.
+
+Strict on purpose: YAML 1.1 reads `yes` as a boolean and `.nan` as a float, and a lax
+validator would turn those into `1` and a comparison that is always false. So the
+models take no booleans for numbers, no strings for numbers, no fractional floats for
+integers, and no NaN or infinity anywhere. The YAML itself is read with the safe
+loader plus checks: duplicate keys, non-string keys, cyclic aliases, deep nesting and
+alias expansion beyond a fixed size are refused (see `_read_yaml`).
 """
 
 from __future__ import annotations
 
 import copy
 import importlib
+import math
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal, cast
@@ -18,6 +26,10 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
     ValidationError,
     model_validator,
 )
@@ -40,7 +52,7 @@ def import_provider(path: str) -> type[Any]:
         return cast(
             type[Any], getattr(importlib.import_module(module_name), class_name)
         )
-    except (ImportError, AttributeError) as exc:
+    except Exception as exc:  # a module may fail at import with anything
         raise ValueError(
             f"cannot import {path!r}: {type(exc).__name__}: {exc}"
         ) from exc
@@ -52,23 +64,42 @@ def _importable(path: str) -> str:
     return path
 
 
+def _finite_tree(value: Any) -> Any:
+    """Refuse NaN and infinity inside free-form `options` too."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise ValueError(f"{item!r} is not a finite number")
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return value
+
+
+_Options = Annotated[dict[str, Any], AfterValidator(_finite_tree)]
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Fields use Strict* types: no `yes` for 1, no "60" for 60.0, no 2.5 for an int
+    # (an int for a float is still fine). allow_inf_nan: .nan and .inf are refused.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class RetrieverSettings(_Strict):
     """Weight in the fusion and how many candidates one retriever hands over."""
 
-    weight: float = Field(1.0, ge=0)
-    fetch_k: int = Field(100, ge=1)
+    weight: StrictFloat = Field(1.0, ge=0)
+    fetch_k: StrictInt = Field(100, ge=1)
 
 
 class RetrievalSettings(_Strict):
     """Hybrid retrieval: final k, the fusion constant and each retriever's share."""
 
-    k: int = Field(10, ge=1)
-    rrf_c: float = Field(60.0, ge=0)
-    id_key: str | None = "chunk_id"
+    k: StrictInt = Field(10, ge=1)
+    rrf_c: StrictFloat = Field(60.0, ge=0)
+    id_key: StrictStr | None = "chunk_id"
     sparse: RetrieverSettings = RetrieverSettings()
     dense: RetrieverSettings = RetrieverSettings()
 
@@ -82,25 +113,25 @@ class RetrievalSettings(_Strict):
 class SparseSettings(_Strict):
     """BM25 parameters for bm25s, and its tokenizer."""
 
-    k1: float = Field(1.5, gt=0)
-    b: float = Field(0.75, ge=0, le=1)
+    k1: StrictFloat = Field(1.5, gt=0)
+    b: StrictFloat = Field(0.75, ge=0, le=1)
     method: Literal["robertson", "atire", "bm25l", "bm25+", "lucene"] = "lucene"
-    stemmer: str | None = "english"
-    stopwords: str | list[str] | None = "en"
+    stemmer: StrictStr | None = "english"
+    stopwords: StrictStr | list[StrictStr] | None = "en"
 
 
 class EmbeddingSettings(_Strict):
     """The embedding model; `model_path` points at a local ONNX copy when offline."""
 
-    provider: Annotated[str, AfterValidator(_importable)] = Field(
+    provider: Annotated[StrictStr, AfterValidator(_importable)] = Field(
         "fastembed", pattern=_PROVIDER
     )
-    options: dict[str, Any] = Field(default_factory=dict)
-    model: str = "sentence-transformers/all-MiniLM-L6-v2"
-    model_path: str | None = None
-    cache_dir: str | None = None
-    batch_size: int = Field(32, ge=1, le=4096)
-    threads: int | None = Field(None, ge=1)
+    options: _Options = Field(default_factory=dict)
+    model: StrictStr = "sentence-transformers/all-MiniLM-L6-v2"
+    model_path: StrictStr | None = None
+    cache_dir: StrictStr | None = None
+    batch_size: StrictInt = Field(32, ge=1, le=4096)
+    threads: StrictInt | None = Field(None, ge=1)
     query_precision: Literal["float32", "int8"] = "float32"
 
     @model_validator(mode="after")
@@ -116,25 +147,25 @@ class EmbeddingSettings(_Strict):
 class VectorStoreSettings(_Strict):
     """Chroma embedded (in memory or persistent) or a Chroma server."""
 
-    provider: Annotated[str, AfterValidator(_importable)] = Field(
+    provider: Annotated[StrictStr, AfterValidator(_importable)] = Field(
         "chroma", pattern=_PROVIDER
     )
-    options: dict[str, Any] = Field(default_factory=dict)
-    collection: str = Field("ragbudget", min_length=3)
-    persist_directory: str | None = None
-    host: str | None = None
-    port: int = Field(8000, ge=1, le=65535)
-    timeout: float = Field(30.0, gt=0)
+    options: _Options = Field(default_factory=dict)
+    collection: StrictStr = Field("ragbudget", min_length=3)
+    persist_directory: StrictStr | None = None
+    host: StrictStr | None = None
+    port: StrictInt = Field(8000, ge=1, le=65535)
+    timeout: StrictFloat = Field(30.0, gt=0)
 
 
 class IndexSettings(_Strict):
     """Where an index lives, how files are chunked, which texts are placeholders."""
 
-    directory: str = "ragbudget-index"
-    chunk_size: int = Field(256, ge=16)
-    chunk_overlap: int = Field(32, ge=0)
-    encoding: str = "cl100k_base"
-    placeholders: list[str] = Field(default_factory=list)
+    directory: StrictStr = "ragbudget-index"
+    chunk_size: StrictInt = Field(256, ge=16)
+    chunk_overlap: StrictInt = Field(32, ge=0)
+    encoding: StrictStr = "cl100k_base"
+    placeholders: list[StrictStr] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> IndexSettings:
@@ -149,37 +180,37 @@ class IndexSettings(_Strict):
 class RerankSettings(_Strict):
     """The FlashRank stage: model, where it lives, what it keeps."""
 
-    enabled: bool = True
-    model: str = "ms-marco-MiniLM-L-12-v2"
-    cache_dir: str | None = None
-    max_length: int = Field(512, ge=8)
-    top_n: int = Field(8, ge=1)
-    score_floor: float | None = None
+    enabled: StrictBool = True
+    model: StrictStr = "ms-marco-MiniLM-L-12-v2"
+    cache_dir: StrictStr | None = None
+    max_length: StrictInt = Field(512, ge=8)
+    top_n: StrictInt = Field(8, ge=1)
+    score_floor: StrictFloat | None = None
     on_unavailable: Literal["skip", "error"] = "skip"
-    download: bool = True
-    download_timeout: float = Field(30.0, gt=0)
+    download: StrictBool = True
+    download_timeout: StrictFloat = Field(30.0, gt=0)
 
 
 class LlmSettings(_Strict):
     """The chat model for the demo and the CLI, built with init_chat_model."""
 
-    model: str | None = None
-    temperature: float = Field(0.0, ge=0)
-    max_tokens: int = Field(400, ge=1)
-    timeout: float = Field(60.0, gt=0)
+    model: StrictStr | None = None
+    temperature: StrictFloat = Field(0.0, ge=0)
+    max_tokens: StrictInt = Field(400, ge=1)
+    timeout: StrictFloat = Field(60.0, gt=0)
 
 
 class SurfaceSettings(_Strict):
     """The context budget of one surface (chat, search, an API...)."""
 
-    max_docs: int = Field(ge=1)
-    max_tokens: int = Field(ge=1)
-    encoding: str | None = None
-    model: str | None = "gpt-4o"
-    min_docs: int = Field(1, ge=0)
+    max_docs: StrictInt = Field(ge=1)
+    max_tokens: StrictInt = Field(ge=1)
+    encoding: StrictStr | None = None
+    model: StrictStr | None = "gpt-4o"
+    min_docs: StrictInt = Field(1, ge=0)
     packing: Literal["skip", "stop"] = "skip"
     order: Literal["rank", "edges"] = "rank"
-    weak_evidence: dict[str, float | None] = Field(default_factory=dict)
+    weak_evidence: dict[StrictStr, StrictFloat | None] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _min_within_max(self) -> SurfaceSettings:
@@ -205,7 +236,7 @@ class RagBudgetConfig(_Strict):
     index: IndexSettings = IndexSettings()
     llm: LlmSettings = LlmSettings()
     surfaces: dict[str, SurfaceSettings]
-    source: str = Field(DEFAULT_CONFIG_NAME, exclude=True)
+    source: StrictStr = Field(DEFAULT_CONFIG_NAME, exclude=True)
 
     def surface(self, name: str) -> SurfaceSettings:
         """Return one surface's budget, or fail naming the surfaces that exist."""
@@ -222,16 +253,16 @@ class RagBudgetConfig(_Strict):
 
 
 def load_config(path: str | Path | None = None) -> RagBudgetConfig:
-    """Load the shipped defaults, merge the YAML at `path` over them, validate."""
+    """Load the shipped defaults, merge the YAML at `path` over them, validate.
+
+    Every problem with the file (unreadable, not UTF-8, not YAML, hostile YAML, a bad
+    value) raises ConfigError naming the file, the key or line, and the value.
+    """
     defaults = _read_yaml(_default_text(), DEFAULT_CONFIG_NAME)
     if path is None:
         return _validate(defaults, DEFAULT_CONFIG_NAME)
     file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(file, "<file>", file, f"cannot read: {exc.strerror}") from exc
-    user = _read_yaml(text, file)
+    user = _read_yaml(_read_text(Path(path), file), file)
     return _validate(_deep_merge(defaults, user), file)
 
 
@@ -245,18 +276,237 @@ def _default_text() -> str:
     return resource.read_text(encoding="utf-8")
 
 
-def _read_yaml(text: str, file: str) -> dict[str, Any]:
+# Bounds for hostile files. A real configuration is a few kilobytes, ~150 YAML nodes
+# and 5 levels deep; these leave room for long `placeholders` lists and `options`.
+MAX_CONFIG_BYTES = 1 << 20
+MAX_YAML_DEPTH = 32
+MAX_YAML_NODES = 100_000
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _read_text(path: Path, file: str) -> str:
+    """The file's text: at most MAX_CONFIG_BYTES of UTF-8 (a BOM is allowed)."""
     try:
-        data = yaml.safe_load(text)
+        with path.open("rb") as stream:  # reads a pipe too, but never unbounded
+            raw = stream.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        problem = f"cannot read: {exc.strerror or exc}"
+        raise ConfigError(file, "<file>", file, problem) from exc
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            file,
+            "<file>",
+            _Shown(f"more than {MAX_CONFIG_BYTES} bytes"),
+            f"too large for a configuration file (limit {MAX_CONFIG_BYTES} bytes)",
+        )
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        bad = raw[exc.start : exc.end]
+        raise ConfigError(
+            file, f"line {line}", bad, f"not UTF-8 text (byte {exc.start})"
+        ) from None
+
+
+class _Shown:
+    """A value as an error shows it: its repr, cut to a readable length."""
+
+    LIMIT = 200
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    @classmethod
+    def of(cls, value: Any) -> Any:
+        """`value` itself, or a stand-in with a shortened repr if it is long."""
+        text = repr(value)
+        if len(text) <= cls.LIMIT:
+            return value
+        return cls(f"{text[: cls.LIMIT]}... ({len(text)} characters)")
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """`yaml.safe_load`'s loader (no Python tags) that bounds nesting while composing.
+
+    The composer recurses once per level, so a file of `[[[[...` would otherwise
+    end in RecursionError instead of a message.
+    """
+
+    def __init__(self, text: str, file: str) -> None:
+        super().__init__(text)
+        self.file = file
+        self.file_text = text
+        self.depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self.depth += 1
+        try:
+            if self.depth > MAX_YAML_DEPTH:
+                mark = self.peek_event().start_mark
+                raise ConfigError(
+                    self.file,
+                    f"line {mark.line + 1}",
+                    _Shown.of(_line_at(self.file_text, mark.line)),
+                    f"nested deeper than {MAX_YAML_DEPTH} levels",
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def _read_yaml(text: str, file: str) -> dict[str, Any]:
+    loader: _ConfigLoader | None = None
+    try:
+        loader = _ConfigLoader(text, file)  # the reader refuses control characters
+        node = loader.get_single_node()
+        if node is None:
+            return {}
+        _check_nodes(node, loader, file)
+        data = loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else "<document>"
-        raise ConfigError(file, where, None, f"invalid YAML: {exc}") from exc
-    if data is None:
+        if mark is not None:
+            line: int | None = mark.line
+        elif isinstance(exc, yaml.reader.ReaderError):
+            line = text[: exc.position].count("\n")
+        else:
+            line = None
+        where = "<document>" if line is None else f"line {line + 1}"
+        value = None if line is None else _Shown.of(_line_at(text, line))
+        problem = " ".join(str(exc).split())
+        raise ConfigError(file, where, value, f"invalid YAML: {problem}") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+    if data is None:  # "---" alone, or only `~`
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(file, "<root>", data, "the top level must be a mapping")
+        raise ConfigError(
+            file, "<root>", _Shown.of(data), "the top level must be a mapping"
+        )
     return data
+
+
+def _line_at(text: str, line: int) -> str:
+    """Line `line` (0-based) of `text`, stripped: the value an error shows."""
+    lines = text.splitlines()
+    return lines[line].strip() if 0 <= line < len(lines) else ""
+
+
+def _check_nodes(root: yaml.Node, loader: _ConfigLoader, file: str) -> None:
+    """Refuse what safe_load would accept silently or could not bound.
+
+    - a duplicate key (safe_load keeps the last value without a word);
+    - a key that is not a string (`1:`, `yes:`, `null:`, `[a]:`);
+    - an alias cycle (`a: &x [*x]`);
+    - aliases that expand past MAX_YAML_NODES nodes or MAX_YAML_DEPTH levels
+      ("billion laughs"): PyYAML builds shared objects cheaply, but validating,
+      copying or printing them walks every expanded node.
+
+    Aliases themselves stay legal (sharing one surface's settings is a fair use);
+    sizes are counted once per node, so checking a bomb costs its file size.
+    """
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    active: set[int] = set()
+    stack: list[tuple[yaml.Node, list[str], bool]] = [(root, [], False)]
+    while stack:
+        node, path, leaving = stack.pop()
+        children = _children(node)
+        if leaving:
+            active.discard(id(node))
+            size[id(node)] = 1 + sum(size[id(c)] for c, _ in children)
+            depth[id(node)] = 1 + max((depth[id(c)] for c, _ in children), default=0)
+            if size[id(node)] > MAX_YAML_NODES or depth[id(node)] > MAX_YAML_DEPTH:
+                raise ConfigError(
+                    file,
+                    _dotted(path),
+                    _Shown(f"<{_kind(node)} at line {node.start_mark.line + 1}>"),
+                    f"aliases expand to more than {MAX_YAML_NODES} nodes or "
+                    f"{MAX_YAML_DEPTH} levels",
+                )
+            continue
+        if id(node) in size:
+            continue  # an alias to a node already checked
+        if id(node) in active:
+            raise ConfigError(
+                file,
+                _dotted(path),
+                _Shown(f"<alias at line {node.start_mark.line + 1}>"),
+                "an alias refers to a node that contains it (a cycle)",
+            )
+        active.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            _check_keys(node, path, loader, file)
+        stack.append((node, path, True))
+        stack.extend((c, [*path, part], False) for c, part in reversed(children))
+
+
+def _children(node: yaml.Node) -> list[tuple[yaml.Node, str]]:
+    if isinstance(node, yaml.MappingNode):
+        pairs = []
+        for key, value in node.value:
+            part = key.value if isinstance(key, yaml.ScalarNode) else "<key>"
+            pairs += [(key, part), (value, part)]
+        return pairs
+    if isinstance(node, yaml.SequenceNode):
+        return [(item, str(i)) for i, item in enumerate(node.value)]
+    return []
+
+
+def _check_keys(
+    node: yaml.MappingNode, path: list[str], loader: _ConfigLoader, file: str
+) -> None:
+    first: dict[str, yaml.Node] = {}
+    for key, value in node.value:
+        line = key.start_mark.line + 1
+        if not isinstance(key, yaml.ScalarNode) or key.tag not in (
+            _STR_TAG,
+            _MERGE_TAG,
+        ):
+            raise ConfigError(
+                file,
+                _dotted([*path, _key_text(key)]),
+                _node_value(key, loader),
+                f"line {line}: a key must be a string (YAML reads 1, yes, no, "
+                "null and [..] as other types; quote the key)",
+            )
+        if key.value in first:
+            raise ConfigError(
+                file,
+                _dotted([*path, key.value]),
+                _node_value(value, loader),
+                f"duplicate key: first at line {first[key.value].start_mark.line + 1}, "
+                f"again at line {line} (YAML would silently keep the last one)",
+            )
+        first[key.value] = key
+
+
+def _key_text(key: yaml.Node) -> str:
+    if isinstance(key, yaml.ScalarNode):
+        return str(key.value)
+    return f"<{_kind(key)} key>"
+
+
+def _node_value(node: yaml.Node, loader: _ConfigLoader) -> Any:
+    """A scalar as YAML reads it; a collection by kind and line, never expanded."""
+    if isinstance(node, yaml.ScalarNode):
+        return _Shown.of(loader.construct_object(node))
+    return _Shown(f"<{_kind(node)} at line {node.start_mark.line + 1}>")
+
+
+def _kind(node: yaml.Node) -> str:
+    return "mapping" if isinstance(node, yaml.MappingNode) else "sequence"
+
+
+def _dotted(path: list[str]) -> str:
+    return ".".join(path) or "<root>"
 
 
 def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -274,22 +524,61 @@ def _validate(data: dict[str, Any], file: str) -> RagBudgetConfig:
     try:
         return RagBudgetConfig.model_validate({**data, "source": file})
     except ValidationError as exc:
-        error = exc.errors()[0]
-        loc = [str(part) for part in error["loc"]]
-        key = ".".join(loc) or "<root>"
-        value = _lookup(data, loc)
-        problem = error["msg"]
-        if error["type"] == "extra_forbidden":
-            problem = "unknown key"
-        raise ConfigError(file, key, value, problem) from None
+        errors = exc.errors()
+        first = errors[0]
+        parts = _key_parts(data, first["loc"], first["type"])
+        # A union (`str | list[str] | None`) reports one error per member: merge them.
+        problems = [
+            _problem(error)
+            for error in errors
+            if _key_parts(data, error["loc"], error["type"]) == parts
+        ]
+        value = _lookup(data, parts)
+        problem = "; ".join(dict.fromkeys(problems))
+        raise ConfigError(file, _dotted(parts), _Shown.of(value), problem) from None
 
 
-def _lookup(data: Any, loc: list[str]) -> Any:
-    for part in loc:
-        if isinstance(data, dict) and part in data:
-            data = data[part]
-        elif isinstance(data, list) and part.isdigit() and int(part) < len(data):
-            data = data[int(part)]
-        else:
-            return None
-    return data
+def _problem(error: Any) -> str:
+    if error["type"] == "extra_forbidden":
+        return "unknown key"
+    problem = str(error["msg"])
+    value = error.get("input")
+    if error["type"] in ("int_type", "float_type") and isinstance(value, str):
+        problem += " (this is a string; write the number without quotes, e.g. 1.0e+3)"
+    elif error["type"] in ("int_type", "float_type") and isinstance(value, bool):
+        problem += " (YAML reads yes/no/true/false/on/off as booleans)"
+    elif error["type"] == "int_type" and isinstance(value, float):
+        problem += " (a whole number, without a decimal point)"
+    return problem
+
+
+def _key_parts(data: Any, loc: tuple[int | str, ...], kind: str) -> list[str]:
+    """The dotted path of `loc` in the user's data, without pydantic's union tags."""
+    parts: list[str] = []
+    for i, part in enumerate(loc):
+        child = _child(data, part)
+        if child is _ABSENT and not (i == len(loc) - 1 and kind == "missing"):
+            continue  # "str", "list[str]", "function-after[...]": not in the file
+        data = child
+        parts.append(str(part))
+    return parts
+
+
+_ABSENT = object()
+
+
+def _child(data: Any, part: int | str) -> Any:
+    if isinstance(data, dict) and part in data:
+        return data[part]
+    if isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+        return data[part]
+    return _ABSENT
+
+
+def _lookup(data: Any, parts: list[str]) -> Any:
+    for part in parts:
+        key: int | str = (
+            int(part) if isinstance(data, list) and part.isdigit() else part
+        )
+        data = _child(data, key)
+    return None if data is _ABSENT else data

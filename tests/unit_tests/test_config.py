@@ -114,3 +114,231 @@ def test_yaml_tags_are_not_executed(tmp_path: Path) -> None:
     path = write(tmp_path, "retrieval: !!python/object/apply:os.system ['true']\n")
     with pytest.raises(ConfigError, match="invalid YAML"):
         load_config(path)
+
+
+# --- hostile and malformed input: each case is one ConfigError naming file, key, value
+
+_LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]\n"
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True)
+)  # 9**9 (~387 million) strings once expanded; 9 lines of text
+
+BAD_CONFIGS: list[tuple[str, str | bytes, str, str]] = [
+    # (id, file content, key in the ConfigError, text naming the value)
+    ("nan-sparse-weight", "retrieval:\n  sparse:\n    weight: .nan\n",
+     "retrieval.sparse.weight", "nan"),
+    ("inf-dense-weight", "retrieval:\n  dense:\n    weight: .inf\n",
+     "retrieval.dense.weight", "inf"),
+    ("minus-inf-floor", "rerank:\n  score_floor: -.inf\n", "rerank.score_floor",
+     "-inf"),
+    ("inf-rrf-c", "retrieval:\n  rrf_c: .inf\n", "retrieval.rrf_c", "inf"),
+    ("nan-weak-evidence", "surfaces:\n  chat:\n    weak_evidence:\n"
+     "      rerank_score: .nan\n", "surfaces.chat.weak_evidence.rerank_score", "nan"),
+    ("nan-score-floor", "rerank:\n  score_floor: .NaN\n", "rerank.score_floor", "nan"),
+    ("inf-timeout", "llm:\n  timeout: .inf\n", "llm.timeout", "inf"),
+    ("inf-in-options", "embedding:\n  options: {scale: .inf}\n",
+     "embedding.options", "inf"),
+    ("bool-for-int", "surfaces:\n  chat:\n    max_docs: yes\n",
+     "surfaces.chat.max_docs", "True"),
+    ("fraction-for-int", "rerank:\n  top_n: 2.5\n", "rerank.top_n", "2.5"),
+    ("float-for-int", "index:\n  chunk_size: 300.0\n", "index.chunk_size", "300.0"),
+    ("string-for-int", 'retrieval:\n  k: "7"\n', "retrieval.k", "'7'"),
+    ("string-for-float", 'retrieval:\n  rrf_c: "60"\n', "retrieval.rrf_c", "'60'"),
+    ("bool-for-float", "retrieval:\n  sparse:\n    weight: true\n",
+     "retrieval.sparse.weight", "True"),
+    ("int-for-bool", "rerank:\n  enabled: 1\n", "rerank.enabled", "1"),
+    ("int-for-str", "llm:\n  model: 123\n", "llm.model", "123"),
+    ("bytes-for-str", "rerank:\n  model: !!binary aGVsbG8=\n", "rerank.model",
+     "b'hello'"),
+    ("int-in-str-list", "index:\n  placeholders: [tbd, 1]\n",
+     "index.placeholders.1", "1"),
+    ("union-member-tags", "sparse:\n  stopwords: 5\n", "sparse.stopwords", "5"),
+    ("duplicate-top-level", "retrieval:\n  k: 3\nretrieval:\n  k: 4\n",
+     "retrieval", "<mapping at line 4>"),
+    ("duplicate-nested", "surfaces:\n  chat:\n    max_docs: 3\n    max_docs: 4\n",
+     "surfaces.chat.max_docs", "4"),
+    ("duplicate-depth-4", "surfaces:\n  chat:\n    weak_evidence:\n"
+     "      rerank_score: 0.3\n      rerank_score: 0.9\n",
+     "surfaces.chat.weak_evidence.rerank_score", "0.9"),
+    ("duplicate-in-flow", "retrieval: {k: 3, k: 4}\n", "retrieval.k", "4"),
+    ("surfaces-a-list", "surfaces: [1, 2]\n", "surfaces", "[1, 2]"),
+    ("surfaces-null", "surfaces:\n", "surfaces", "None"),
+    ("surface-null", "surfaces:\n  chat:\n", "surfaces.chat", "None"),
+    ("section-a-scalar", "retrieval: 5\n", "retrieval", "5"),
+    ("weak-evidence-a-list", "surfaces:\n  chat:\n    weak_evidence: [0.3]\n",
+     "surfaces.chat.weak_evidence", "[0.3]"),
+    ("int-key", "1: x\n", "1", "1"),
+    ("bool-key", "surfaces:\n  yes: {max_docs: 1, max_tokens: 9}\n",
+     "surfaces.yes", "True"),
+    ("null-key", "retrieval:\n  ~: 3\n", "retrieval.~", "None"),
+    ("list-key", "? [a, b]\n: x\n", "<sequence key>", "<sequence at line 1>"),
+    ("unknown-key", "surfaces:\n  chat:\n    max_doc: 3\n",
+     "surfaces.chat.max_doc", "3"),
+    ("missing-key", "surfaces:\n  api:\n    max_docs: 3\n",
+     "surfaces.api.max_tokens", "None"),
+    ("billion-laughs", _LAUGHS, "f", "<sequence at line 6>"),
+    ("alias-cycle", "a: &a [1, *a]\n", "a.1", "<alias at line 1>"),
+    ("deep-nesting", "a: " + "[" * 5000 + "]" * 5000 + "\n", "line 1", "[[[["),
+    ("deep-mapping", "".join(f"{' ' * i}k{i}:\n" for i in range(40)),
+     "line 32", "k31:"),
+    ("not-utf8", b"retrieval:\n  id_key: caf\xe9\n", "line 2", "b'\\xe9'"),
+    ("control-char", 'llm:\n  model: "a\x07b"\n', "line 2", "\\x07"),
+    ("tab-indent", "retrieval:\n\tk: 3\n", "line 2", "k: 3"),
+    ("python-tag", "retrieval: !!python/object/apply:os.system ['true']\n",
+     "line 1", "os.system"),
+    ("two-documents", "retrieval: {k: 3}\n---\nretrieval: {k: 4}\n",
+     "line 2", "---"),
+    ("root-a-list", "- a\n- b\n", "<root>", "['a', 'b']"),
+    ("root-a-scalar", "hello\n", "<root>", "'hello'"),
+    ("too-large", "# " + "x" * (1 << 20) + "\n", "<file>", "bytes"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("content", "key", "shown"),
+    [pytest.param(*case[1:], id=case[0]) for case in BAD_CONFIGS],
+)
+def test_bad_config_is_one_config_error(
+    tmp_path: Path, content: str | bytes, key: str, shown: str
+) -> None:
+    path = tmp_path / "ragbudget.yml"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    with pytest.raises(Exception) as caught:  # the exact type is checked below
+        load_config(path)
+    error = caught.value
+    assert type(error) is ConfigError, repr(error)
+    assert error.file == str(path)
+    assert error.key == key
+    message = str(error)
+    assert message.startswith(f"{path}: key '{key}' = ")
+    assert shown in message.split(" = ", 1)[1]
+    assert "\n" not in message and len(message) < 1200
+
+
+def test_bad_config_table_is_wide_enough() -> None:
+    assert len(BAD_CONFIGS) >= 25
+    assert len({case[0] for case in BAD_CONFIGS}) == len(BAD_CONFIGS)
+
+
+def test_billion_laughs_is_refused_fast_and_small(tmp_path: Path) -> None:
+    import time
+    import tracemalloc
+
+    path = write(tmp_path, _LAUGHS)
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        with pytest.raises(ConfigError, match="aliases expand"):
+            load_config(path)
+    finally:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    assert time.perf_counter() - started < 5
+    assert peak < 20_000_000
+
+
+def test_directory_as_config_path(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path)
+    assert type(caught.value) is ConfigError
+    assert caught.value.key == "<file>"
+    assert str(tmp_path) in str(caught.value)
+    assert "directory" in caught.value.problem.lower()
+
+
+def test_missing_file_names_path_and_reason(tmp_path: Path) -> None:
+    absent = tmp_path / "absent.yml"
+    with pytest.raises(ConfigError) as caught:
+        load_config(absent)
+    assert (caught.value.file, caught.value.key) == (str(absent), "<file>")
+    assert "No such file" in caught.value.problem
+
+
+def test_long_values_are_shortened_in_the_message(tmp_path: Path) -> None:
+    path = write(tmp_path, "surfaces: [" + ", ".join(["12345"] * 5000) + "]\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert caught.value.key == "surfaces"
+    assert "characters)" in str(caught.value) and len(str(caught.value)) < 500
+
+
+def test_provider_failing_at_import_is_a_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "broken_provider.py").write_text("raise RuntimeError('boom')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = write(tmp_path, "embedding:\n  provider: broken_provider:Thing\n")
+    with pytest.raises(ConfigError, match="RuntimeError: boom") as caught:
+        load_config(path)
+    assert caught.value.key == "embedding.provider"
+
+
+# --- legitimate configurations keep loading
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("", id="empty"),
+        pytest.param("# only a comment\n", id="comment-only"),
+        pytest.param("---\n", id="empty-document"),
+        pytest.param("\ufeff", id="bom-only"),
+    ],
+)
+def test_empty_files_mean_the_defaults(tmp_path: Path, text: str) -> None:
+    assert load_config(write(tmp_path, text)).model_dump() == load_config().model_dump()
+
+
+def test_ints_for_floats_and_nulls_load(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "\ufeffretrieval:\n  rrf_c: 60\n  sparse: {weight: 1}\n  dense: {weight: 0}\n"
+        "  id_key: null\n"
+        "sparse: {stemmer: null, stopwords: [the, a], b: 1, k1: 2}\n"
+        "embedding: {threads: null, options: {scale: 1.5}}\n"
+        "rerank: {score_floor: 0, download_timeout: 5}\n"
+        "llm: {model: null, temperature: 1.0e-1, timeout: 10}\n"
+        "surfaces:\n  chat:\n    weak_evidence: {rerank_score: null, dense_score: 1}\n",
+    )
+    config = load_config(path)
+    assert config.retrieval.rrf_c == 60.0 and type(config.retrieval.rrf_c) is float
+    assert config.retrieval.sparse.weight == 1.0
+    assert config.retrieval.id_key is None
+    assert config.sparse.stemmer is None and config.sparse.stopwords == ["the", "a"]
+    assert config.rerank.score_floor == 0.0
+    assert config.llm.temperature == pytest.approx(0.1)
+    assert config.surface("chat").weak_evidence == {
+        "rerank_score": None,
+        "dense_score": 1.0,
+    }
+
+
+def test_anchors_and_merge_keys_still_work(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "surfaces:\n  chat: &base\n    max_docs: 3\n    max_tokens: 500\n"
+        "  api:\n    <<: *base\n    max_docs: 5\n  voice: *base\n",
+    )
+    config = load_config(path)
+    assert config.surface("api").max_docs == 5
+    assert config.surface("api").max_tokens == 500
+    assert config.surface("voice").max_docs == 3
+
+
+def test_the_shipped_defaults_pass_the_strict_loader() -> None:
+    shipped = Path(__file__).resolve().parents[2] / "config_default.yml"
+    assert load_config(shipped).model_dump() == load_config().model_dump()
+
+
+def test_programmatic_settings_are_strict_too() -> None:
+    from pydantic import ValidationError
+
+    from langchain_ragbudget.config import SurfaceSettings
+
+    with pytest.raises(ValidationError):
+        SurfaceSettings(max_docs=True, max_tokens=10)
+    with pytest.raises(ValidationError):
+        SurfaceSettings(max_docs=1, max_tokens=10, weak_evidence={"x": float("nan")})

@@ -58,7 +58,7 @@ def test_cli_reports_config_errors_in_one_line(
     bad = tmp_path / "bad.yml"
     bad.write_text("surfaces:\n  chat:\n    max_tokens: -1\n")
     assert main(["demo", "--config", str(bad)]) == 2
-    assert "surfaces.chat.max_tokens" in capsys.readouterr().out
+    assert "surfaces.chat.max_tokens" in capsys.readouterr().err
 
 
 def _offline_reranker(config: Any) -> FlashRankRerank:

@@ -132,7 +132,7 @@ def test_unknown_surface_fails_before_work(
     beir_folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["eval", str(beir_folder), "--surface", "voice"]) == 2
-    assert "unknown surface" in capsys.readouterr().out
+    assert "unknown surface" in capsys.readouterr().err
 
 
 def add_rationales(folder: Path) -> None:

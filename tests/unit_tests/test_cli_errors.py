@@ -1,0 +1,198 @@
+"""The CLI turns every failure into one `error:` line and an exit code.
+
+Tracebacks only under `--debug`. Commands are monkeypatched to raise where the
+failure is not about configuration, so these tests build no index and no model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from langchain_ragbudget import cli, demo
+from langchain_ragbudget.errors import IndexLoadError, ModelUnavailableError
+
+
+def one_error_line(err: str) -> str:
+    """The single line on stderr; fails if there is more (or a traceback)."""
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("retrieval:\n  rrf_c: .inf\n", "retrieval.rrf_c"),
+        ("surfaces:\n  chat:\n    max_docs: yes\n", "surfaces.chat.max_docs"),
+        ("retrieval:\n  k: 3\n  k: 4\n", "retrieval.k"),
+        ("surfaces: [1, 2]\n", "surfaces"),
+        ("retrieval: {k: [1,\n", "line 2"),
+    ],
+    ids=["inf", "bool-for-int", "duplicate-key", "surfaces-a-list", "bad-yaml"],
+)
+def test_bad_config_is_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, key: str
+) -> None:
+    bad = tmp_path / "bad.yml"
+    bad.write_text(text, encoding="utf-8")
+    assert cli.main(["demo", "--config", str(bad)]) == 2
+    captured = capsys.readouterr()
+    line = one_error_line(captured.err)
+    assert str(bad) in line and f"'{key}'" in line
+    assert captured.out == ""
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory"])
+def test_unreadable_config_is_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    path = tmp_path / "absent.yml" if kind == "missing" else tmp_path
+    assert cli.main(["eval", str(tmp_path), "--config", str(path)]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert str(path) in line and "cannot read" in line
+
+
+def test_debug_shows_the_traceback_and_the_same_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yml"
+    bad.write_text("retrieval:\n  rrf_c: .nan\n", encoding="utf-8")
+    assert cli.main(["--debug", "demo", "--config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):")
+    assert "ConfigError" in err
+    last = err.splitlines()[-1]
+    assert last.startswith("error: ") and "retrieval.rrf_c" in last
+
+
+def _raise(error: BaseException) -> object:
+    def command(*args: object, **kwargs: object) -> None:
+        raise error
+
+    return command
+
+
+def test_unexpected_exception_is_one_line_exit_3(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli, "run_eval", _raise(RuntimeError("boom\nat line two")))
+    assert cli.main(["eval", "data"]) == 3
+    line = one_error_line(capsys.readouterr().err)
+    assert line == (
+        "error: unexpected RuntimeError: boom at line two "
+        "(run with --debug for the traceback)"
+    )
+
+
+def test_unexpected_exception_under_debug_has_the_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli, "run_eval", _raise(RuntimeError("boom")))
+    assert cli.main(["--debug", "eval", "data"]) == 3
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last):" in err
+    assert "raise error" in err and "RuntimeError: boom" in err
+    assert err.splitlines()[-1] == "error: unexpected RuntimeError: boom"
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (
+            FileNotFoundError(2, "No such file or directory", "/data/corpus.jsonl"),
+            "error: /data/corpus.jsonl: No such file or directory",
+        ),
+        (
+            PermissionError(13, "Permission denied", "/data/out.json"),
+            "error: /data/out.json: Permission denied",
+        ),
+        (
+            IsADirectoryError(21, "Is a directory", "/data"),
+            "error: /data: Is a directory",
+        ),
+        (
+            OSError(18, "Invalid cross-device link", "/a", None, "/b"),
+            "error: /a -> /b: Invalid cross-device link",
+        ),
+        (OSError("disk on fire"), "error: disk on fire"),
+        (IndexLoadError("ix: no manifest"), "error: ix: no manifest"),
+        (ModelUnavailableError("no model"), "error: no model"),
+    ],
+)
+def test_expected_failures_are_one_line_exit_2(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    error: Exception,
+    expected: str,
+) -> None:
+    monkeypatch.setattr(cli, "run_eval", _raise(error))
+    assert cli.main(["eval", "data"]) == 2
+    assert one_error_line(capsys.readouterr().err) == expected
+
+
+def test_interrupt_is_one_line_exit_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(demo, "run_demo", _raise(KeyboardInterrupt()))
+    assert cli.main(["demo"]) == 130
+    assert one_error_line(capsys.readouterr().err) == "error: interrupted"
+
+
+def test_broken_pipe_is_quiet_exit_141(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli, "run_eval", _raise(BrokenPipeError(32, "Broken pipe")))
+    assert cli.main(["eval", "data"]) == 141
+    assert capsys.readouterr().err == ""
+
+
+def test_message_cannot_smuggle_control_characters(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(
+        cli, "run_eval", _raise(IndexLoadError("bad\x1b[2K\rerror: all fine"))
+    )
+    assert cli.main(["eval", "data"]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert "\x1b" not in line and "\r" not in line
+    assert line == "error: bad\\x1b[2K error: all fine"
+
+
+@pytest.mark.parametrize(("returned", "command"), [(1, "index"), (1, "repair")])
+def test_command_exit_codes_are_kept(
+    monkeypatch: pytest.MonkeyPatch, returned: int, command: str
+) -> None:
+    monkeypatch.setattr(cli, f"run_{command}", lambda args, console: returned)
+    argv = [command, "folder"] if command == "index" else [command]
+    assert cli.main(argv) == returned
+
+
+def test_usage_errors_keep_argparse_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["eval", "data", "--limit", "many"])
+    assert caught.value.code == 2
+    assert "invalid int value" in capsys.readouterr().err
+
+
+def test_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["--help"])
+    assert caught.value.code == 0
+    out = capsys.readouterr().out
+    assert "--debug" in out and "exit codes:" in out
+    for code in ("0", "1", "2", "3", "130"):
+        assert f"\n  {code} " in out
+
+
+def test_run_exits_130_on_interrupt_outside_a_command(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli, "main", _raise(KeyboardInterrupt()))
+    with pytest.raises(SystemExit) as caught:
+        cli.run()
+    assert caught.value.code == 130
+    assert one_error_line(capsys.readouterr().err) == "error: interrupted"
