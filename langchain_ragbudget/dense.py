@@ -33,6 +33,7 @@ from langchain_ragbudget.config import (
 from langchain_ragbudget.embeddings import FastEmbedEmbeddings
 from langchain_ragbudget.errors import IndexLoadError, VectorStoreUnavailableError
 from langchain_ragbudget.identity import with_scores
+from langchain_ragbudget.inputs import check_query
 from langchain_ragbudget.timeouts import call_with_timeout
 
 ADD_BATCH_SIZE = 256
@@ -66,6 +67,7 @@ class DenseRetriever(BaseRetriever):
         self, query: str, k: int | None = None
     ) -> list[tuple[Document, float]]:
         """The top `k` documents and their relevance scores; no callbacks."""
+        check_query(query)
         size = self.k if k is None else k
         if self.docstore is not None:
             return self._ids_search(query, size)
@@ -113,6 +115,7 @@ class DenseRetriever(BaseRetriever):
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
     ) -> list[Document]:
+        check_query(query)
         size = self.k if k is None else k
         store = self.vectorstore
         if self.docstore is not None:

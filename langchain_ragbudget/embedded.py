@@ -21,6 +21,7 @@ from langchain_ragbudget.dense import (
     is_chroma,
 )
 from langchain_ragbudget.hybrid import HybridRetriever
+from langchain_ragbudget.inputs import check_passages
 from langchain_ragbudget.sparse import BM25Retriever
 
 
@@ -56,6 +57,7 @@ def build_hybrid_retriever(
     error, since the two sides would disagree). `sparse` is a BM25 index already
     built over `documents` (e.g. loaded from the cache).
     """
+    documents = check_passages(documents)
     config = config or load_config()
     if vectorstore is None:
         vectorstore = build_vector_store(

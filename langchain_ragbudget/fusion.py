@@ -10,6 +10,7 @@ Pure functions over plain keys; the retriever that calls them is a thin shell.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -27,12 +28,20 @@ class Fused(NamedTuple):
 
 
 def validate_weights(weights: Sequence[float], n_lists: int) -> None:
-    """Raise ValueError unless there is one non-negative weight per list, not all 0."""
+    """Raise ValueError unless there is one finite, non-negative weight per list.
+
+    NaN would compare false with everything and silently switch a list off.
+    """
     if len(weights) != n_lists:
         raise ValueError(
             f"weights has {len(weights)} entries for {n_lists} retrievers; "
             "give one weight per retriever"
         )
+    if not all(
+        isinstance(w, int | float) and not isinstance(w, bool) and math.isfinite(w)
+        for w in weights
+    ):
+        raise ValueError(f"weights must be finite numbers, got {list(weights)}")
     negative = [w for w in weights if w < 0]
     if negative:
         raise ValueError(f"weights must be non-negative, got {list(weights)}")

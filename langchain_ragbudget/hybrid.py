@@ -58,7 +58,7 @@ class HybridRetriever(BaseRetriever):
     names: list[str] | None = None
     fetch_k: list[int | None] | None = None
     k: int = Field(10, ge=1)
-    c: float = Field(60.0, ge=0)
+    c: float = Field(60.0, ge=0, allow_inf_nan=False)
     id_key: str | None = "chunk_id"
     score_key: str = "score"
 

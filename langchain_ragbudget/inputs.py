@@ -63,6 +63,22 @@ def check_documents(documents: Any, name: str = "documents") -> Sequence[Documen
     return documents
 
 
+def check_passages(documents: Any, name: str = "documents") -> Sequence[Document]:
+    """`check_documents`, and every passage has text: an empty one is refused.
+
+    For ingest (building an index): a blank passage would be searchable, rank on
+    metadata alone and could become citation [1] with nothing to say.
+    """
+    checked = check_documents(documents, name)
+    for position, document in enumerate(checked):
+        if not document.page_content.strip():
+            raise InvalidInputError(
+                f"{name}[{position}] (id {document.id!r}) has no text: empty or "
+                "whitespace-only passages cannot be indexed"
+            )
+    return checked
+
+
 def finite_score(value: Any) -> float | None:
     """`value` as a float if it is a finite real number (numpy included), else None.
 

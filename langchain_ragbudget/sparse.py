@@ -20,6 +20,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_ragbudget.errors import IndexLoadError
 from langchain_ragbudget.identity import with_scores
+from langchain_ragbudget.inputs import check_passages, check_query
 
 BM25Method = Literal["robertson", "atire", "bm25l", "bm25+", "lucene"]
 _SETTINGS_FILE = "ragbudget_bm25.json"
@@ -106,6 +107,7 @@ class BM25Retriever(BaseRetriever):
     def _build(self, documents: list[Document]) -> None:
         if not documents:
             raise ValueError("BM25Retriever needs at least one document to index")
+        check_passages(documents)
         index = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
         tokens = self._tokenize([d.page_content for d in documents], return_ids=True)
         if not tokens.vocab:
@@ -135,6 +137,7 @@ class BM25Retriever(BaseRetriever):
         """
         if self._index is None:
             raise RuntimeError("BM25Retriever has no index: use from_documents or load")
+        check_query(query)
         size = self.k if k is None else k
         if size < 1:
             raise ValueError(f"k must be at least 1, got {size}")
