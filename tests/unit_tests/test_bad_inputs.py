@@ -138,7 +138,7 @@ API_CASES = [
     Case("invoke-k-zero", lambda: hybrid(docs("a")).invoke("q", k=0), ValueError, "k must be at least 1"),
     Case("names-repeated", lambda: hybrid(docs("a"), docs("b"), names=["x", "x"]), ValidationError, "distinct names"),
     Case("no-retrievers", lambda: HybridRetriever(retrievers=[]), ValidationError, "at least 1"),
-    Case("max-docs-bool", lambda: SurfaceSettings(max_docs=True, max_tokens=10, encoding="cl100k_base"), ValidationError, "integer"),  # type: ignore[arg-type]
+    Case("max-docs-bool", lambda: SurfaceSettings(max_docs=True, max_tokens=10, encoding="cl100k_base"), ValidationError, "integer"),
     Case("threshold-nan", lambda: SurfaceSettings(max_docs=1, max_tokens=10, encoding="cl100k_base", weak_evidence={"dense_score": math.nan}), ValidationError, "finite"),
     Case("score-floor-nan", lambda: _reranker(score_floor=math.nan), ValidationError, "finite"),
     Case("unknown-surface", lambda: ContextBudget.from_config("voice"), ConfigError, "unknown surface"),
