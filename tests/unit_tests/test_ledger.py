@@ -7,6 +7,7 @@ real code path) and the budget are the real stages, composed as a plain LCEL cha
 
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
@@ -21,6 +22,8 @@ from langchain_ragbudget.embedded import build_hybrid_retriever
 from langchain_ragbudget.pipeline import create_budgeted_rag_chain
 from langchain_ragbudget.rerank import FlashRankRerank
 from langchain_ragbudget.sample import load_sample_corpus
+
+pytestmark = [pytest.mark.needs_embedding_model, pytest.mark.needs_tiktoken]
 
 WORDS = ["solar", "panels", "bread", "rain", "tax", "deploy", "the", "policy"]
 POOL = [
