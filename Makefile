@@ -36,7 +36,7 @@ demo: $(STAMP)  ## Run the pipeline on the bundled sample corpus
 	$(BIN)/ragbudget demo
 
 test: $(STAMP)  ## Unit tests (offline, small corpora)
-	$(BIN)/pytest tests/unit_tests -q
+	$(BIN)/pytest tests/unit_tests -q -rs
 
 integration_tests: $(STAMP)  ## Slower tests against real models and data
 	$(BIN)/pytest tests/integration_tests -q

@@ -40,6 +40,9 @@ from langchain_ragbudget.drops import CandidateList, DropReason
 from langchain_ragbudget.errors import InvalidInputError
 
 
+pytestmark = pytest.mark.needs_tiktoken  # the budget counts tokens
+
+
 class ListRetriever(BaseRetriever):
     documents: list[Document]
 

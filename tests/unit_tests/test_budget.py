@@ -34,6 +34,7 @@ def budget(**settings: Any) -> ContextBudget:
     )
 
 
+@pytest.mark.needs_tiktoken
 def test_model_resolves_encoding_and_tokens_match_tiktoken() -> None:
     docs = [passage("a", 0, "Hello world. " * 5), passage("b", 0, "Second one.")]
     context = budget().fit(docs)
@@ -48,6 +49,7 @@ def test_model_resolves_encoding_and_tokens_match_tiktoken() -> None:
     )
 
 
+@pytest.mark.needs_tiktoken
 def test_chunks_of_one_document_share_one_citation() -> None:
     docs = [
         passage("handbook", 0, "Deploys happen on Tuesdays.", dense_score=0.9),
@@ -75,6 +77,7 @@ def test_chunks_of_one_document_share_one_citation() -> None:
     )
 
 
+@pytest.mark.needs_tiktoken
 def test_kept_text_is_verbatim() -> None:
     text = "  leading spaces, trailing newline\n\n"
     context = budget().fit([passage("a", 0, text)])
@@ -83,6 +86,7 @@ def test_kept_text_is_verbatim() -> None:
     assert context.documents[0].page_content == text
 
 
+@pytest.mark.needs_tiktoken
 def test_seed_000_short_answer_ranked_last_is_packed() -> None:
     bulky = [
         passage(
@@ -112,6 +116,7 @@ def test_seed_000_short_answer_ranked_last_is_packed() -> None:
     )  # the failure seed 002's policy has
 
 
+@pytest.mark.needs_tiktoken
 def test_over_budget_top_passage_is_kept_and_reported() -> None:
     context = budget(max_tokens=5).fit(
         [passage("a", 0, "word " * 50), passage("b", 0, "x")]
@@ -120,6 +125,7 @@ def test_over_budget_top_passage_is_kept_and_reported() -> None:
     assert context.report.tokens_used > 5
 
 
+@pytest.mark.needs_tiktoken
 def test_edges_order_renumbers_citations_in_reading_order() -> None:
     docs = [passage(f"d{i}", 0, f"passage {i}") for i in range(5)]
     context = budget(order="edges").fit(docs)
@@ -128,6 +134,7 @@ def test_edges_order_renumbers_citations_in_reading_order() -> None:
     assert context.report.tokens_used == count_tokens(context.text, "o200k_base")
 
 
+@pytest.mark.needs_tiktoken
 def test_upstream_records_travel_into_the_report() -> None:
     dropped = passage("z", 0, "cut at fusion")
     upstream = DropRecord("z::0", Stage.FUSION, DropReason.FUSION_CUT, 11, dropped)
@@ -142,6 +149,7 @@ def test_upstream_records_travel_into_the_report() -> None:
     json.dumps(report)
 
 
+@pytest.mark.needs_tiktoken
 def test_counts_are_cached_per_text() -> None:
     docs = [passage("cache", 0, "a text counted once " * 3)]
     budget().fit(docs)
@@ -172,6 +180,7 @@ class Recorder(BaseCallbackHandler):
         self.metadata.append(metadata or {})
 
 
+@pytest.mark.needs_tiktoken
 async def test_report_reaches_callbacks_sync_and_async() -> None:
     docs = [passage("a", 0, "x " * 400), passage("b", 0, "kept")]
     for call in ("sync", "async"):
@@ -201,6 +210,7 @@ async def test_report_reaches_callbacks_sync_and_async() -> None:
         ]
 
 
+@pytest.mark.needs_tiktoken
 def test_list_in_context_out_and_bad_input_named() -> None:
     assert budget().invoke([passage("a", 0, "x")]).report.kept_ids == ["a::0"]
     with pytest.raises(InvalidInputError, match="list of Documents"):
@@ -225,6 +235,7 @@ texts = st.lists(
 ).map("".join)
 
 
+@pytest.mark.needs_tiktoken
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(
     st.lists(st.tuples(st.sampled_from("abc"), texts), min_size=0, max_size=12),

@@ -40,6 +40,7 @@ def test_fingerprint_follows_content_ids_and_model() -> None:
     assert corpus_fingerprint(changed, "m") != base
 
 
+@pytest.mark.needs_embedding_model
 def test_vector_store_is_embedded_once(tmp_path: Path) -> None:
     settings = load_config().embedding
     embeddings = CountingEmbeddings()
@@ -50,6 +51,7 @@ def test_vector_store_is_embedded_once(tmp_path: Path) -> None:
     assert first is not second
 
 
+@pytest.mark.needs_embedding_model
 def test_interrupted_build_is_redone(tmp_path: Path) -> None:
     settings = load_config().embedding
     key = corpus_fingerprint(DOCS, settings.model)

@@ -90,6 +90,7 @@ def seed_000_docs() -> list[Document]:
     ]
 
 
+@pytest.mark.needs_tiktoken
 def test_seed_000_answer_packed_and_dropped_passage_named() -> None:
     docs = seed_000_docs()
     sizes = [
@@ -110,6 +111,7 @@ def test_seed_000_answer_packed_and_dropped_passage_named() -> None:
     assert "Clause 3." not in recorder.prompts[0]
 
 
+@pytest.mark.needs_tiktoken
 def test_truncated_answer_is_flagged() -> None:
     for metadata in ({"finish_reason": "length"}, {"stop_reason": "max_tokens"}):
         chain = budget(500) | create_budgeted_stuff_chain(
@@ -127,6 +129,7 @@ def test_truncated_answer_is_flagged() -> None:
     )
 
 
+@pytest.mark.needs_tiktoken
 def test_weak_evidence_in_prompt_and_output() -> None:
     recorder = PromptRecorder()
     stage = budget(500, weak_evidence={"rerank_score": 0.5, "dense_score": 0.4})
@@ -155,6 +158,7 @@ def test_weak_evidence_in_prompt_and_output() -> None:
     )
 
 
+@pytest.mark.needs_tiktoken
 def test_prompt_without_evidence_note_still_gets_it() -> None:
     recorder = PromptRecorder()
     prompt = ChatPromptTemplate.from_messages([("human", "{context}\nQ: {question}")])
@@ -177,6 +181,7 @@ def test_prompt_must_take_context_and_question() -> None:
         )
 
 
+@pytest.mark.needs_tiktoken
 def test_structured_answer_carries_everything() -> None:
     docs = CandidateList(
         [
@@ -220,6 +225,7 @@ def test_chain_without_budget_context_is_a_clear_error() -> None:
         )
 
 
+@pytest.mark.needs_tiktoken
 async def test_stream_yields_tokens_then_the_warnings() -> None:
     docs = [passage("a", 0, "kept", dense_score=0.9), passage("b", 0, "word " * 400)]
     llm = fake_llm("Five minutes [1].", finish_reason="length")

@@ -23,6 +23,8 @@ def run(monkeypatch: pytest.MonkeyPatch, tmp_path: Any, llm: Any = None) -> str:
     return out.getvalue()
 
 
+@pytest.mark.needs_embedding_model
+@pytest.mark.needs_tiktoken
 def test_demo_prints_evidence_prompt_and_warnings(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
@@ -37,6 +39,8 @@ def test_demo_prints_evidence_prompt_and_warnings(
     assert "no chat model configured" in text
 
 
+@pytest.mark.needs_embedding_model
+@pytest.mark.needs_tiktoken
 def test_demo_shows_the_answer_with_a_model(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:

@@ -51,6 +51,7 @@ def embeddings() -> FastEmbedEmbeddings:
     return embedder
 
 
+@pytest.mark.needs_embedding_model
 def test_embeddings_are_normalised_minilm_vectors(
     embeddings: FastEmbedEmbeddings,
 ) -> None:
@@ -61,6 +62,7 @@ def test_embeddings_are_normalised_minilm_vectors(
     assert query == pytest.approx(vectors[0], abs=1e-5)
 
 
+@pytest.mark.needs_embedding_model
 def test_batches_are_bounded(
     embeddings: FastEmbedEmbeddings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -83,6 +85,7 @@ def test_missing_local_model_is_a_clear_error(tmp_path: Path) -> None:
         embedder.embed_query("x")
 
 
+@pytest.mark.needs_embedding_model
 def test_dense_retriever_keeps_ids_and_scores(embeddings: FastEmbedEmbeddings) -> None:
     store = build_vector_store(VectorStoreSettings(), embeddings)
     add_documents(store, DOCS, batch_size=2)
@@ -92,6 +95,7 @@ def test_dense_retriever_keeps_ids_and_scores(embeddings: FastEmbedEmbeddings) -
     assert results[0].metadata["score"] >= results[1].metadata["score"]
 
 
+@pytest.mark.needs_embedding_model
 def test_persistent_chroma_reopens(
     embeddings: FastEmbedEmbeddings, tmp_path: Path
 ) -> None:
@@ -103,6 +107,7 @@ def test_persistent_chroma_reopens(
     assert reopened.invoke("markets")[0].id == "b"
 
 
+@pytest.mark.needs_embedding_model
 def test_embedded_hybrid_end_to_end(embeddings: FastEmbedEmbeddings) -> None:
     config = load_config()
     results = build_hybrid_retriever(DOCS, config, embeddings=embeddings).invoke(
@@ -121,6 +126,7 @@ def test_embedded_hybrid_end_to_end(embeddings: FastEmbedEmbeddings) -> None:
     assert [r.key for r in drops_of(results)] in (["b"], ["c"])
 
 
+@pytest.mark.needs_embedding_model
 def test_docstore_path_matches_the_plain_path(embeddings: FastEmbedEmbeddings) -> None:
     store = build_vector_store(VectorStoreSettings(), embeddings)
     add_documents(store, DOCS)
@@ -134,6 +140,7 @@ def test_docstore_path_matches_the_plain_path(embeddings: FastEmbedEmbeddings) -
         assert fast_doc.metadata == pytest.approx(plain_doc.metadata)
 
 
+@pytest.mark.needs_embedding_model
 async def test_docstore_path_async_and_out_of_sync_error(
     embeddings: FastEmbedEmbeddings,
 ) -> None:
@@ -153,6 +160,7 @@ def test_docstore_needs_chroma(embeddings: FastEmbedEmbeddings) -> None:
         DenseRetriever(vectorstore=InMemoryVectorStore(embeddings), docstore={})
 
 
+@pytest.mark.needs_embedding_model
 def test_two_in_memory_builds_do_not_mix(embeddings: FastEmbedEmbeddings) -> None:
     config = load_config()
     first = build_hybrid_retriever(DOCS[:2], config, embeddings=embeddings)
@@ -240,6 +248,7 @@ def without_run(metadata: dict[str, object]) -> dict[str, object]:
     return {key: value for key, value in metadata.items() if key != LEDGER_KEY}
 
 
+@pytest.mark.needs_embedding_model
 def test_direct_hits_and_traced_child_runs_give_the_same_result(
     embeddings: FastEmbedEmbeddings,
 ) -> None:
@@ -262,6 +271,7 @@ def test_direct_hits_and_traced_child_runs_give_the_same_result(
     assert len(recorder.retriever_runs) == 2 * 3
 
 
+@pytest.mark.needs_embedding_model
 def test_batch_from_threads_matches_one_by_one(
     embeddings: FastEmbedEmbeddings,
 ) -> None:

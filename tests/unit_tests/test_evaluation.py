@@ -49,6 +49,8 @@ def beir_folder(tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.mark.needs_embedding_model
+@pytest.mark.needs_tiktoken
 def test_cli_eval_writes_json_plot_and_markdown(
     beir_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -100,6 +102,7 @@ def test_cli_eval_writes_json_plot_and_markdown(
     assert "| rerank (model unavailable) | skipped |" in text and "plot.png" in text
 
 
+@pytest.mark.needs_tiktoken
 def test_rerank_row_runs_with_a_model_and_survival_adds_up(
     beir_folder: Path, tiny_flashrank_dir: Path
 ) -> None:
@@ -151,6 +154,8 @@ def add_rationales(folder: Path) -> None:
             out.write(json.dumps({"doc_id": doc.id, "abstract": abstract}) + "\n")
 
 
+@pytest.mark.needs_embedding_model
+@pytest.mark.needs_tiktoken
 def test_evidence_survival_counts_sentences_a_slice_keeps(beir_folder: Path) -> None:
     add_rationales(beir_folder)
     dataset = load_beir(beir_folder)

@@ -48,6 +48,7 @@ def test_calibration_needs_both_sets() -> None:
         calibrate_threshold([0.5], [])
 
 
+@pytest.mark.needs_embedding_model
 def test_calibrate_from_questions_on_the_sample_corpus() -> None:
     from langchain_ragbudget import build_hybrid_retriever, load_config
     from langchain_ragbudget.evidence import calibrate_from_questions

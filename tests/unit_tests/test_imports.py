@@ -40,5 +40,7 @@ EXPECTED_ALL = [
 
 def test_all_imports() -> None:
     assert sorted(langchain_ragbudget.__all__) == sorted(EXPECTED_ALL)
-    for name in EXPECTED_ALL:
-        assert getattr(langchain_ragbudget, name) is not None
+    for name in EXPECTED_ALL:  # each name is bound to this package's own object
+        obj = getattr(langchain_ragbudget, name)
+        assert obj.__name__ == name, name
+        assert obj.__module__.startswith("langchain_ragbudget."), name

@@ -17,6 +17,8 @@ from langchain_ragbudget.config import RagBudgetConfig
 from langchain_ragbudget.index import HybridIndex
 from langchain_ragbudget.sparse import BM25Retriever
 
+pytestmark = [pytest.mark.needs_embedding_model, pytest.mark.needs_tiktoken]
+
 
 def doc(doc_id: str, text: str) -> Document:
     return Document(id=doc_id, page_content=text, metadata={"source": doc_id})

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
@@ -31,6 +32,10 @@ from langchain_ragbudget.identity import document_key
 from langchain_ragbudget.pipeline import create_budgeted_rag_chain
 from langchain_ragbudget.rerank import FlashRankRerank
 from langchain_ragbudget.sample import load_sample_corpus
+
+pytestmark = (
+    pytest.mark.needs_tiktoken
+)  # tests using the tiny reranker also need the model
 
 WORDS = ["solar", "panels", "bread", "rain", "tax", "deploy", "the", "policy"]
 POOL = [

@@ -14,7 +14,7 @@ from langchain_ragbudget.dense import build_embeddings
 from langchain_ragbudget.errors import ConfigError
 from langchain_ragbudget.quantize import int8_model_folder
 
-MODEL_PATH = os.environ["RAGBUDGET_EMBEDDING_MODEL_PATH"]
+MODEL_PATH = os.environ.get("RAGBUDGET_EMBEDDING_MODEL_PATH", "")  # unset: tests skip
 QUERIES = [
     "How long are application logs retained?",
     "Which genes are associated with systemic lupus erythematosus?",
@@ -34,6 +34,7 @@ def int8_folder(cache: Path) -> Path:
         return int8_model_folder(Path(MODEL_PATH))
 
 
+@pytest.mark.needs_embedding_model
 def test_the_copy_is_int8_and_lives_in_the_cache(
     int8_folder: Path, cache: Path
 ) -> None:
@@ -50,6 +51,7 @@ def test_the_copy_is_int8_and_lives_in_the_cache(
     assert smaller < 0.5 * (Path(MODEL_PATH) / "model.onnx").stat().st_size
 
 
+@pytest.mark.needs_embedding_model
 def test_the_copy_is_made_once(
     int8_folder: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -60,6 +62,7 @@ def test_the_copy_is_made_once(
     assert [p.name for p in (cache / "quantized").iterdir()] == [int8_folder.name]
 
 
+@pytest.mark.needs_embedding_model
 def test_int8_query_vectors_match_float32(
     int8_folder: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -91,6 +94,7 @@ def test_a_missing_model_file_is_named(tmp_path: Path) -> None:
         int8_model_folder(tmp_path)
 
 
+@pytest.mark.needs_embedding_model
 def test_quantizing_leaves_the_root_logger_alone(tmp_path: Path) -> None:
     # onnxruntime's quantizer logs through logging.warning, which configures the
     # root logger (1 handler) when nothing guards it; pytest's own handlers would
@@ -112,6 +116,7 @@ def test_quantizing_leaves_the_root_logger_alone(tmp_path: Path) -> None:
     assert "pre-processing" not in out.stderr
 
 
+@pytest.mark.needs_embedding_model
 def test_an_unwritable_cache_is_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -134,6 +139,7 @@ def test_int8_needs_the_fastembed_provider(tmp_path: Path) -> None:
         load_config(config)
 
 
+@pytest.mark.needs_embedding_model
 def test_a_downloaded_model_is_found_in_fastembeds_folder(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -30,6 +30,9 @@ from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.render import one_line
 
 
+pytestmark = pytest.mark.needs_tiktoken  # the budget counts tokens
+
+
 class ListRetriever(BaseRetriever):
     """Returns its list as given: duplicates, collisions and odd scores included."""
 

@@ -35,6 +35,9 @@ DOCS = [
         id="experts", page_content="Panels of experts met.", metadata={"fused_rank": 3}
     ),
 ]
+UPSTREAM = DropRecord(
+    "old", Stage.FUSION, DropReason.FUSION_CUT, 9, Document(page_content="o")
+)
 
 
 def reranker(cache: Path, **kwargs: Any) -> FlashRankRerank:
@@ -79,6 +82,10 @@ def test_runnable_form_in_a_chain(tiny_flashrank_dir: Path) -> None:
 
 def test_empty_input(tiny_flashrank_dir: Path) -> None:
     assert reranker(tiny_flashrank_dir).compress_documents([], QUERY) == []
+    out = reranker(tiny_flashrank_dir).compress_documents(
+        CandidateList([], [UPSTREAM]), QUERY
+    )
+    assert out == [] and out.drops == [UPSTREAM]  # upstream records survive
 
 
 def test_missing_model_offline_is_skipped_and_reported(
@@ -91,8 +98,9 @@ def test_missing_model_offline_is_skipped_and_reported(
     monkeypatch.setattr(socket, "getaddrinfo", no_network)
     stage = reranker(tmp_path / "empty")
     assert not stage.available
-    out = stage.compress_documents(DOCS, QUERY)
+    out = stage.compress_documents(CandidateList(DOCS, [UPSTREAM]), QUERY)
     assert [d.id for d in out] == ["bread", "solar", "experts"]  # order unchanged
+    assert out.drops == [UPSTREAM]  # a skipped stage keeps the upstream records
     (skip,) = out.skipped
     assert skip.stage == Stage.RERANK and "could not download" in skip.reason
     assert not (tmp_path / "empty" / "ms-marco-MiniLM-L-12-v2").exists()

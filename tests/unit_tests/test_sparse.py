@@ -114,7 +114,9 @@ def test_empty_corpus_is_refused() -> None:
 
 
 def test_metadata_is_json_serialisable(documents: list[Document]) -> None:
-    for doc in BM25Retriever.from_documents(documents).invoke("marathon"):
+    results = BM25Retriever.from_documents(documents).invoke("marathon")
+    assert {d.id for d in results} == {"d0", "d1"}  # not vacuous on an empty result
+    for doc in results:
         json.dumps(doc.metadata)
 
 

@@ -3,6 +3,7 @@
 from functools import cache
 from typing import Any
 
+import pytest
 from langchain_core.retrievers import BaseRetriever
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
@@ -35,6 +36,7 @@ def _parts() -> tuple[BM25Retriever, DenseRetriever]:
     )
 
 
+@pytest.mark.needs_embedding_model  # the dense half embeds the sample corpus
 class TestHybridRetrieverStandard(RetrieversIntegrationTests):
     @property
     def retriever_constructor(self) -> type[BaseRetriever]:

@@ -7,6 +7,7 @@ from langchain_ragbudget.render import ContextFormat, group_citations
 from langchain_ragbudget.survival import naive_slice, policy_survivors
 from langchain_ragbudget.tokens import get_encoding
 
+pytestmark = pytest.mark.needs_tiktoken("cl100k_base")
 ENCODING = "cl100k_base"
 HEAD = "The refund window is ninety days from delivery."
 TAIL = "Store credit never expires."
