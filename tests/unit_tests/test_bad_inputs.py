@@ -39,7 +39,6 @@ from langchain_ragbudget.chain import context_warnings
 from langchain_ragbudget.drops import CandidateList, DropReason
 from langchain_ragbudget.errors import InvalidInputError
 
-
 pytestmark = pytest.mark.needs_tiktoken  # the budget counts tokens
 
 

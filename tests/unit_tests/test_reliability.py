@@ -29,7 +29,6 @@ from langchain_ragbudget.drops import CandidateList, DropReason, Stage, ledger_s
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.render import one_line
 
-
 pytestmark = pytest.mark.needs_tiktoken  # the budget counts tokens
 
 
