@@ -17,14 +17,19 @@ from langchain_ragbudget.drops import (
     CandidateList,
     DropReason,
     DropRecord,
+    RunLedger,
+    ScoreIssue,
     Stage,
     StageSkip,
+    ledger_scope,
 )
 from langchain_ragbudget.embedded import build_hybrid_retriever
 from langchain_ragbudget.embeddings import FastEmbedEmbeddings
 from langchain_ragbudget.errors import (
     ConfigError,
     IndexLoadError,
+    IndexRepairError,
+    InvalidInputError,
     ModelUnavailableError,
     RagBudgetError,
 )
@@ -55,9 +60,13 @@ __all__ = [
     "FlashRankRerank",
     "HybridRetriever",
     "IndexLoadError",
+    "IndexRepairError",
+    "InvalidInputError",
     "ModelUnavailableError",
     "RagBudgetConfig",
     "RagBudgetError",
+    "RunLedger",
+    "ScoreIssue",
     "ScoredSearch",
     "Stage",
     "StageSkip",
@@ -68,6 +77,7 @@ __all__ = [
     "calibrate_threshold",
     "create_budgeted_rag_chain",
     "create_budgeted_stuff_chain",
+    "ledger_scope",
     "load_config",
     "load_surface",
     "weighted_rrf",
