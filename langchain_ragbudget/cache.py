@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,19 +25,10 @@ from langchain_ragbudget.config import (
 )
 from langchain_ragbudget.dense import add_documents, build_vector_store
 from langchain_ragbudget.embedded import build_sparse_retriever
+from langchain_ragbudget.files import atomic_write_text, cache_root
 from langchain_ragbudget.sparse import BM25Retriever
 
-CACHE_DIR_ENV = "RAGBUDGET_CACHE_DIR"
 _MANIFEST = "ragbudget_cache.json"
-
-
-def cache_root() -> Path:
-    """RAGBUDGET_CACHE_DIR, else the user cache folder (never the working tree)."""
-    configured = os.environ.get(CACHE_DIR_ENV)
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "langchain-ragbudget"
 
 
 def corpus_fingerprint(documents: Sequence[Document], model: str) -> str:
@@ -69,9 +59,9 @@ def cached_sparse_retriever(
         shutil.rmtree(folder)
     retriever = build_sparse_retriever(documents, config)
     retriever.save(folder)
-    manifest.write_text(
+    atomic_write_text(
+        manifest,
         json.dumps({"documents": len(documents), "sparse": settings, "key": key}),
-        encoding="utf-8",
     )
     return retriever
 
@@ -99,8 +89,8 @@ def cached_vector_store(
     folder.mkdir(parents=True)
     store = build_vector_store(settings, embeddings)
     add_documents(store, documents, on_batch=on_batch)
-    manifest.write_text(
+    atomic_write_text(
+        manifest,
         json.dumps({"documents": len(documents), "model": embedding.model, "key": key}),
-        encoding="utf-8",
     )
     return store

@@ -16,6 +16,7 @@ from langchain_core.embeddings import Embeddings
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from langchain_ragbudget.errors import ModelUnavailableError
+from langchain_ragbudget.quantize import int8_model_folder
 
 MODEL_PATH_ENV = "RAGBUDGET_EMBEDDING_MODEL_PATH"
 
@@ -60,8 +61,6 @@ class FastEmbedEmbeddings(BaseModel, Embeddings):
         if self.query_precision == "float32":
             return self._text_embedding()
         if self._query_model is None:
-            from langchain_ragbudget.quantize import int8_model_folder
-
             local = self.model_path or os.environ.get(MODEL_PATH_ENV)
             if local is not None:
                 source, model_file = Path(local), "model.onnx"

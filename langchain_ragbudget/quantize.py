@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import uuid
 from pathlib import Path
 
-from langchain_ragbudget.cache import cache_root
 from langchain_ragbudget.errors import ModelUnavailableError
+from langchain_ragbudget.files import cache_root, publish_folder, staging_path
 from langchain_ragbudget.logging_guard import root_logger_untouched
 
 
@@ -42,7 +41,7 @@ def int8_model_folder(source: Path, model_file: str = "model.onnx") -> Path:
             f"int8 query embeddings need the `onnx` package ({exc}); install it or "
             "set embedding.query_precision: float32"
         ) from exc
-    staging = target.with_name(f"{target.name}.tmp-{uuid.uuid4().hex[:8]}")
+    staging = staging_path(target)
     try:
         staging.mkdir(parents=True)
     except OSError as exc:
@@ -61,7 +60,7 @@ def int8_model_folder(source: Path, model_file: str = "model.onnx") -> Path:
                 weight_type=QuantType.QInt8,
                 per_channel=True,
             )
-        staging.rename(target)
+        publish_folder(staging, target)
     except OSError:
         if not (target / model_file).is_file():  # not another process's copy
             raise

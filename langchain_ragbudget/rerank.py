@@ -10,8 +10,6 @@ FlashRank downloads without a timeout, so the model is fetched here, with one.
 from __future__ import annotations
 
 import logging
-import os
-import shutil
 import tempfile
 import zipfile
 from collections.abc import Sequence
@@ -23,7 +21,6 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from langchain_ragbudget.cache import cache_root
 from langchain_ragbudget.config import RerankSettings
 from langchain_ragbudget.drops import (
     CandidateList,
@@ -36,6 +33,7 @@ from langchain_ragbudget.drops import (
     records_of,
 )
 from langchain_ragbudget.errors import InvalidInputError, ModelUnavailableError
+from langchain_ragbudget.files import cache_root, publish_folder
 from langchain_ragbudget.identity import document_key, with_metadata
 from langchain_ragbudget.inputs import check_documents, check_query, finite_score
 from langchain_ragbudget.logging_guard import root_logger_untouched
@@ -254,7 +252,4 @@ def _download_model(model: str, cache_dir: Path, timeout: float) -> None:
                 f"({type(exc).__name__}); offline? put its folder in {cache_dir} "
                 "or set rerank.cache_dir"
             ) from exc
-        target = cache_dir / model
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(Path(tmp) / model, target)
+        publish_folder(Path(tmp) / model, cache_dir / model, replace=True)
