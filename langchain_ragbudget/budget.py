@@ -29,7 +29,13 @@ from langchain_core.runnables import (
 from langchain_core.runnables.config import patch_config
 from pydantic import ConfigDict
 
-from langchain_ragbudget.config import RagBudgetConfig, SurfaceSettings, load_config
+from langchain_ragbudget.config import (
+    RagBudgetConfig,
+    RetrievalSettings,
+    SurfaceSettings,
+    default_of,
+    load_config,
+)
 from langchain_ragbudget.drops import (
     DropReason,
     DropRecord,
@@ -47,6 +53,7 @@ from langchain_ragbudget.identity import document_key, with_metadata
 from langchain_ragbudget.inputs import check_documents
 from langchain_ragbudget.packing import PackItem, PackResult, edges_order, pack
 from langchain_ragbudget.render import Citation, ContextFormat, group_citations
+from langchain_ragbudget.scores import CONTEXT_TOKENS, FUSED_RANK
 from langchain_ragbudget.tokens import count_tokens
 
 REPORT_EVENT = "ragbudget_context_report"
@@ -120,7 +127,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     surface: str = "chat"
     settings: SurfaceSettings
     format: ContextFormat = ContextFormat()
-    id_key: str | None = "chunk_id"
+    id_key: str | None = default_of(RetrievalSettings, "id_key")
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -180,7 +187,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         kept = [
             with_metadata(
                 documents[i],
-                {**documents[i].metadata, "context_tokens": items[i].tokens},
+                {**documents[i].metadata, CONTEXT_TOKENS: items[i].tokens},
             )
             for i in result.kept
         ]
@@ -248,7 +255,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
                 key=key,
                 stage=Stage.EXTERNAL,
                 reason=DropReason.UNACCOUNTED,
-                rank=int(document.metadata.get("fused_rank") or 0),
+                rank=int(document.metadata.get(FUSED_RANK) or 0),
                 document=document,
                 detail="entered at fusion, missing at the budget, and no stage "
                 "recorded removing it",

@@ -28,7 +28,8 @@ from pydantic import BaseModel
 from langchain_ragbudget.budget import BudgetedContext
 from langchain_ragbudget.drops import DropReason, Stage
 from langchain_ragbudget.identity import document_key
-from langchain_ragbudget.render import one_line, scores_of
+from langchain_ragbudget.render import one_line
+from langchain_ragbudget.scores import CONTEXT_TOKENS, scores_of
 
 DEFAULT_PROMPT = ChatPromptTemplate.from_messages(
     [
@@ -211,7 +212,7 @@ def build_answer(
             {
                 "id": document_key(d),
                 "source": d.metadata.get("source"),
-                "tokens": d.metadata.get("context_tokens"),
+                "tokens": d.metadata.get(CONTEXT_TOKENS),
                 **scores_of(d),
             }
             for d in context.documents

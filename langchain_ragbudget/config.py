@@ -38,8 +38,28 @@ from langchain_ragbudget.errors import ConfigError
 from langchain_ragbudget.tokens import resolve_encoding_name
 
 DEFAULT_CONFIG_NAME = "config_default.yml"
+BM25Method = Literal["robertson", "atire", "bm25l", "bm25+", "lucene"]
+QueryPrecision = Literal["float32", "int8"]
+PLACEHOLDERS = (
+    "__debezium_unavailable_value",
+    "placeholder",
+    "lorem ipsum",
+    "todo",
+    "tbd",
+    "coming soon",
+    "n/a",
+)
 # A built-in name, or "package.module:ClassName" of any LangChain implementation.
 _PROVIDER = r"^(fastembed|chroma|[A-Za-z_][\w.]*:[A-Za-z_]\w*)$"
+
+
+def default_of(settings: type[BaseModel], name: str) -> Any:
+    """The default of one settings field, for a component that takes the same value.
+
+    The settings models hold every default once; components and the shipped YAML
+    agree with them (a test checks both).
+    """
+    return settings.model_fields[name].get_default(call_default_factory=True)
 
 
 def import_provider(path: str) -> type[Any]:
@@ -115,7 +135,7 @@ class SparseSettings(_Strict):
 
     k1: StrictFloat = Field(1.5, gt=0)
     b: StrictFloat = Field(0.75, ge=0, le=1)
-    method: Literal["robertson", "atire", "bm25l", "bm25+", "lucene"] = "lucene"
+    method: BM25Method = "lucene"
     stemmer: StrictStr | None = "english"
     stopwords: StrictStr | list[StrictStr] | None = "en"
 
@@ -132,7 +152,7 @@ class EmbeddingSettings(_Strict):
     cache_dir: StrictStr | None = None
     batch_size: StrictInt = Field(32, ge=1, le=4096)
     threads: StrictInt | None = Field(None, ge=1)
-    query_precision: Literal["float32", "int8"] = "float32"
+    query_precision: QueryPrecision = "float32"
 
     @model_validator(mode="after")
     def _int8_needs_fastembed(self) -> EmbeddingSettings:
@@ -165,7 +185,7 @@ class IndexSettings(_Strict):
     chunk_size: StrictInt = Field(256, ge=16)
     chunk_overlap: StrictInt = Field(32, ge=0)
     encoding: StrictStr = "cl100k_base"
-    placeholders: list[StrictStr] = Field(default_factory=list)
+    placeholders: list[StrictStr] = Field(default_factory=lambda: [*PLACEHOLDERS])
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> IndexSettings:

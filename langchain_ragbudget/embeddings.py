@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from langchain_ragbudget.config import EmbeddingSettings, QueryPrecision, default_of
 from langchain_ragbudget.errors import ModelUnavailableError
 from langchain_ragbudget.quantize import int8_model_folder
 
@@ -30,12 +31,12 @@ class FastEmbedEmbeddings(BaseModel, Embeddings):
     copy of the model (made once, in the user cache) and documents stay float32.
     """
 
-    model_name: str = "sentence-transformers/all-MiniLM-L6-v2"
+    model_name: str = default_of(EmbeddingSettings, "model")
     model_path: str | None = None
     cache_dir: str | None = None
-    batch_size: int = Field(32, ge=1)
+    batch_size: int = Field(default_of(EmbeddingSettings, "batch_size"), ge=1)
     threads: int | None = None
-    query_precision: Literal["float32", "int8"] = "float32"
+    query_precision: QueryPrecision = default_of(EmbeddingSettings, "query_precision")
 
     model_config = ConfigDict(protected_namespaces=())
 

@@ -22,6 +22,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, Field, model_validator
 
+from langchain_ragbudget.config import RetrievalSettings, default_of
 from langchain_ragbudget.drops import (
     LEDGER_KEY,
     CandidateList,
@@ -37,6 +38,12 @@ from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.fusion import Fused, validate_weights, weighted_rrf
 from langchain_ragbudget.identity import distinct_keys, document_key
 from langchain_ragbudget.inputs import check_documents, check_query, finite_score
+from langchain_ragbudget.scores import (
+    FUSED_RANK,
+    FUSED_SCORE,
+    rank_key,
+    score_key,
+)
 
 
 class HybridRetriever(BaseRetriever):
@@ -57,9 +64,9 @@ class HybridRetriever(BaseRetriever):
     weights: list[float] | None = None
     names: list[str] | None = None
     fetch_k: list[int | None] | None = None
-    k: int = Field(10, ge=1)
-    c: float = Field(60.0, ge=0, allow_inf_nan=False)
-    id_key: str | None = "chunk_id"
+    k: int = Field(default_of(RetrievalSettings, "k"), ge=1)
+    c: float = Field(default_of(RetrievalSettings, "rrf_c"), ge=0, allow_inf_nan=False)
+    id_key: str | None = default_of(RetrievalSettings, "id_key")
     score_key: str = "score"
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -207,7 +214,7 @@ class HybridRetriever(BaseRetriever):
             issues += _score_issues(name, by_key)
         entered: dict[str, Document] = {}
         ledger = RunLedger(entered)
-        labels = [(f"{name}_rank", f"{name}_score") for name in names]
+        labels = [(rank_key(name), score_key(name)) for name in names]
         kept: list[Document] = []
         cut: list[DropRecord] = []
         for rank, item in enumerate(fused, 1):
@@ -249,15 +256,15 @@ class HybridRetriever(BaseRetriever):
         for (doc, _), _, _ in reversed(present):  # the first retriever's values win
             metadata.update(doc.metadata)
         metadata.pop(self.score_key, None)
-        for (_, score), rank, (rank_key, score_key) in present:
-            metadata[rank_key] = rank
+        for (_, score), rank, (rank_label, score_label) in present:
+            metadata[rank_label] = rank
             value = finite_score(score)
             if value is not None:
-                metadata[score_key] = value
+                metadata[score_label] = value
             else:
-                metadata.pop(score_key, None)
-        metadata["fused_score"] = float(item.score)
-        metadata["fused_rank"] = fused_rank
+                metadata.pop(score_label, None)
+        metadata[FUSED_SCORE] = float(item.score)
+        metadata[FUSED_RANK] = fused_rank
         metadata[LEDGER_KEY] = ledger.reference()
         return present[0][0][0].model_copy(
             update={"id": item.key, "metadata": metadata}
@@ -269,7 +276,7 @@ def _score_issues(
 ) -> list[ScoreIssue]:
     """A score that is present but not a finite number is reported, not used."""
     return [
-        ScoreIssue(Stage.FUSION, key, f"{name}_score", repr(score))
+        ScoreIssue(Stage.FUSION, key, score_key(name), repr(score))
         for key, (_, score) in by_key.items()
         if score is not None and finite_score(score) is None
     ]

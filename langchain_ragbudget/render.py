@@ -18,11 +18,11 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from langchain_core.documents import Document
 
 from langchain_ragbudget.identity import document_key, document_source
+from langchain_ragbudget.scores import DENSE, RERANK_SCORE, score_key
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class ContextFormat:
     passage: str = "{text}\n\n"
     quote_mark: str = "> "
     group_key: str = "doc_id"
-    score_keys: tuple[str, ...] = ("rerank_score", "dense_score")
+    score_keys: tuple[str, ...] = (RERANK_SCORE, score_key(DENSE))
 
     def __post_init__(self) -> None:
         for name, template in (("header", self.header), ("passage", self.passage)):
@@ -126,15 +126,6 @@ def group_citations(
         Citation(number, group, tuple(docs))
         for number, (group, docs) in enumerate(groups.items(), start=1)
     ]
-
-
-def scores_of(document: Document) -> dict[str, Any]:
-    """The rank and score fields of a document's metadata, for tables and reports."""
-    return {
-        key: value
-        for key, value in document.metadata.items()
-        if key.endswith(("_score", "_rank"))
-    }
 
 
 _LINE_BREAKS = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")

@@ -21,7 +21,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from langchain_ragbudget.config import RerankSettings
+from langchain_ragbudget.config import RerankSettings, RetrievalSettings, default_of
 from langchain_ragbudget.drops import (
     CandidateList,
     DropReason,
@@ -37,6 +37,7 @@ from langchain_ragbudget.files import cache_root, publish_folder
 from langchain_ragbudget.identity import document_key, with_metadata
 from langchain_ragbudget.inputs import check_documents, check_query, finite_score
 from langchain_ragbudget.logging_guard import root_logger_untouched
+from langchain_ragbudget.scores import RERANK_RANK, RERANK_SCORE
 
 logger = logging.getLogger(__name__)
 
@@ -51,15 +52,19 @@ class FlashRankRerank(
     documents reranked out. Adds `rerank_score` (float) and `rerank_rank`.
     """
 
-    model: str = "ms-marco-MiniLM-L-12-v2"
+    model: str = default_of(RerankSettings, "model")
     cache_dir: str | None = None
-    max_length: int = Field(512, ge=8)
-    top_n: int = Field(8, ge=1)
+    max_length: int = Field(default_of(RerankSettings, "max_length"), ge=8)
+    top_n: int = Field(default_of(RerankSettings, "top_n"), ge=1)
     score_floor: float | None = Field(None, allow_inf_nan=False)
-    on_unavailable: Literal["skip", "error"] = "skip"
-    download: bool = True
-    download_timeout: float = Field(30.0, gt=0)
-    id_key: str | None = "chunk_id"
+    on_unavailable: Literal["skip", "error"] = default_of(
+        RerankSettings, "on_unavailable"
+    )
+    download: bool = default_of(RerankSettings, "download")
+    download_timeout: float = Field(
+        default_of(RerankSettings, "download_timeout"), gt=0
+    )
+    id_key: str | None = default_of(RetrievalSettings, "id_key")
     query_key: str = "question"
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -135,15 +140,13 @@ class FlashRankRerank(
             score = finite_score(passage["score"])
             if score is None:
                 new_issues.append(
-                    ScoreIssue(
-                        Stage.RERANK, key, "rerank_score", repr(passage["score"])
-                    )
+                    ScoreIssue(Stage.RERANK, key, RERANK_SCORE, repr(passage["score"]))
                 )
-            metadata = {**source.metadata, "rerank_rank": rank}
+            metadata = {**source.metadata, RERANK_RANK: rank}
             if score is None:
-                metadata.pop("rerank_score", None)
+                metadata.pop(RERANK_SCORE, None)
             else:
-                metadata["rerank_score"] = score
+                metadata[RERANK_SCORE] = score
             document = with_metadata(source, metadata)
             reason, detail = self._verdict(score, len(kept))
             if reason is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import bm25s
 import Stemmer
@@ -18,11 +18,11 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from langchain_ragbudget.config import BM25Method, SparseSettings, default_of
 from langchain_ragbudget.errors import IndexLoadError
 from langchain_ragbudget.identity import with_scores
 from langchain_ragbudget.inputs import check_passages, check_query
 
-BM25Method = Literal["robertson", "atire", "bm25l", "bm25+", "lucene"]
 _SETTINGS_FILE = "ragbudget_bm25.json"
 _DOCUMENTS_FILE = "documents.jsonl"
 
@@ -37,11 +37,11 @@ class BM25Retriever(BaseRetriever):
     """
 
     k: int = Field(4, ge=1)
-    k1: float = Field(1.5, gt=0)
-    b: float = Field(0.75, ge=0, le=1)
-    method: BM25Method = "lucene"
-    stemmer_language: str | None = "english"
-    stopwords: str | list[str] | None = "en"
+    k1: float = Field(default_of(SparseSettings, "k1"), gt=0)
+    b: float = Field(default_of(SparseSettings, "b"), ge=0, le=1)
+    method: BM25Method = default_of(SparseSettings, "method")
+    stemmer_language: str | None = default_of(SparseSettings, "stemmer")
+    stopwords: str | list[str] | None = default_of(SparseSettings, "stopwords")
     score_key: str = "score"
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

@@ -1,0 +1,44 @@
+"""The metadata keys stages write and later stages read, named once.
+
+Fusion writes `<name>_rank` and `<name>_score` for each retriever plus the fused
+score and rank; rerank writes its score and rank; the budget writes the tokens a
+kept passage costs. The renderer, the weak-evidence check, the views and the
+evaluation read them through these names, so renaming one is a one-line change
+and a key that no stage writes can be caught where the configuration is wired
+(`factory.check_score_keys`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.documents import Document
+
+SPARSE = "bm25"  # the package's BM25 retriever inside a HybridRetriever
+DENSE = "dense"  # its vector-store retriever
+FUSED_SCORE = "fused_score"
+FUSED_RANK = "fused_rank"
+RERANK_SCORE = "rerank_score"
+RERANK_RANK = "rerank_rank"
+CONTEXT_TOKENS = "context_tokens"
+_SCORE = "_score"
+_RANK = "_rank"
+
+
+def score_key(retriever: str) -> str:
+    """The metadata key of one retriever's score, e.g. `dense_score`."""
+    return f"{retriever}{_SCORE}"
+
+
+def rank_key(retriever: str) -> str:
+    """The metadata key of one retriever's rank, e.g. `bm25_rank`."""
+    return f"{retriever}{_RANK}"
+
+
+def scores_of(document: Document) -> dict[str, Any]:
+    """The rank and score fields of a document's metadata, for tables and reports."""
+    return {
+        key: value
+        for key, value in document.metadata.items()
+        if key.endswith((_SCORE, _RANK))
+    }

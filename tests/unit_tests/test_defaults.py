@@ -1,0 +1,106 @@
+"""One source for every default: the settings models. The shipped YAML documents
+them and the components take them; these tests fail the moment any of them drifts."""
+
+from importlib import resources
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import BaseModel
+
+from langchain_ragbudget.budget import ContextBudget
+from langchain_ragbudget.config import (
+    EmbeddingSettings,
+    IndexSettings,
+    LlmSettings,
+    RerankSettings,
+    RetrievalSettings,
+    SparseSettings,
+    SurfaceSettings,
+    VectorStoreSettings,
+    load_config,
+)
+from langchain_ragbudget.embeddings import FastEmbedEmbeddings
+from langchain_ragbudget.hybrid import HybridRetriever
+from langchain_ragbudget.rerank import FlashRankRerank
+from langchain_ragbudget.sparse import BM25Retriever
+
+SHIPPED = yaml.safe_load(
+    resources.files("langchain_ragbudget").joinpath("config_default.yml").read_text()
+)
+SECTIONS: dict[str, type[BaseModel]] = {
+    "retrieval": RetrievalSettings,
+    "sparse": SparseSettings,
+    "embedding": EmbeddingSettings,
+    "vector_store": VectorStoreSettings,
+    "index": IndexSettings,
+    "rerank": RerankSettings,
+    "llm": LlmSettings,
+}
+
+
+@pytest.mark.parametrize("section", sorted(SECTIONS))
+def test_shipped_yaml_writes_the_settings_defaults(section: str) -> None:
+    assert SHIPPED[section] == SECTIONS[section]().model_dump()
+
+
+def test_shipped_yaml_has_no_section_the_models_lack() -> None:
+    assert set(SHIPPED) == {*SECTIONS, "surfaces"}
+
+
+@pytest.mark.parametrize("surface", sorted(SHIPPED["surfaces"]))
+def test_surface_keys_with_a_model_default_agree(surface: str) -> None:
+    shipped = SHIPPED["surfaces"][surface]
+    for name, field in SurfaceSettings.model_fields.items():
+        if not field.is_required() and name != "weak_evidence":
+            assert shipped[name] == field.get_default(call_default_factory=True), name
+
+
+def default(model: type[BaseModel], name: str) -> Any:
+    return model.model_fields[name].get_default(call_default_factory=True)
+
+
+@pytest.mark.parametrize(
+    ("component", "field", "settings", "setting"),
+    [
+        (FlashRankRerank, name, RerankSettings, name)
+        for name in (
+            "model",
+            "max_length",
+            "top_n",
+            "score_floor",
+            "on_unavailable",
+            "download",
+            "download_timeout",
+            "cache_dir",
+        )
+    ]
+    + [
+        (BM25Retriever, "k1", SparseSettings, "k1"),
+        (BM25Retriever, "b", SparseSettings, "b"),
+        (BM25Retriever, "method", SparseSettings, "method"),
+        (BM25Retriever, "stemmer_language", SparseSettings, "stemmer"),
+        (BM25Retriever, "stopwords", SparseSettings, "stopwords"),
+        (HybridRetriever, "k", RetrievalSettings, "k"),
+        (HybridRetriever, "c", RetrievalSettings, "rrf_c"),
+        (HybridRetriever, "id_key", RetrievalSettings, "id_key"),
+        (FlashRankRerank, "id_key", RetrievalSettings, "id_key"),
+        (ContextBudget, "id_key", RetrievalSettings, "id_key"),
+        (FastEmbedEmbeddings, "model_name", EmbeddingSettings, "model"),
+        (FastEmbedEmbeddings, "batch_size", EmbeddingSettings, "batch_size"),
+        (FastEmbedEmbeddings, "query_precision", EmbeddingSettings, "query_precision"),
+    ],
+    ids=lambda value: value.__name__ if isinstance(value, type) else str(value),
+)
+def test_components_take_the_settings_defaults(
+    component: type[BaseModel], field: str, settings: type[BaseModel], setting: str
+) -> None:
+    assert default(component, field) == default(settings, setting)
+
+
+def test_the_loaded_defaults_are_the_shipped_file() -> None:
+    config = load_config()
+    assert config.rerank.model == SHIPPED["rerank"]["model"]
+    assert (
+        config.surface("chat").max_tokens == SHIPPED["surfaces"]["chat"]["max_tokens"]
+    )
