@@ -472,6 +472,7 @@ class HybridIndex:
         chunks = list(self._chunks.values())
         self._sparse = build_sparse_retriever(chunks, self.config) if chunks else None
         _save_sparse(self.directory, self._records, self._sparse, self._manifest)
+        self.sync_report = self._compare()
 
     def sync_check(self) -> SyncReport:
         """Compare the chunk ids and text hashes of the two sides."""
@@ -483,11 +484,15 @@ class HybridIndex:
                 f"be read ({type(exc).__name__}: {exc}); run `ragbudget repair "
                 f"--index {self.directory}`"
             ) from exc
-        dense = {
+        self._dense_hashes = {
             chunk_id: (meta or {}).get("content_hash")
             for chunk_id, meta in zip(found["ids"], found["metadatas"], strict=True)
         }
-        self._dense_hashes = dense
+        return self._compare()
+
+    def _compare(self) -> SyncReport:
+        """Sync report from the vector-side hashes known to this process (no query)."""
+        dense = self._dense_hashes
         sparse = {
             chunk_id: chunk.metadata.get("content_hash")
             for chunk_id, chunk in self._chunks.items()

@@ -121,7 +121,7 @@ def _skip_all(path: Path, relative: str, reason: str, detail: str, out: Scan) ->
     """Record `path`, or every file under it when it is a folder, as skipped."""
     if path.is_dir() and not path.is_symlink():
         for below in sorted(path.rglob("*")):
-            if not below.is_dir():
+            if below.is_symlink() or not below.is_dir():
                 name = f"{relative}/{below.relative_to(path).as_posix()}"
                 out.skipped.append(Skipped(name, reason, detail))
         return
