@@ -251,10 +251,10 @@ def test_cli_index_goes_on_past_bad_files(
     out = capsys.readouterr().out
     assert code == 1
     assert (
-        "failed: empty.txt: empty" in out
-        and "failed: todo.md: only a placeholder" in out
+        "refused: empty.txt: empty" in out
+        and "refused: todo.md: only a placeholder" in out
     )
-    assert "failed: binary.txt: not UTF-8" in out
+    assert "refused: binary.txt: not UTF-8" in out
     index = HybridIndex.open(tmp_path / "ix")
     assert index.document_ids == ["good.md", "sub/page.html"]
     page = index.as_retriever(k=1).invoke("office opens")[0]
