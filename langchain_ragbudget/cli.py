@@ -85,7 +85,22 @@ def _parser() -> argparse.ArgumentParser:
     index.add_argument(
         "--prune",
         action="store_true",
-        help="delete indexed documents whose file is no longer under PATH",
+        help="delete indexed documents under PATH whose file is gone from PATH "
+        f"(asks for --yes above {PRUNE_HANDFUL} documents and "
+        f"{PRUNE_SHARE:.0%} of the index)",
+    )
+    index.add_argument(
+        "--yes",
+        action="store_true",
+        help="let --prune remove more than a small share of the index",
+    )
+    index.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="skip files or folders matching GLOB (path under PATH, or name); "
+        "repeatable",
     )
     ask = command(
         "ask", "ask an index a question; show evidence, prompt, answer", index=True
@@ -139,87 +154,199 @@ def main(argv: Sequence[str] | None = None) -> int:
     return EXIT_OK
 
 
-def _open_index(args: argparse.Namespace, console: Console) -> Any:
+PRUNE_HANDFUL = 5  # --prune removes up to this many documents without --yes ...
+PRUNE_SHARE = 0.10  # ... or up to this share of the index
+NAMES_SHOWN = 20  # skipped files named per reason; the count is always exact
+
+
+def _open_index(
+    args: argparse.Namespace, console: Console, *, create: bool = False
+) -> Any:
+    """The index of `--index` (or the configured one); only `index` may create it."""
     from langchain_ragbudget.config import load_config
     from langchain_ragbudget.index import HybridIndex
 
     config = load_config(args.config)
     directory = args.index or Path(config.index.directory)
     with console.status(f"opening index {directory}"):
-        index = HybridIndex.open(directory, config)
+        index = HybridIndex.open(directory, config, create=create)
     style = "green" if index.sync_report.in_sync else "yellow"
     console.print(f"[{style}]{directory}: {index.sync_report.summary()}[/{style}]")
     return index
 
 
+def _under(scope: str, relative: str) -> str:
+    """A document id: `relative` (POSIX, under the given path) under `scope`."""
+    if relative in ("", "."):
+        return scope
+    return relative if scope == "." else f"{scope}/{relative}"
+
+
+def _in_scope(doc_id: str, scope: str) -> bool:
+    return scope == "." or doc_id == scope or doc_id.startswith(scope + "/")
+
+
+def _names(names: Sequence[str], limit: int = 5) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" (+{len(names) - limit} more)" if len(names) > limit else "")
+
+
 def run_index(args: argparse.Namespace, console: Console) -> int:
-    """`ragbudget index PATH`: ingest, then print a summary; 1 if a file failed."""
+    """`ragbudget index PATH`: ingest, then print a summary.
+
+    Document ids are paths relative to the index's root folder (recorded in its
+    manifest by the first `index`), so a file or subfolder of it can be indexed
+    again under the same ids; a path outside the root is refused. Exit code: 0 when
+    every file was indexed, unchanged or skipped as expected (unsupported type,
+    link loop, dangling link, `--exclude`); 1 when any file was refused (unreadable,
+    not UTF-8, empty, whitespace-only, placeholder); 2 for usage and index errors.
+    """
     from rich.table import Table
 
-    from langchain_ragbudget.loaders import FileError, iter_files, load_file
+    from langchain_ragbudget.errors import InvalidInputError
+    from langchain_ragbudget.loaders import FileError, load_file, scan
 
-    root: Path = args.path
-    if not root.exists():
-        console.print(f"[red]error:[/red] {root} does not exist", highlight=False)
+    given: Path = args.path
+    if not given.exists():
+        console.print(f"[red]error:[/red] {given} does not exist", highlight=False)
         return 2
-    files = list(iter_files(root))
-    if not files:
+    found = scan(given, args.exclude)
+    target = given.resolve()
+    if not found.files and not args.prune:
+        for item in found.skipped:
+            console.print(
+                f"skipped ({item.reason}): {item.path} {item.detail}".rstrip(),
+                highlight=False,
+                markup=False,
+            )
         console.print(
-            f"[red]error:[/red] no .txt, .md, .html or .pdf files under {root}"
+            f"[red]error:[/red] nothing to index under {given}: no .txt, .md, "
+            f".html or .pdf file ({len(found.skipped)} skipped)",
+            highlight=False,
         )
         return 2
-    index = _open_index(args, console)
-    base = root if root.is_dir() else root.parent
+    index = _open_index(args, console, create=True)
+    folder = target if target.is_dir() else target.parent
+    if index.root is None:
+        index.set_root(folder)  # the first `index` (or an index made before roots)
+    root = index.root
+    if target != root and root not in target.parents:
+        raise InvalidInputError(
+            f"{given} is outside {root}, the folder this index's document ids are "
+            f"relative to (recorded when it was first indexed): index files under "
+            f"{root}, or use another --index"
+        )
+    scope = target.relative_to(root).as_posix()
+
+    def doc_id(relative: str) -> str:
+        return scope if target.is_file() else _under(scope, relative)
+
+    ids = {doc_id(path.relative_to(given).as_posix()): path for path in found.files}
+    gone = [d for d in index.document_ids if _in_scope(d, scope) and d not in ids]
+    total = len(index.document_ids)
+    if (
+        args.prune
+        and not args.yes
+        and len(gone) > PRUNE_HANDFUL
+        and len(gone) > PRUNE_SHARE * total
+    ):
+        raise InvalidInputError(
+            f"--prune would remove {len(gone)} of the {total} indexed documents "
+            f"(those under {scope if scope != '.' else root} whose file is gone, "
+            f"e.g. {_names(gone, 3)}); nothing was indexed or removed. Check the "
+            "path, or add --yes to remove them."
+        )
     read_errors: list[FileError] = []
 
     def documents() -> Iterator[Document]:
-        for path in files:
+        for key, path in ids.items():
             try:
-                yield load_file(path, base)
+                yield load_file(path, given, doc_id=key)
             except ValueError as exc:
-                read_errors.append(
-                    FileError(path.relative_to(base).as_posix(), str(exc))
-                )
+                read_errors.append(FileError(key, str(exc)))
 
     with Progress(console=console, transient=True) as progress:
-        task = progress.add_task("indexing", total=len(files))
+        task = progress.add_task("indexing", total=len(ids))
         summary = index.upsert(
             documents(), on_document=lambda _: progress.advance(task)
         )
     summary.errors[:0] = read_errors
-    seen = {path.relative_to(base).as_posix() for path in files}
-    gone = [doc_id for doc_id in index.document_ids if doc_id not in seen]
     if gone and args.prune:
         before = index.chunk_count
         summary.deleted += index.delete(gone)
         summary.chunks_deleted += before - index.chunk_count
-    table = Table(title=f"indexed {root} into {index.directory}")
-    columns = ("added", "updated", "unchanged", "deleted", "failed")
+    skipped = [(item.reason, doc_id(item.path), item.detail) for item in found.skipped]
+    table = Table(title=f"indexed {given} into {index.directory}")
+    columns = ("added", "updated", "unchanged", "restored", "deleted")
     for column in (
         *columns,
+        "refused",
+        "skipped",
         "chunks written",
         "chunks removed",
         "documents now",
         "chunks now",
     ):
         table.add_column(column, justify="right")
-    counts = (summary.added, summary.updated, summary.unchanged, summary.deleted)
+    counts = (
+        summary.added,
+        summary.updated,
+        summary.unchanged,
+        summary.restored,
+        summary.deleted,
+        summary.errors,
+        skipped,
+    )
     table.add_row(
-        *(str(len(ids)) for ids in counts),
-        str(len(summary.errors)),
+        *(str(len(items)) for items in counts),
         str(summary.chunks_added),
         str(summary.chunks_deleted),
         str(len(index.document_ids)),
         str(index.chunk_count),
     )
     console.print(table)
+    groups: dict[tuple[str, str], list[str]] = {}
+    for outcome, items in (
+        ("added", summary.added),
+        ("updated", summary.updated),
+        ("unchanged", summary.unchanged),
+        ("restored", summary.restored),
+        ("deleted", summary.deleted),
+    ):
+        if items:
+            groups[(outcome, "")] = list(items)
+    for error in summary.errors:
+        reason = error.problem.split(":")[0].split(" (")[0].split(";")[0]
+        groups.setdefault(("refused", reason), []).append(error.path)
+    for reason, name, _ in skipped:
+        groups.setdefault(("skipped", reason), []).append(name)
+    files = Table(title=f"files under {given}")
+    for column in ("outcome", "reason", "files", "names"):
+        files.add_column(column, justify="right" if column == "files" else "left")
+    for (outcome, reason), names in groups.items():
+        files.add_row(outcome, reason, str(len(names)), _names(names))
+    console.print(files)
     for error in summary.errors:
         console.print(
-            f"[red]failed:[/red] {error.path}: {error.problem}", highlight=False
+            f"[red]refused:[/red] {error.path}: {error.problem}", highlight=False
         )
+    shown: dict[str, int] = {}
+    for reason, name, detail in skipped:
+        shown[reason] = shown.get(reason, 0) + 1
+        if shown[reason] <= NAMES_SHOWN:
+            console.print(
+                f"skipped ({reason}): {name} {detail}".rstrip(),
+                highlight=False,
+                markup=False,
+            )
+    for reason, count in shown.items():
+        if count > NAMES_SHOWN:
+            console.print(f"skipped ({reason}): ... and {count - NAMES_SHOWN} more")
+    for note in summary.notes:
+        console.print(f"note: {note.path}: {note.problem}", highlight=False)
     if gone and not args.prune:
         console.print(
-            f"[yellow]{len(gone)} indexed document(s) have no file under {root} "
+            f"[yellow]{len(gone)} indexed document(s) have no file under {given} "
             f"(e.g. {gone[0]}); --prune deletes them[/yellow]",
             highlight=False,
         )
@@ -235,7 +362,7 @@ def run_ask(args: argparse.Namespace, console: Console) -> None:
         reranker_from,
     )
 
-    index = _open_index(args, console)
+    index = _open_index(args, console, create=False)
     config = index.config
     config.surface(args.surface)  # an unknown surface fails before any work
     reranker = reranker_from(config)
@@ -246,13 +373,24 @@ def run_ask(args: argparse.Namespace, console: Console) -> None:
 
 
 def run_repair(args: argparse.Namespace, console: Console) -> int:
-    """`ragbudget repair`: make the vector side match the committed BM25 side."""
-    index = _open_index(args, console)
-    fixed = index.repair()
+    """`ragbudget repair`: bring the two sides together; rebuild a damaged side.
+
+    Never creates an index and never deletes the only copy of a chunk; see
+    `langchain_ragbudget.index`. Exit code 0 when the sides end in sync.
+    """
+    from langchain_ragbudget.config import load_config
+    from langchain_ragbudget.index import HybridIndex
+
+    config = load_config(args.config)
+    directory = args.index or Path(config.index.directory)
+    with console.status(f"repairing index {directory}"):
+        index, report = HybridIndex.repair_directory(directory, config)
+    for line in report.lines():
+        console.print(line, highlight=False, markup=False)
     console.print(
-        f"repaired: removed {len(fixed.only_dense)} stale chunk(s) from the vector "
-        f"store, re-embedded {len(fixed.only_sparse) + len(fixed.differing)}; "
-        f"now: {index.sync_report.summary()}"
+        f"now: {index.sync_report.summary()}; {len(index.document_ids)} "
+        f"document(s), {index.chunk_count} chunk(s)",
+        highlight=False,
     )
     return 0 if index.sync_report.in_sync else 1
 

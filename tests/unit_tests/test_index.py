@@ -168,7 +168,14 @@ def test_one_sided_ids_are_reported_and_repaired(tmp_path: Path) -> None:
     assert "run `ragbudget repair`" in report.summary()
     reopened.repair()
     assert reopened.sync_report.in_sync
-    assert sorted(reopened.vectorstore.get()["ids"]) == ["a.md::0", "b.md::0"]
+    # a vector only the store held is the only copy: kept, and added back to BM25
+    assert sorted(reopened.vectorstore.get()["ids"]) == [
+        "a.md::0",
+        "b.md::0",
+        "ghost::0",
+    ]
+    assert reopened.document_ids == ["a.md", "b.md", "ghost"]
+    assert "stray" in sparse_texts(reopened)
 
 
 CRASH_SCRIPT = """
@@ -215,11 +222,14 @@ def test_killed_mid_save_leaves_the_previous_index(tmp_path: Path, where: str) -
     process.wait(timeout=30)
     reopened = HybridIndex.open(directory)
     assert sparse_texts(reopened) == ["Refunds are paid within 180 days."]
+    committed = (directory / "CURRENT").read_text()
     versions = [p.name for p in directory.iterdir() if "sparse-" in p.name]
-    assert versions == [(directory / "CURRENT").read_text()]  # strays removed
+    assert committed in versions and len(versions) == 2  # the newer stray waits
     assert reopened.sync_report.differing == ["policy.md::0"]  # vector side ran ahead
     reopened.repair()
     assert reopened.sync_report.in_sync
+    versions = [p.name for p in directory.iterdir() if "sparse-" in p.name]
+    assert versions == [(directory / "CURRENT").read_text()]  # strays removed
     assert (
         reopened.as_retriever(k=1)
         .invoke("refunds")[0]
@@ -243,10 +253,10 @@ def test_cli_index_goes_on_past_bad_files(
     out = capsys.readouterr().out
     assert code == 1
     assert (
-        "failed: empty.txt: empty" in out
-        and "failed: todo.md: only a placeholder" in out
+        "refused: empty.txt: empty" in out
+        and "refused: todo.md: only a placeholder" in out
     )
-    assert "failed: binary.txt: not UTF-8" in out
+    assert "refused: binary.txt: not UTF-8" in out
     index = HybridIndex.open(tmp_path / "ix")
     assert index.document_ids == ["good.md", "sub/page.html"]
     page = index.as_retriever(k=1).invoke("office opens")[0]
