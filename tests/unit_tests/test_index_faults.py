@@ -225,7 +225,7 @@ def test_the_advice_given_for_a_lost_bm25_folder_restores_it(
         shutil.rmtree(version)
     capsys.readouterr()
     assert main(["ask", "refunds", "--index", str(ix)]) == 2
-    assert "ragbudget repair" in capsys.readouterr().out
+    assert "ragbudget repair" in capsys.readouterr().err
     assert main(["repair", "--index", str(ix)]) == 0
     out = capsys.readouterr().out
     assert "added 4 chunk(s) only the vector store held back to BM25" in out

@@ -101,7 +101,7 @@ def test_prune_over_the_threshold_needs_yes(
         page.unlink()
     capsys.readouterr()
     assert main(["index", str(docs), "--index", ix, "--prune"]) == 2
-    out = " ".join(capsys.readouterr().out.split())
+    out = " ".join(capsys.readouterr().err.split())
     assert "--prune would remove 8 of the 13 indexed documents" in out
     assert "--yes" in out and "nothing was indexed or removed" in out
     assert len(stored(Path(ix))[0]) == 13  # refused: nothing removed
@@ -127,7 +127,7 @@ def test_a_path_outside_the_root_is_refused(
     assert main(["index", str(docs), "--index", ix]) == 0
     capsys.readouterr()
     assert main(["index", str(other), "--index", ix]) == 2
-    out = " ".join(capsys.readouterr().out.split())
+    out = " ".join(capsys.readouterr().err.split())
     assert f"{other} is outside {docs.resolve()}" in out
     assert "x.md" not in stored(Path(ix))[0]
 
@@ -219,8 +219,8 @@ def test_read_only_commands_never_create_an_index(
     if command == "ask":
         argv.insert(1, "When are refunds paid?")
     assert main(argv) == 2
-    out = capsys.readouterr().out.strip()
-    assert "no index here" in out and len(out.splitlines()) <= 2  # one line, wrapped
+    err = capsys.readouterr().err.strip()
+    assert "no index here" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "typo").exists()
     (tmp_path / "empty").mkdir()
     assert main([*argv[:-1], str(tmp_path / "empty")]) == 2
@@ -234,7 +234,7 @@ def test_an_index_path_that_is_a_file_is_refused(
     corpus(docs)
     (tmp_path / "ix").write_text("not a folder")
     assert main(["index", str(docs), "--index", str(tmp_path / "ix")]) == 2
-    assert "is a file, not an index folder" in capsys.readouterr().out
+    assert "is a file, not an index folder" in capsys.readouterr().err
 
 
 def config_with(**index_settings: object) -> RagBudgetConfig:
