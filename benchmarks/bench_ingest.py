@@ -26,7 +26,7 @@ from langchain_ragbudget import chunking
 from langchain_ragbudget import index as index_module
 from langchain_ragbudget.beir import load_corpus
 from langchain_ragbudget.config import load_config
-from langchain_ragbudget.dense import build_embeddings
+from langchain_ragbudget.factory import build_embeddings
 from langchain_ragbudget.index import HybridIndex
 
 console = Console(width=120)

@@ -37,7 +37,7 @@ from langchain_ragbudget import DenseRetriever, build_embeddings, build_hybrid_r
 from langchain_ragbudget.beir import load_beir
 from langchain_ragbudget.cache import cached_vector_store
 from langchain_ragbudget.config import load_config
-from langchain_ragbudget.embedded import build_sparse_retriever
+from langchain_ragbudget.factory import build_sparse_retriever
 from langchain_ragbudget.metrics import ndcg_at_k, recall_at_k
 
 FETCH = 100

@@ -8,11 +8,7 @@ from langchain_ragbudget.config import (
     load_config,
     load_surface,
 )
-from langchain_ragbudget.dense import (
-    DenseRetriever,
-    build_embeddings,
-    build_vector_store,
-)
+from langchain_ragbudget.dense import DenseRetriever
 from langchain_ragbudget.drops import (
     CandidateList,
     DropReason,
@@ -23,7 +19,6 @@ from langchain_ragbudget.drops import (
     StageSkip,
     ledger_scope,
 )
-from langchain_ragbudget.embedded import build_hybrid_retriever
 from langchain_ragbudget.embeddings import FastEmbedEmbeddings
 from langchain_ragbudget.errors import (
     ConfigError,
@@ -34,6 +29,11 @@ from langchain_ragbudget.errors import (
     RagBudgetError,
 )
 from langchain_ragbudget.evidence import Calibration, Evidence, calibrate_threshold
+from langchain_ragbudget.factory import (
+    build_embeddings,
+    build_hybrid_retriever,
+    build_vector_store,
+)
 from langchain_ragbudget.fusion import weighted_rrf
 from langchain_ragbudget.hybrid import HybridRetriever, ScoredSearch
 from langchain_ragbudget.pipeline import create_budgeted_rag_chain

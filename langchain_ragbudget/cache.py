@@ -23,8 +23,8 @@ from langchain_ragbudget.config import (
     RagBudgetConfig,
     VectorStoreSettings,
 )
-from langchain_ragbudget.dense import add_documents, build_vector_store
-from langchain_ragbudget.embedded import build_sparse_retriever
+from langchain_ragbudget.dense import add_documents
+from langchain_ragbudget.factory import build_sparse_retriever, build_vector_store
 from langchain_ragbudget.files import atomic_write_text, cache_root
 from langchain_ragbudget.sparse import BM25Retriever
 

@@ -236,28 +236,29 @@ def create_budgeted_stuff_chain(
 ) -> Runnable[dict[str, Any], Any]:
     """Chain `{"question", "context": BudgetedContext}` to an answer with warnings.
 
-    `prompt` needs `context` and `question`; if it has no `evidence_note`, the
-    weak-evidence note is put in front of the context instead, so the model is told
-    either way. Returns the answer text with warning lines appended (`stream`
-    yields the model's tokens as they come, then the warnings), or a
-    `BudgetedAnswer` with `structured=True`.
+    Args:
+        llm: The chat model (or LLM) that answers.
+        prompt: A template taking `context` and `question` (and, optionally,
+            `evidence_note`; without it the weak-evidence note goes in front of
+            the context, so the model is told either way). `DEFAULT_PROMPT` if None.
+        structured: Return a `BudgetedAnswer` instead of text.
+
+    Returns:
+        A Runnable giving the answer text with warning lines appended (`stream`
+        yields the model's tokens as they come, then the warnings), or a
+        `BudgetedAnswer` with `structured=True`.
+
+    Raises:
+        ValueError: `prompt` lacks `context` or `question`.
     """
-    prompt = prompt or DEFAULT_PROMPT
-    missing = {"context", "question"} - set(prompt.input_variables)
-    if missing:
-        raise ValueError(f"the prompt lacks the variable(s) {sorted(missing)}")
-    takes_note = "evidence_note" in prompt.input_variables
+    template = _checked_prompt(prompt)
 
     def variables(state: dict[str, Any]) -> dict[str, str]:
-        inputs = prompt_inputs(state["question"], _context_of(state))
-        if not takes_note:
-            note = inputs.pop("evidence_note").strip()
-            inputs["context"] = (
-                f"{note}\n{inputs['context']}" if note else inputs["context"]
-            )
-        return inputs
+        return prompt_variables(state["question"], _context_of(state), template)
 
-    generate = RunnableLambda(variables, name="ragbudget_prompt_inputs") | prompt | llm
+    generate: Runnable[dict[str, Any], Any] = (
+        RunnableLambda(variables, name="ragbudget_prompt_inputs") | template | llm
+    )
     if structured:
         return (
             RunnablePassthrough.assign(message=generate)
@@ -268,6 +269,33 @@ def create_budgeted_stuff_chain(
                 name="ragbudget_answer",
             )
         ).with_config(run_name="budgeted_stuff_chain")
+    return _text_chain(generate)
+
+
+def prompt_variables(
+    question: str, context: BudgetedContext, prompt: BasePromptTemplate | None = None
+) -> dict[str, str]:
+    """The variables `prompt` is filled with: what the stuff chain sends, exactly."""
+    prompt = _checked_prompt(prompt)
+    inputs = prompt_inputs(question, context)
+    if "evidence_note" not in prompt.input_variables:
+        note = inputs.pop("evidence_note").strip()
+        inputs["context"] = (
+            f"{note}\n{inputs['context']}" if note else inputs["context"]
+        )
+    return inputs
+
+
+def _checked_prompt(prompt: BasePromptTemplate | None) -> BasePromptTemplate:
+    prompt = prompt or DEFAULT_PROMPT
+    missing = {"context", "question"} - set(prompt.input_variables)
+    if missing:
+        raise ValueError(f"the prompt lacks the variable(s) {sorted(missing)}")
+    return prompt
+
+
+def _text_chain(generate: Runnable[dict[str, Any], Any]) -> Runnable[Any, str]:
+    """The model's tokens as they come, then the warning lines."""
 
     # LangChain passes `config` (with the child callbacks) to generators that take it.
     def stream(

@@ -355,21 +355,21 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
 
 def run_ask(args: argparse.Namespace, console: Console) -> None:
     """`ragbudget ask QUESTION`: one question through an index and a surface."""
-    from langchain_ragbudget.views import (
-        chat_model,
-        explain,
-        pipeline_line,
-        reranker_from,
-    )
+    from langchain_ragbudget.demo import chat_model
+    from langchain_ragbudget.factory import build_budget, build_reranker
+    from langchain_ragbudget.pipeline import explain
+    from langchain_ragbudget.views import pipeline_line, show_explained
 
     index = _open_index(args, console, create=False)
     config = index.config
-    config.surface(args.surface)  # an unknown surface fails before any work
-    reranker = reranker_from(config)
+    budget = build_budget(args.surface, config)  # a bad surface fails before work
+    reranker = build_reranker(config)
     console.print(pipeline_line(config, reranker))
-    llm = chat_model(config.llm, console)
-    retriever = index.as_retriever()
-    explain(console, args.question, retriever, reranker, config, args.surface, llm)
+    llm = chat_model(config, console)
+    explained = explain(
+        args.question, index.as_retriever(), budget, reranker=reranker, llm=llm
+    )
+    show_explained(console, explained, args.surface, fusion_k=config.retrieval.k)
 
 
 def run_repair(args: argparse.Namespace, console: Console) -> int:

@@ -10,12 +10,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from langchain_core.language_models import BaseChatModel
 from rich.console import Console
 
-from langchain_ragbudget.config import load_config
-from langchain_ragbudget.embedded import build_hybrid_retriever
+from langchain_ragbudget.config import RagBudgetConfig, load_config
+from langchain_ragbudget.errors import ModelUnavailableError
+from langchain_ragbudget.factory import (
+    build_budget,
+    build_chat_model,
+    build_hybrid_retriever,
+    build_reranker,
+)
+from langchain_ragbudget.pipeline import explain
 from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
-from langchain_ragbudget.views import chat_model, explain, pipeline_line, reranker_from
+from langchain_ragbudget.views import pipeline_line, show_explained
 
 DEMO_QUESTION = 0  # index into sample_data/questions.json
 
@@ -30,21 +38,34 @@ def run_demo(
     item = load_sample_questions()[DEMO_QUESTION]
     with console.status(f"indexing {len(corpus)} sample passages (BM25 + Chroma)"):
         retriever = build_hybrid_retriever(corpus, config)
-        reranker = reranker_from(config)
-    llm = chat_model(config.llm, console)
+        reranker = build_reranker(config)
+    llm = chat_model(config, console)
     console.print(
         f"[bold]{item['question']}[/bold]  (answer passage marked *: "
         f"{', '.join(item['answer_ids'])})\n{pipeline_line(config, reranker)}\n"
     )
     for surface in ("chat", "search"):
-        explain(
-            console,
+        explained = explain(
             item["question"],
             retriever,
-            reranker,
-            config,
+            build_budget(surface, config),
+            reranker=reranker,
+            llm=llm,
+        )
+        show_explained(
+            console,
+            explained,
             surface,
-            llm,
-            item["answer_ids"],
+            fusion_k=config.retrieval.k,
+            answer_ids=item["answer_ids"],
         )
         console.print()
+
+
+def chat_model(config: RagBudgetConfig, console: Console) -> BaseChatModel | None:
+    """The configured chat model; a missing provider package is said, not fatal."""
+    try:
+        return build_chat_model(config.llm)
+    except ModelUnavailableError as error:
+        console.print(f"{error}; showing the prompt only", style="yellow", markup=False)
+        return None

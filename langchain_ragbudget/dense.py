@@ -10,7 +10,6 @@ InMemoryVectorStore) gives its raw `similarity_search_with_score` instead.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -19,18 +18,14 @@ from langchain_core.callbacks import (
     CallbackManagerForRetrieverRun,
 )
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, model_validator
 
 from langchain_ragbudget.config import (
-    EmbeddingSettings,
     VectorStoreSettings,
-    import_provider,
 )
-from langchain_ragbudget.embeddings import FastEmbedEmbeddings
 from langchain_ragbudget.errors import IndexLoadError, VectorStoreUnavailableError
 from langchain_ragbudget.identity import with_scores
 from langchain_ragbudget.inputs import check_query
@@ -137,56 +132,7 @@ def is_chroma(store: VectorStore) -> bool:
     return isinstance(store, Chroma)
 
 
-def build_embeddings(settings: EmbeddingSettings) -> Embeddings:
-    """The configured embedding model (fastembed ONNX by default)."""
-    if settings.provider != "fastembed":
-        provider = import_provider(settings.provider)
-        embeddings: Embeddings = provider(**settings.options)
-        return embeddings
-    return FastEmbedEmbeddings(
-        model_name=settings.model,
-        model_path=settings.model_path,
-        cache_dir=settings.cache_dir,
-        batch_size=settings.batch_size,
-        threads=settings.threads,
-        query_precision=settings.query_precision,
-    )
-
-
-def build_vector_store(
-    settings: VectorStoreSettings, embeddings: Embeddings
-) -> VectorStore:
-    """Chroma: in memory, embedded in a folder, or a server, as configured.
-
-    In memory, every call gets a collection of its own (chromadb shares in-memory
-    collections across clients of one process, so two corpora would mix).
-    Telemetry is off: it would be a network call nobody asked for.
-    """
-    if settings.provider != "chroma":
-        provider = import_provider(settings.provider)
-        store: VectorStore = provider(embedding=embeddings, **settings.options)
-        return store
-    from chromadb.config import Settings
-    from langchain_chroma import Chroma
-
-    client_settings = Settings(anonymized_telemetry=False)
-    common: dict[str, Any] = {
-        "collection_name": settings.collection,
-        "embedding_function": embeddings,
-        "collection_metadata": {"hnsw:space": "cosine"},
-    }
-    if settings.host is not None:
-        return Chroma(client=_chroma_server(settings, client_settings), **common)
-    if settings.persist_directory is None:
-        common["collection_name"] = f"{settings.collection}-{uuid.uuid4().hex[:12]}"
-    return Chroma(
-        persist_directory=settings.persist_directory,
-        client_settings=client_settings,
-        **common,
-    )
-
-
-def _chroma_server(settings: VectorStoreSettings, client_settings: Any) -> Any:
+def connect_chroma_server(settings: VectorStoreSettings, client_settings: Any) -> Any:
     """A chromadb HttpClient whose every request has `settings.timeout`.
 
     chromadb builds its httpx session with `timeout=None` and calls the server in

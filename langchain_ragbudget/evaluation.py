@@ -22,9 +22,13 @@ from langchain_ragbudget.beir import BeirDataset
 from langchain_ragbudget.budget import BudgetedContext, ContextBudget
 from langchain_ragbudget.cache import cached_sparse_retriever, cached_vector_store
 from langchain_ragbudget.config import RagBudgetConfig
-from langchain_ragbudget.dense import build_embeddings
 from langchain_ragbudget.drops import CandidateList
-from langchain_ragbudget.embedded import build_hybrid_retriever
+from langchain_ragbudget.factory import (
+    build_budget,
+    build_embeddings,
+    build_hybrid_retriever,
+    build_reranker,
+)
 from langchain_ragbudget.identity import document_key
 from langchain_ragbudget.metrics import hit_at_k, mrr_at_k, ndcg_at_k, recall_at_k
 from langchain_ragbudget.rerank import FlashRankRerank
@@ -140,7 +144,7 @@ def evaluate(
     rerank row says "skipped" and the budget works on the fused list.
     """
     surfaces = list(surfaces or config.surfaces)
-    budget_stages = {name: ContextBudget.from_config(name, config) for name in surfaces}
+    budget_stages = {name: build_budget(name, config) for name in surfaces}
     store = cached_vector_store(
         dataset.corpus,
         config.embedding,
@@ -155,8 +159,8 @@ def evaluate(
         dataset.corpus, config, vectorstore=store, sparse=sparse
     )
     names = hybrid.resolved_names
-    if reranker is None and config.rerank.enabled:
-        reranker = FlashRankRerank.from_config(config.rerank, id_key=hybrid.id_key)
+    if reranker is None:
+        reranker = build_reranker(config)
     queries = list(dataset.queries.items())[:limit]
     encoding = budget_stages[surfaces[0]].settings.encoding_name
     acc = _Accumulator(

@@ -63,14 +63,14 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_ragbudget.chunking import Chunker
 from langchain_ragbudget.config import RagBudgetConfig, VectorStoreSettings, load_config
-from langchain_ragbudget.dense import (
-    DenseRetriever,
-    add_documents,
-    build_embeddings,
-    build_vector_store,
-)
-from langchain_ragbudget.embedded import build_sparse_retriever
+from langchain_ragbudget.dense import add_documents
 from langchain_ragbudget.errors import IndexLoadError, IndexRepairError
+from langchain_ragbudget.factory import (
+    build_embeddings,
+    build_sparse_retriever,
+    build_vector_store,
+    hybrid_retriever,
+)
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.identity import content_hash
 from langchain_ragbudget.loaders import FileError, check_content
@@ -551,23 +551,9 @@ class HybridIndex:
             raise IndexLoadError(
                 f"index {self.directory} is empty: ingest documents first"
             )
-        retrieval = self.config.retrieval
-        settings: dict[str, Any] = {
-            "retrievers": [
-                self._sparse,
-                DenseRetriever(
-                    vectorstore=self.vectorstore,
-                    k=retrieval.dense.fetch_k,
-                    docstore=self._chunks,
-                ),
-            ],
-            "names": ["bm25", "dense"],
-            "weights": [retrieval.sparse.weight, retrieval.dense.weight],
-            "k": retrieval.k,
-            "c": retrieval.rrf_c,
-            "id_key": "chunk_id",
-        }
-        return HybridRetriever(**{**settings, **overrides})
+        return hybrid_retriever(
+            self._sparse, self.vectorstore, self.config, self._chunks, **overrides
+        )
 
 
 def _doc_id(document: Document) -> str:

@@ -3,20 +3,27 @@
     question -> {question, documents} -> FlashRankRerank -> ContextBudget -> chain
 
 Each stage is an ordinary Runnable; the drop records ride along in the documents'
-`CandidateList`, so nothing here wires the ledger by hand.
+`CandidateList` and the run ledger, so nothing here wires the ledger by hand.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseLanguageModel
+from langchain_core.messages import BaseMessage
 from langchain_core.prompts import BasePromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableParallel, RunnablePassthrough
 
-from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.chain import create_budgeted_stuff_chain
+from langchain_ragbudget.budget import BudgetedContext, ContextBudget
+from langchain_ragbudget.chain import (
+    DEFAULT_PROMPT,
+    BudgetedAnswer,
+    create_budgeted_stuff_chain,
+    prompt_variables,
+)
 from langchain_ragbudget.drops import ledger_scope
 from langchain_ragbudget.rerank import FlashRankRerank
 
@@ -32,9 +39,18 @@ def create_budgeted_rag_chain(
 ) -> Runnable[str, Any]:
     """A question in; an answer with warnings out (or, without `llm`, the state).
 
-    Without a model the chain ends at the budget and returns
-    `{"question", "documents", "context"}`: the prompt that would be sent can be
-    rendered from it (see `chain.prompt_inputs`).
+    Args:
+        retriever: Any retriever; a `HybridRetriever` opens the run's ledger.
+        llm: The model that answers; without one the chain ends at the budget and
+            returns `{"question", "documents", "context"}`.
+        budget: The surface's context budget.
+        reranker: An optional rerank stage between retrieval and budget.
+        prompt: The stuff chain's prompt (`chain.DEFAULT_PROMPT` if None).
+        structured: Return a `BudgetedAnswer` instead of text.
+
+    Returns:
+        The chain, wrapped in `ledger_scope` so that even a step that removes every
+        candidate is reported.
     """
     chain: Runnable[Any, Any] = RunnableParallel(
         question=RunnablePassthrough(), documents=retriever
@@ -45,3 +61,41 @@ def create_budgeted_rag_chain(
     if llm is not None:
         chain = chain | create_budgeted_stuff_chain(llm, prompt, structured=structured)
     return ledger_scope(chain)
+
+
+@dataclass(frozen=True)
+class Explained:
+    """One question through the pipeline: the context, the prompt, the answer."""
+
+    question: str
+    context: BudgetedContext
+    messages: list[BaseMessage]
+    answer: BudgetedAnswer | None
+
+
+def explain(
+    question: str,
+    retriever: BaseRetriever,
+    budget: ContextBudget,
+    *,
+    reranker: FlashRankRerank | None = None,
+    llm: BaseLanguageModel[Any] | None = None,
+    prompt: BasePromptTemplate | None = None,
+) -> Explained:
+    """Run `question` through the chain, keeping what a reader wants to see.
+
+    The messages are the ones the stuff chain sends (same variables, same
+    template); the answer is None without a model.
+    """
+    state = create_budgeted_rag_chain(
+        retriever, budget=budget, reranker=reranker
+    ).invoke(question)
+    context: BudgetedContext = state["context"]
+    template = prompt or DEFAULT_PROMPT
+    variables = prompt_variables(question, context, template)
+    messages = template.format_prompt(**variables).to_messages()
+    answer = None
+    if llm is not None:
+        stuff = create_budgeted_stuff_chain(llm, template, structured=True)
+        answer = stuff.invoke(state)
+    return Explained(question, context, messages, answer)

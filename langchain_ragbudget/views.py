@@ -1,37 +1,39 @@
-"""Terminal views of one question through the pipeline.
+"""Terminal views of one question through the pipeline: rendering only.
 
 The evidence table (every candidate, kept or dropped with its stage and reason), the
-prompt that is sent, and the answer with its warnings.
+prompt that is sent, and the answer with its warnings. What is shown is computed by
+`pipeline.explain`; the objects come from `factory`.
 """
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.documents import Document
-from langchain_core.language_models import BaseChatModel
-from langchain_core.retrievers import BaseRetriever
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from langchain_ragbudget.budget import BudgetedContext, ContextBudget
-from langchain_ragbudget.chain import (
-    DEFAULT_PROMPT,
-    build_answer,
-    context_warnings,
-    prompt_inputs,
-)
-from langchain_ragbudget.config import LlmSettings, RagBudgetConfig
+from langchain_ragbudget.budget import BudgetedContext
+from langchain_ragbudget.chain import context_warnings
+from langchain_ragbudget.config import RagBudgetConfig
 from langchain_ragbudget.drops import Stage
 from langchain_ragbudget.identity import document_key, document_source
-from langchain_ragbudget.pipeline import create_budgeted_rag_chain
+from langchain_ragbudget.pipeline import Explained
 from langchain_ragbudget.render import one_line
 from langchain_ragbudget.rerank import FlashRankRerank
+from langchain_ragbudget.scores import (
+    CONTEXT_TOKENS,
+    DENSE,
+    FUSED_RANK,
+    FUSED_SCORE,
+    RERANK_SCORE,
+    SPARSE,
+    score_key,
+)
 
 
 def _fmt(value: Any, digits: int) -> str:
@@ -41,7 +43,9 @@ def _fmt(value: Any, digits: int) -> str:
 
 
 def evidence_table(
-    context: BudgetedContext, answer_ids: Sequence[str] = ()
+    context: BudgetedContext,
+    answer_ids: Sequence[str] = (),
+    retrievers: Sequence[str] = (SPARSE, DENSE),
 ) -> tuple[Table, Counter[str]]:
     """Every candidate the budget saw, and the count of those cut earlier.
 
@@ -49,7 +53,7 @@ def evidence_table(
     dropped, in fused order; fusion cuts are only counted (there are many).
     """
     rows: list[tuple[Document, str, int | None]] = [
-        (doc, "kept", doc.metadata.get("context_tokens")) for doc in context.documents
+        (doc, "kept", doc.metadata.get(CONTEXT_TOKENS)) for doc in context.documents
     ]
     earlier: Counter[str] = Counter()
     for record in context.report.drops:
@@ -59,29 +63,24 @@ def evidence_table(
         rows.append(
             (record.document, f"{record.reason} ({record.stage})", record.tokens)
         )
-    rows.sort(key=lambda row: row[0].metadata.get("fused_rank", 0))
+    rows.sort(key=lambda row: row[0].metadata.get(FUSED_RANK, 0))
+    columns = [*((score_key(name), 2) for name in retrievers)]
+    columns += [(FUSED_SCORE, 3), (RERANK_SCORE, 2)]
+    heading = " / ".join(key.removesuffix("_score") for key, _ in columns)
     table = Table(title_justify="left")
     table.add_column("#", justify="right")
     table.add_column("passage", no_wrap=True)
     table.add_column("source", no_wrap=True)
-    table.add_column("bm25 / dense / fused / rerank", no_wrap=True)
+    table.add_column(heading, no_wrap=True)
     table.add_column("tokens", justify="right", no_wrap=True)
     table.add_column("in the prompt?", no_wrap=True)
     for document, status, tokens in rows:
         meta = document.metadata
         key = document_key(document)
-        scores = " / ".join(
-            _fmt(meta.get(name), digits)
-            for name, digits in (
-                ("bm25_score", 2),
-                ("dense_score", 2),
-                ("fused_score", 3),
-                ("rerank_score", 2),
-            )
-        )
+        scores = " / ".join(_fmt(meta.get(name), digits) for name, digits in columns)
         # Text, not str: rich would read markup ("[red]") in an id or a source.
         table.add_row(
-            _fmt(meta.get("fused_rank"), 0),
+            _fmt(meta.get(FUSED_RANK), 0),
             Text(one_line(f"{key} *" if key in answer_ids else key)),
             Text(one_line(document_source(document) or "-")),
             scores,
@@ -92,65 +91,33 @@ def evidence_table(
     return table, earlier
 
 
-def chat_model(settings: LlmSettings, console: Console) -> BaseChatModel | None:
-    """The configured chat model, or gpt-4o-mini when only OPENAI_API_KEY is set."""
-    name = settings.model
-    if name is None and os.environ.get("OPENAI_API_KEY"):
-        name = "openai:gpt-4o-mini"
-    if name is None:
-        return None
-    try:
-        from langchain_classic.chat_models import init_chat_model
-
-        model: BaseChatModel = init_chat_model(
-            name,
-            temperature=settings.temperature,
-            max_tokens=settings.max_tokens,
-            timeout=settings.timeout,
-        )
-        return model
-    except ImportError as exc:
-        console.print(
-            f"[yellow]chat model {name!r} needs a package that is missing ({exc}); "
-            "showing the prompt only[/yellow]"
-        )
-        return None
-
-
-def explain(
+def show_explained(
     console: Console,
-    question: str,
-    retriever: BaseRetriever,
-    reranker: FlashRankRerank | None,
-    config: RagBudgetConfig,
+    explained: Explained,
     surface: str,
-    llm: BaseChatModel | None,
+    *,
+    fusion_k: int,
     answer_ids: Sequence[str] = (),
-) -> BudgetedContext:
-    """Print the evidence table, the prompt and the answer (or why there is none)."""
-    budget = ContextBudget.from_config(surface, config)
-    settings = budget.settings
-    state = create_budgeted_rag_chain(
-        retriever, budget=budget, reranker=reranker
-    ).invoke(question)
-    context: BudgetedContext = state["context"]
+    retrievers: Sequence[str] = (SPARSE, DENSE),
+) -> None:
+    """Print the evidence table, the prompt sent and the answer (or why none)."""
+    context = explained.context
     report = context.report
-    table, earlier = evidence_table(context, answer_ids)
+    table, earlier = evidence_table(context, answer_ids, retrievers)
     table.title = (
-        f"surface '{surface}': max_docs={settings.max_docs}, "
-        f"max_tokens={settings.max_tokens} ({report.encoding}), packing="
-        f"{settings.packing}; used {report.tokens_used} tokens"
+        f"surface '{surface}': max_docs={report.max_docs}, "
+        f"max_tokens={report.max_tokens} ({report.encoding}), packing="
+        f"{report.packing}; used {report.tokens_used} tokens"
     )
     console.print(table)
     if earlier:
         cut = ", ".join(f"{n} {reason}" for reason, n in earlier.items())
-        console.print(f"before these: {cut} (fusion, k={config.retrieval.k})")
-    messages = DEFAULT_PROMPT.format_messages(**prompt_inputs(question, context))
-    prompt_text = "\n\n".join(f"[{m.type}]\n{m.text}" for m in messages)
+        console.print(f"before these: {cut} (fusion, k={fusion_k})")
+    prompt_text = "\n\n".join(f"[{m.type}]\n{m.text}" for m in explained.messages)
     console.print(
         Panel(Text(prompt_text), title=f"prompt sent ({surface})", expand=False)
     )
-    if llm is None:
+    if explained.answer is None:
         lines = [
             "(no chat model configured: set OPENAI_API_KEY or llm.model "
             "to see the answer)",
@@ -158,16 +125,8 @@ def explain(
         ]
         text = "\n".join(lines)
     else:
-        text = build_answer(question, context, llm.invoke(messages)).text()
+        text = explained.answer.text()
     console.print(Panel(Text(text), title=f"answer ({surface})", expand=False))
-    return context
-
-
-def reranker_from(config: RagBudgetConfig) -> FlashRankRerank | None:
-    """The configured rerank stage, or None when `rerank.enabled` is false."""
-    if not config.rerank.enabled:
-        return None
-    return FlashRankRerank.from_config(config.rerank, id_key=config.retrieval.id_key)
 
 
 def pipeline_line(config: RagBudgetConfig, reranker: FlashRankRerank | None) -> str:

@@ -9,7 +9,7 @@ from langchain_ragbudget.cache import (
     cached_vector_store,
     corpus_fingerprint,
 )
-from langchain_ragbudget.dense import build_embeddings
+from langchain_ragbudget.factory import build_embeddings
 
 DOCS = [
     Document(id="a", page_content="Solar panels make electricity."),

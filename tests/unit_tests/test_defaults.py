@@ -104,3 +104,15 @@ def test_the_loaded_defaults_are_the_shipped_file() -> None:
     assert (
         config.surface("chat").max_tokens == SHIPPED["surfaces"]["chat"]["max_tokens"]
     )
+
+
+def test_a_weak_evidence_key_no_stage_writes_fails_loudly() -> None:
+    from langchain_ragbudget import ConfigError
+    from langchain_ragbudget.factory import RETRIEVER_NAMES, build_budget
+
+    config = load_config()
+    assert build_budget("chat", config).settings.weak_evidence  # the default works
+    # a retriever renamed in the factory: dense_score is written by no stage
+    renamed = [name if name != "dense" else "vector" for name in RETRIEVER_NAMES]
+    with pytest.raises(ConfigError, match=r"weak_evidence\.dense_score.*no stage"):
+        build_budget("chat", config, renamed)

@@ -11,13 +11,14 @@ from rich.console import Console
 
 from langchain_ragbudget import demo
 from langchain_ragbudget.cli import main
+from langchain_ragbudget.factory import build_chat_model
 from langchain_ragbudget.rerank import FlashRankRerank
 
 
 def run(monkeypatch: pytest.MonkeyPatch, tmp_path: Any, llm: Any = None) -> str:
     monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(tmp_path))  # no FlashRank model there
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.setattr(demo, "chat_model", lambda settings, console: llm)
+    monkeypatch.setattr(demo, "chat_model", lambda config, console: llm)
     out = io.StringIO()
     demo.run_demo(console=Console(file=out, width=200))
     return out.getvalue()
@@ -28,7 +29,7 @@ def run(monkeypatch: pytest.MonkeyPatch, tmp_path: Any, llm: Any = None) -> str:
 def test_demo_prints_evidence_prompt_and_warnings(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
-    monkeypatch.setattr(demo, "reranker_from", _offline_reranker)
+    monkeypatch.setattr(demo, "build_reranker", _offline_reranker)
     text = run(monkeypatch, tmp_path)
     assert "surface 'chat': max_docs=4, max_tokens=600" in text
     assert "surface 'search': max_docs=12, max_tokens=4000" in text
@@ -44,7 +45,7 @@ def test_demo_prints_evidence_prompt_and_warnings(
 def test_demo_shows_the_answer_with_a_model(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
-    monkeypatch.setattr(demo, "reranker_from", _offline_reranker)
+    monkeypatch.setattr(demo, "build_reranker", _offline_reranker)
     answers = iter(
         [
             AIMessage(content="Within 5 minutes [1]."),
@@ -81,6 +82,6 @@ def test_openai_key_selects_gpt_4o_mini_with_a_timeout(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")  # no request is made
     from langchain_openai import ChatOpenAI
 
-    model = demo.chat_model(LlmSettings(timeout=12), Console(file=io.StringIO()))
+    model = build_chat_model(LlmSettings(timeout=12))
     assert isinstance(model, ChatOpenAI)
     assert model.model_name == "gpt-4o-mini" and model.request_timeout == 12

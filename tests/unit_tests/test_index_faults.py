@@ -15,8 +15,8 @@ from langchain_core.embeddings import Embeddings
 from langchain_ragbudget import load_config
 from langchain_ragbudget.cli import main
 from langchain_ragbudget.config import RagBudgetConfig
-from langchain_ragbudget.dense import build_embeddings
 from langchain_ragbudget.errors import IndexLoadError, IndexRepairError
+from langchain_ragbudget.factory import build_embeddings
 from langchain_ragbudget.index import HybridIndex
 from langchain_ragbudget.sparse import BM25Retriever
 

@@ -14,11 +14,8 @@ from langchain_ragbudget import (
     load_config,
 )
 from langchain_ragbudget.config import VectorStoreSettings
-from langchain_ragbudget.dense import (
-    add_documents,
-    build_embeddings,
-    build_vector_store,
-)
+from langchain_ragbudget.dense import add_documents
+from langchain_ragbudget.factory import build_embeddings, build_vector_store
 from langchain_ragbudget.sample import load_sample_corpus
 
 

@@ -1,0 +1,268 @@
+"""Configuration to objects: the one place that wires the pipeline.
+
+Embeddings, vector store, BM25, the hybrid retriever, the reranker, each surface's
+budget and the chat model are built here from a loaded `RagBudgetConfig`, and only
+here are the retrievers given their names (`scores.SPARSE`, `scores.DENSE`), which
+become the metadata keys later stages read. A surface whose weak-evidence check
+names a score no stage writes is refused here, not ignored at query time.
+
+The embedded default runs on one laptop: BM25 in process, Chroma embedded, local ONNX
+embeddings. Pass your own `vectorstore` (a Chroma server, or any LangChain
+VectorStore already filled) to run the same fusion against it.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.vectorstores import VectorStore
+
+from langchain_ragbudget.budget import ContextBudget
+from langchain_ragbudget.config import (
+    EmbeddingSettings,
+    LlmSettings,
+    RagBudgetConfig,
+    VectorStoreSettings,
+    import_provider,
+    load_config,
+)
+from langchain_ragbudget.dense import (
+    DenseRetriever,
+    add_documents,
+    connect_chroma_server,
+    is_chroma,
+)
+from langchain_ragbudget.embeddings import FastEmbedEmbeddings
+from langchain_ragbudget.errors import ConfigError, ModelUnavailableError
+from langchain_ragbudget.hybrid import HybridRetriever
+from langchain_ragbudget.inputs import check_passages
+from langchain_ragbudget.rerank import FlashRankRerank
+from langchain_ragbudget.scores import (
+    DENSE,
+    FUSED_SCORE,
+    RERANK_SCORE,
+    SPARSE,
+    score_key,
+)
+from langchain_ragbudget.sparse import BM25Retriever
+
+RETRIEVER_NAMES = (SPARSE, DENSE)  # the order of HybridRetriever.retrievers
+DEFAULT_CHAT_MODEL = "openai:gpt-4o-mini"  # when only OPENAI_API_KEY is set
+
+
+def build_embeddings(settings: EmbeddingSettings) -> Embeddings:
+    """The configured embedding model (fastembed ONNX by default)."""
+    if settings.provider != "fastembed":
+        provider = import_provider(settings.provider)
+        embeddings: Embeddings = provider(**settings.options)
+        return embeddings
+    return FastEmbedEmbeddings(
+        model_name=settings.model,
+        model_path=settings.model_path,
+        cache_dir=settings.cache_dir,
+        batch_size=settings.batch_size,
+        threads=settings.threads,
+        query_precision=settings.query_precision,
+    )
+
+
+def build_vector_store(
+    settings: VectorStoreSettings, embeddings: Embeddings
+) -> VectorStore:
+    """Chroma: in memory, embedded in a folder, or a server, as configured.
+
+    In memory, every call gets a collection of its own (chromadb shares in-memory
+    collections across clients of one process, so two corpora would mix).
+    Telemetry is off: it would be a network call nobody asked for.
+    """
+    if settings.provider != "chroma":
+        provider = import_provider(settings.provider)
+        store: VectorStore = provider(embedding=embeddings, **settings.options)
+        return store
+    from chromadb.config import Settings
+    from langchain_chroma import Chroma
+
+    client_settings = Settings(anonymized_telemetry=False)
+    common: dict[str, Any] = {
+        "collection_name": settings.collection,
+        "embedding_function": embeddings,
+        "collection_metadata": {"hnsw:space": "cosine"},
+    }
+    if settings.host is not None:
+        return Chroma(client=connect_chroma_server(settings, client_settings), **common)
+    if settings.persist_directory is None:
+        common["collection_name"] = f"{settings.collection}-{uuid.uuid4().hex[:12]}"
+    return Chroma(
+        persist_directory=settings.persist_directory,
+        client_settings=client_settings,
+        **common,
+    )
+
+
+def build_sparse_retriever(
+    documents: Sequence[Document], config: RagBudgetConfig
+) -> BM25Retriever:
+    """BM25 over `documents` with the configured parameters and fetch size."""
+    return BM25Retriever.from_documents(
+        documents,
+        k=config.retrieval.sparse.fetch_k,
+        k1=config.sparse.k1,
+        b=config.sparse.b,
+        method=config.sparse.method,
+        stemmer_language=config.sparse.stemmer,
+        stopwords=config.sparse.stopwords,
+    )
+
+
+def hybrid_retriever(
+    sparse: BM25Retriever,
+    vectorstore: VectorStore,
+    config: RagBudgetConfig,
+    docstore: Mapping[str, Document] | None = None,
+    **overrides: Any,
+) -> HybridRetriever:
+    """BM25 and dense search over `vectorstore`, fused as configured.
+
+    Args:
+        sparse: A BM25 index over the same passages as `vectorstore`.
+        vectorstore: Any LangChain vector store, filled.
+        config: The loaded configuration (weights, fetch sizes, k, rrf_c, id_key).
+        docstore: Passages by id, so a Chroma store is asked for ids and distances
+            only (the sparse side already holds the texts).
+        **overrides: HybridRetriever fields to set instead (e.g. `k`).
+
+    Returns:
+        A HybridRetriever whose metadata names the retrievers `bm25` and `dense`.
+    """
+    retrieval = config.retrieval
+    settings: dict[str, Any] = {
+        "retrievers": [
+            sparse,
+            DenseRetriever(
+                vectorstore=vectorstore, k=retrieval.dense.fetch_k, docstore=docstore
+            ),
+        ],
+        "names": list(RETRIEVER_NAMES),
+        "weights": [retrieval.sparse.weight, retrieval.dense.weight],
+        "k": retrieval.k,
+        "c": retrieval.rrf_c,
+        "id_key": retrieval.id_key,
+    }
+    return HybridRetriever(**{**settings, **overrides})
+
+
+def build_hybrid_retriever(
+    documents: Sequence[Document],
+    config: RagBudgetConfig | None = None,
+    *,
+    vectorstore: VectorStore | None = None,
+    embeddings: Embeddings | None = None,
+    sparse: BM25Retriever | None = None,
+) -> HybridRetriever:
+    """BM25 + dense over `documents`, fused as configured.
+
+    Args:
+        documents: The passages to search; each needs text (an empty one is refused).
+        config: The loaded configuration; the shipped defaults when None.
+        vectorstore: A store already holding `documents`; when None, the configured
+            Chroma is built and `documents` are added to it.
+        embeddings: The embedding model for a new store (else built from config).
+        sparse: A BM25 index already built over `documents` (e.g. from a cache).
+
+    Returns:
+        The hybrid retriever. With Chroma and ids on every document, the dense side
+        reads texts from `documents` instead of from Chroma (faster; an id Chroma has
+        and `documents` lacks is an error, since the two sides would disagree).
+
+    Raises:
+        InvalidInputError: A document is not a Document or has no text.
+    """
+    documents = check_passages(documents)
+    config = config or load_config()
+    if vectorstore is None:
+        vectorstore = build_vector_store(
+            config.vector_store, embeddings or build_embeddings(config.embedding)
+        )
+        add_documents(vectorstore, documents)
+    docstore = {doc.id: doc for doc in documents if doc.id is not None}
+    use_docstore = is_chroma(vectorstore) and len(docstore) == len(documents)
+    return hybrid_retriever(
+        sparse or build_sparse_retriever(documents, config),
+        vectorstore,
+        config,
+        docstore if use_docstore else None,
+    )
+
+
+def build_reranker(config: RagBudgetConfig) -> FlashRankRerank | None:
+    """The configured rerank stage, or None when `rerank.enabled` is false."""
+    if not config.rerank.enabled:
+        return None
+    return FlashRankRerank.from_config(config.rerank, id_key=config.retrieval.id_key)
+
+
+def produced_score_keys(names: Sequence[str] = RETRIEVER_NAMES) -> set[str]:
+    """Every score key the pipeline's stages can write, for retrievers `names`."""
+    return {RERANK_SCORE, FUSED_SCORE, *(score_key(name) for name in names)}
+
+
+def build_budget(
+    surface: str,
+    config: RagBudgetConfig,
+    names: Sequence[str] = RETRIEVER_NAMES,
+) -> ContextBudget:
+    """The budget of `surface`, its weak-evidence keys checked against `names`.
+
+    Raises:
+        ConfigError: The surface is unknown, or its weak-evidence check names a
+            score that no stage writes (it would never fire).
+    """
+    budget = ContextBudget.from_config(surface, config)
+    known = produced_score_keys(names)
+    for key, threshold in budget.settings.weak_evidence.items():
+        if key not in known:
+            raise ConfigError(
+                config.source,
+                f"surfaces.{surface}.weak_evidence.{key}",
+                threshold,
+                f"no stage writes this score; known: {', '.join(sorted(known))}",
+            )
+    return budget
+
+
+def build_chat_model(settings: LlmSettings) -> BaseChatModel | None:
+    """The configured chat model; gpt-4o-mini when only OPENAI_API_KEY is set.
+
+    Returns:
+        The model, or None when none is configured.
+
+    Raises:
+        ModelUnavailableError: The model's provider package is not installed (the
+            `llm` extra holds the OpenAI one).
+    """
+    name = settings.model
+    if name is None and os.environ.get("OPENAI_API_KEY"):
+        name = DEFAULT_CHAT_MODEL
+    if name is None:
+        return None
+    try:
+        from langchain_classic.chat_models import init_chat_model
+
+        model: BaseChatModel = init_chat_model(
+            name,
+            temperature=settings.temperature,
+            max_tokens=settings.max_tokens,
+            timeout=settings.timeout,
+        )
+    except ImportError as exc:
+        raise ModelUnavailableError(
+            f"chat model {name!r} needs a package that is missing ({exc}); "
+            "install langchain-ragbudget[llm] or the provider's package"
+        ) from exc
+    return model
