@@ -55,10 +55,11 @@ eval: $(STAMP)  ## Evaluate every stage on SciFact; rewrites the BENCHMARKS.md q
 		--json benchmarks/results/scifact_eval.json \
 		--plot benchmarks/results/scifact_survival.png --update BENCHMARKS.md
 
-lint: $(STAMP)  ## ruff check, ruff format --diff, mypy
+lint: $(STAMP)  ## ruff check, ruff format --diff, mypy, the import layers contract
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --diff .
 	$(BIN)/mypy langchain_ragbudget tests benchmarks
+	$(BIN)/lint-imports
 
 format: $(STAMP)  ## Apply ruff fixes and formatting
 	$(BIN)/ruff check --fix .
