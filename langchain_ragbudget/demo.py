@@ -14,7 +14,7 @@ from langchain_core.language_models import BaseChatModel
 from rich.console import Console
 
 from langchain_ragbudget.config import RagBudgetConfig, load_config
-from langchain_ragbudget.errors import ModelUnavailableError
+from langchain_ragbudget.errors import MissingExtraError
 from langchain_ragbudget.factory import (
     build_budget,
     build_chat_model,
@@ -66,6 +66,6 @@ def chat_model(config: RagBudgetConfig, console: Console) -> BaseChatModel | Non
     """The configured chat model; a missing provider package is said, not fatal."""
     try:
         return build_chat_model(config.llm)
-    except ModelUnavailableError as error:
+    except MissingExtraError as error:
         console.print(f"{error}; showing the prompt only", style="yellow", markup=False)
         return None

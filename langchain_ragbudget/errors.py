@@ -49,3 +49,24 @@ class InvalidInputError(RagBudgetError, ValueError):
 
 class IndexRepairError(RagBudgetError):
     """An index cannot be repaired without losing data; nothing was changed."""
+
+
+class MissingExtraError(RagBudgetError, ImportError):
+    """A feature needs an optional dependency that is not installed."""
+
+
+def require(module: str, extra: str, feature: str) -> None:
+    """Import `module` now, or fail naming the extra that installs it.
+
+    Raises:
+        MissingExtraError: `module` cannot be imported.
+    """
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingExtraError(
+            f"{feature} needs the {module!r} package, which is not installed "
+            f"({exc}); install it with: pip install 'langchain-ragbudget[{extra}]'"
+        ) from exc

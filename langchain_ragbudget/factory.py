@@ -39,7 +39,7 @@ from langchain_ragbudget.dense import (
     is_chroma,
 )
 from langchain_ragbudget.embeddings import FastEmbedEmbeddings
-from langchain_ragbudget.errors import ConfigError, ModelUnavailableError
+from langchain_ragbudget.errors import ConfigError, MissingExtraError, require
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.inputs import check_passages
 from langchain_ragbudget.rerank import FlashRankRerank
@@ -243,7 +243,7 @@ def build_chat_model(settings: LlmSettings) -> BaseChatModel | None:
         The model, or None when none is configured.
 
     Raises:
-        ModelUnavailableError: The model's provider package is not installed (the
+        MissingExtraError: The model's provider package is not installed (the
             `llm` extra holds the OpenAI one).
     """
     name = settings.model
@@ -251,18 +251,19 @@ def build_chat_model(settings: LlmSettings) -> BaseChatModel | None:
         name = DEFAULT_CHAT_MODEL
     if name is None:
         return None
-    try:
-        from langchain_classic.chat_models import init_chat_model
+    require("langchain_classic", "llm", f"chat model {name!r}")
+    from langchain_classic.chat_models import init_chat_model
 
+    try:
         model: BaseChatModel = init_chat_model(
             name,
             temperature=settings.temperature,
             max_tokens=settings.max_tokens,
             timeout=settings.timeout,
         )
-    except ImportError as exc:
-        raise ModelUnavailableError(
-            f"chat model {name!r} needs a package that is missing ({exc}); "
-            "install langchain-ragbudget[llm] or the provider's package"
+    except ImportError as exc:  # the provider's own package (langchain-openai...)
+        raise MissingExtraError(
+            f"chat model {name!r} needs its provider's package ({exc}); for OpenAI: "
+            "pip install 'langchain-ragbudget[llm]'"
         ) from exc
     return model

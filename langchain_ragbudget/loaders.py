@@ -22,6 +22,8 @@ from pathlib import Path
 
 from langchain_core.documents import Document
 
+from langchain_ragbudget.errors import require
+
 SUFFIXES = (".txt", ".md", ".markdown", ".html", ".htm", ".pdf")
 
 # Why a file was skipped (expected, exit code 0), as shown in the ingest summary.
@@ -150,6 +152,10 @@ def iter_files(root: Path) -> Iterator[Path]:
 def read_text(path: Path) -> str:
     """The text of one file; raises ValueError naming what is wrong with it."""
     suffix = path.suffix.lower()
+    if suffix == ".pdf":
+        require("pypdf", "index", "reading PDF files")
+    elif suffix in (".html", ".htm"):
+        require("bs4", "index", "reading HTML files")
     try:
         if suffix == ".pdf":
             from pypdf import PdfReader

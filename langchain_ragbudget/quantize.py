@@ -13,7 +13,7 @@ import hashlib
 import shutil
 from pathlib import Path
 
-from langchain_ragbudget.errors import ModelUnavailableError
+from langchain_ragbudget.errors import ModelUnavailableError, require
 from langchain_ragbudget.files import cache_root, publish_folder, staging_path
 from langchain_ragbudget.logging_guard import root_logger_untouched
 
@@ -34,13 +34,9 @@ def int8_model_folder(source: Path, model_file: str = "model.onnx") -> Path:
     target = cache_root() / "quantized" / f"{digest}-int8"
     if (target / model_file).is_file():
         return target
-    try:
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-    except ImportError as exc:  # onnx is missing
-        raise ModelUnavailableError(
-            f"int8 query embeddings need the `onnx` package ({exc}); install it or "
-            "set embedding.query_precision: float32"
-        ) from exc
+    require("onnx", "int8", "embedding.query_precision: int8")
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
     staging = staging_path(target)
     try:
         staging.mkdir(parents=True)

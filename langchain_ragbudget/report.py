@@ -6,6 +6,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from langchain_ragbudget.errors import require
 from langchain_ragbudget.evaluation import EvalReport
 
 QUALITY_START = "<!-- ragbudget-eval:start -->"
@@ -203,6 +204,7 @@ def _points(
 
 def plot_survival(report: EvalReport, path: Path) -> Path:
     """Write a PNG: gold survival against the token budget, one line per policy."""
+    require("matplotlib", "eval", "the survival plot")
     import matplotlib
 
     matplotlib.use("Agg")
