@@ -7,7 +7,7 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from langchain_core.documents import Document
 from rich.console import Console
 from rich.progress import Progress, TaskID
 
-from langchain_ragbudget.errors import RagBudgetError
+from langchain_ragbudget.errors import InvalidInputError, RagBudgetError
 
 EXIT_OK = 0
 EXIT_PARTIAL = 1  # the command ran; some items failed and were reported
@@ -201,35 +201,56 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
     link loop, dangling link, `--exclude`); 1 when any file was refused (unreadable,
     not UTF-8, empty, whitespace-only, placeholder); 2 for usage and index errors.
     """
-    from rich.table import Table
-
-    from langchain_ragbudget.errors import InvalidInputError
-    from langchain_ragbudget.loaders import FileError, load_file, scan
+    from langchain_ragbudget.loaders import scan
+    from langchain_ragbudget.views import ingest_report
 
     given: Path = args.path
     if not given.exists():
-        console.print(f"[red]error:[/red] {given} does not exist", highlight=False)
-        return 2
+        raise InvalidInputError(f"{given} does not exist")
     found = scan(given, args.exclude)
-    target = given.resolve()
     if not found.files and not args.prune:
         for item in found.skipped:
             console.print(
                 f"skipped ({item.reason}): {item.path} {item.detail}".rstrip(),
-                highlight=False,
                 markup=False,
             )
+        raise InvalidInputError(
+            f"nothing to index under {given}: no .txt, .md, .html or .pdf file "
+            f"({len(found.skipped)} skipped)"
+        )
+    index = _open_index(args, console, create=True)
+    doc_id = _document_ids(index, given)
+    ids = {doc_id(path.relative_to(given).as_posix()): path for path in found.files}
+    scope = doc_id("")
+    gone = [d for d in index.document_ids if _in_scope(d, scope) and d not in ids]
+    if args.prune and not args.yes:
+        _refuse_large_prune(gone, len(index.document_ids), scope, index.root)
+    summary = _ingest(index, ids, given, console)
+    if gone and args.prune:
+        before = index.chunk_count
+        summary.deleted += index.delete(gone)
+        summary.chunks_deleted += before - index.chunk_count
+    skipped = [(item.reason, doc_id(item.path), item.detail) for item in found.skipped]
+    for part in ingest_report(given, index, summary, skipped, NAMES_SHOWN):
+        console.print(part, highlight=False, markup=False)
+    if gone and not args.prune:
         console.print(
-            f"[red]error:[/red] nothing to index under {given}: no .txt, .md, "
-            f".html or .pdf file ({len(found.skipped)} skipped)",
+            f"[yellow]{len(gone)} indexed document(s) have no file under {given} "
+            f"(e.g. {gone[0]}); --prune deletes them[/yellow]",
             highlight=False,
         )
-        return 2
-    index = _open_index(args, console, create=True)
-    folder = target if target.is_dir() else target.parent
-    if index.root is None:
-        index.set_root(folder)  # the first `index` (or an index made before roots)
-    root = index.root
+    return 1 if summary.errors else 0
+
+
+def _document_ids(index: Any, given: Path) -> Callable[[str], str]:
+    """Ids for files under `given`: their paths relative to the index's root.
+
+    The first `index` records the root; a path outside it is refused.
+    """
+    target = given.resolve()
+    if index.root is None:  # the first `index` (or an index made before roots)
+        index.set_root(target if target.is_dir() else target.parent)
+    root: Path = index.root
     if target != root and root not in target.parents:
         raise InvalidInputError(
             f"{given} is outside {root}, the folder this index's document ids are "
@@ -237,25 +258,28 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
             f"{root}, or use another --index"
         )
     scope = target.relative_to(root).as_posix()
+    if target.is_file():
+        return lambda relative: scope
+    return lambda relative: _under(scope, relative)
 
-    def doc_id(relative: str) -> str:
-        return scope if target.is_file() else _under(scope, relative)
 
-    ids = {doc_id(path.relative_to(given).as_posix()): path for path in found.files}
-    gone = [d for d in index.document_ids if _in_scope(d, scope) and d not in ids]
-    total = len(index.document_ids)
-    if (
-        args.prune
-        and not args.yes
-        and len(gone) > PRUNE_HANDFUL
-        and len(gone) > PRUNE_SHARE * total
-    ):
+def _refuse_large_prune(
+    gone: Sequence[str], total: int, scope: str, root: Path
+) -> None:
+    """Without --yes, --prune removes a handful of documents or a small share."""
+    if len(gone) > PRUNE_HANDFUL and len(gone) > PRUNE_SHARE * total:
         raise InvalidInputError(
             f"--prune would remove {len(gone)} of the {total} indexed documents "
             f"(those under {scope if scope != '.' else root} whose file is gone, "
             f"e.g. {_names(gone, 3)}); nothing was indexed or removed. Check the "
             "path, or add --yes to remove them."
         )
+
+
+def _ingest(index: Any, ids: dict[str, Path], given: Path, console: Console) -> Any:
+    """Read and upsert the files; a file that cannot be read is a refusal."""
+    from langchain_ragbudget.loaders import FileError, load_file
+
     read_errors: list[FileError] = []
 
     def documents() -> Iterator[Document]:
@@ -271,86 +295,7 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
             documents(), on_document=lambda _: progress.advance(task)
         )
     summary.errors[:0] = read_errors
-    if gone and args.prune:
-        before = index.chunk_count
-        summary.deleted += index.delete(gone)
-        summary.chunks_deleted += before - index.chunk_count
-    skipped = [(item.reason, doc_id(item.path), item.detail) for item in found.skipped]
-    table = Table(title=f"indexed {given} into {index.directory}")
-    columns = ("added", "updated", "unchanged", "restored", "deleted")
-    for column in (
-        *columns,
-        "refused",
-        "skipped",
-        "chunks written",
-        "chunks removed",
-        "documents now",
-        "chunks now",
-    ):
-        table.add_column(column, justify="right")
-    counts = (
-        summary.added,
-        summary.updated,
-        summary.unchanged,
-        summary.restored,
-        summary.deleted,
-        summary.errors,
-        skipped,
-    )
-    table.add_row(
-        *(str(len(items)) for items in counts),
-        str(summary.chunks_added),
-        str(summary.chunks_deleted),
-        str(len(index.document_ids)),
-        str(index.chunk_count),
-    )
-    console.print(table)
-    groups: dict[tuple[str, str], list[str]] = {}
-    for outcome, items in (
-        ("added", summary.added),
-        ("updated", summary.updated),
-        ("unchanged", summary.unchanged),
-        ("restored", summary.restored),
-        ("deleted", summary.deleted),
-    ):
-        if items:
-            groups[(outcome, "")] = list(items)
-    for error in summary.errors:
-        reason = error.problem.split(":")[0].split(" (")[0].split(";")[0]
-        groups.setdefault(("refused", reason), []).append(error.path)
-    for reason, name, _ in skipped:
-        groups.setdefault(("skipped", reason), []).append(name)
-    files = Table(title=f"files under {given}")
-    for column in ("outcome", "reason", "files", "names"):
-        files.add_column(column, justify="right" if column == "files" else "left")
-    for (outcome, reason), names in groups.items():
-        files.add_row(outcome, reason, str(len(names)), _names(names))
-    console.print(files)
-    for error in summary.errors:
-        console.print(
-            f"[red]refused:[/red] {error.path}: {error.problem}", highlight=False
-        )
-    shown: dict[str, int] = {}
-    for reason, name, detail in skipped:
-        shown[reason] = shown.get(reason, 0) + 1
-        if shown[reason] <= NAMES_SHOWN:
-            console.print(
-                f"skipped ({reason}): {name} {detail}".rstrip(),
-                highlight=False,
-                markup=False,
-            )
-    for reason, count in shown.items():
-        if count > NAMES_SHOWN:
-            console.print(f"skipped ({reason}): ... and {count - NAMES_SHOWN} more")
-    for note in summary.notes:
-        console.print(f"note: {note.path}: {note.problem}", highlight=False)
-    if gone and not args.prune:
-        console.print(
-            f"[yellow]{len(gone)} indexed document(s) have no file under {given} "
-            f"(e.g. {gone[0]}); --prune deletes them[/yellow]",
-            highlight=False,
-        )
-    return 1 if summary.errors else 0
+    return summary
 
 
 def run_ask(args: argparse.Namespace, console: Console) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from langchain_core.documents import Document
@@ -139,3 +140,84 @@ def pipeline_line(config: RagBudgetConfig, reranker: FlashRankRerank | None) -> 
         f"pipeline: BM25 + dense (k={config.retrieval.k}) -> weighted RRF -> "
         f"FlashRank {config.rerank.model} ({state}) -> budget"
     )
+
+
+def ingest_report(
+    given: Path,
+    index: Any,
+    summary: Any,
+    skipped: Sequence[tuple[str, str, str]],
+    names_shown: int,
+) -> list[Table | str]:
+    """What `ragbudget index` prints: the counts, every file by outcome, the names.
+
+    `summary` is an `index.IngestSummary`; `skipped` holds (reason, id, detail).
+    """
+    counts = {
+        "added": summary.added,
+        "updated": summary.updated,
+        "unchanged": summary.unchanged,
+        "restored": summary.restored,
+        "deleted": summary.deleted,
+        "refused": summary.errors,
+        "skipped": skipped,
+    }
+    totals = Table(title=f"indexed {given} into {index.directory}")
+    after = {
+        "chunks written": summary.chunks_added,
+        "chunks removed": summary.chunks_deleted,
+        "documents now": len(index.document_ids),
+        "chunks now": index.chunk_count,
+    }
+    for column in [*counts, *after]:
+        totals.add_column(column, justify="right")
+    totals.add_row(
+        *(str(len(items)) for items in counts.values()),
+        *(str(n) for n in after.values()),
+    )
+    return [
+        totals,
+        _files_by_outcome(given, summary, skipped),
+        *_named_lines(summary, skipped, names_shown),
+    ]
+
+
+def _files_by_outcome(
+    given: Path, summary: Any, skipped: Sequence[tuple[str, str, str]]
+) -> Table:
+    groups: dict[tuple[str, str], list[str]] = {}
+    for outcome in ("added", "updated", "unchanged", "restored", "deleted"):
+        if getattr(summary, outcome):
+            groups[(outcome, "")] = list(getattr(summary, outcome))
+    for error in summary.errors:
+        reason = error.problem.split(":")[0].split(" (")[0].split(";")[0]
+        groups.setdefault(("refused", reason), []).append(error.path)
+    for reason, name, _ in skipped:
+        groups.setdefault(("skipped", reason), []).append(name)
+    table = Table(title=f"files under {given}")
+    for column in ("outcome", "reason", "files", "names"):
+        table.add_column(column, justify="right" if column == "files" else "left")
+    for (outcome, reason), names in groups.items():
+        shown = ", ".join(names[:5]) + (
+            f" (+{len(names) - 5} more)" if len(names) > 5 else ""
+        )
+        table.add_row(outcome, reason, str(len(names)), Text(one_line(shown, 400)))
+    return table
+
+
+def _named_lines(
+    summary: Any, skipped: Sequence[tuple[str, str, str]], names_shown: int
+) -> list[str]:
+    lines = [f"refused: {one_line(e.path)}: {e.problem}" for e in summary.errors]
+    shown: dict[str, int] = {}
+    for reason, name, detail in skipped:
+        shown[reason] = shown.get(reason, 0) + 1
+        if shown[reason] <= names_shown:
+            lines.append(f"skipped ({reason}): {one_line(name)} {detail}".rstrip())
+    lines += [
+        f"skipped ({reason}): ... and {count - names_shown} more"
+        for reason, count in shown.items()
+        if count > names_shown
+    ]
+    lines += [f"note: {one_line(n.path)}: {n.problem}" for n in summary.notes]
+    return lines
