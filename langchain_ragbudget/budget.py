@@ -51,7 +51,7 @@ from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.evidence import Evidence, assess_evidence
 from langchain_ragbudget.identity import document_key, with_metadata
 from langchain_ragbudget.inputs import check_documents
-from langchain_ragbudget.packing import PackItem, PackResult, edges_order, pack
+from langchain_ragbudget.packing import PackItem, PackResult, pack
 from langchain_ragbudget.render import Citation, ContextFormat, group_citations
 from langchain_ragbudget.scores import CONTEXT_TOKENS, FUSED_RANK
 from langchain_ragbudget.tokens import count_tokens
@@ -160,23 +160,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         """
         documents = check_documents(documents)
         settings = self.settings
-        encoding = settings.encoding_name
-        fmt = self.format
-        first_seen: dict[str, int] = {}
-        items = []
-        for document in documents:
-            group = fmt.group_of(document, self.id_key)
-            number = first_seen.setdefault(group, len(first_seen) + 1)
-            items.append(
-                PackItem(
-                    tokens=count_tokens(fmt.render_passage(document), encoding),
-                    group=group,
-                    group_tokens=count_tokens(
-                        fmt.render_header(number, document), encoding
-                    ),
-                    content_key=document.page_content,
-                )
-            )
+        items = self._measure(documents)
         result = pack(
             items,
             max_tokens=settings.max_tokens,
@@ -191,19 +175,17 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             )
             for i in result.kept
         ]
-        citations = group_citations(kept, fmt, self.id_key)
-        if settings.order == "edges":
-            citations = [
-                Citation(number, c.group, c.documents)
-                for number, c in enumerate(edges_order(citations), start=1)
-            ]
-        blocks = fmt.blocks(citations)
+        citations = group_citations(
+            kept, self.format, self.id_key, edges=settings.order == "edges"
+        )
+        blocks = self.format.blocks(citations)
+        encoding = settings.encoding_name
         tokens_used = sum(count_tokens(block, encoding) for block in blocks)
+        upstream, skipped, issues = records_of(documents, scoped)
         budget_drops = [
             self._drop_record(documents[i], i + 1, reason, items[i].tokens, result)
             for i, reason in result.dropped
         ]
-        upstream, skipped, issues = records_of(documents, scoped)
         report = BudgetReport(
             surface=self.surface,
             encoding=encoding,
@@ -216,20 +198,40 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             # exact by construction (see render.py); the check keeps it honest anyway
             over_budget=result.over_budget or tokens_used > settings.max_tokens,
             kept_ids=[document_key(doc, self.id_key) for doc in kept],
-            drops=upstream
-            + budget_drops
-            + self._unaccounted(documents, upstream, scoped),
+            drops=[
+                *upstream,
+                *budget_drops,
+                *self._unaccounted(documents, upstream, scoped),
+            ],
             skipped=skipped,
             issues=issues,
         )
-        ordered = [doc for citation in citations for doc in citation.documents]
         return BudgetedContext(
-            documents=ordered,
+            documents=[doc for citation in citations for doc in citation.documents],
             citations=citations,
             text="".join(blocks),
             report=report,
             evidence=assess_evidence(kept, settings.weak_evidence),
         )
+
+    def _measure(self, documents: Sequence[Document]) -> list[PackItem]:
+        """Each passage as the packer sees it: rendered tokens, its header's cost."""
+        fmt, encoding = self.format, self.settings.encoding_name
+        first_seen: dict[str, int] = {}
+        items = []
+        for document in documents:
+            group = fmt.group_of(document, self.id_key)
+            number = first_seen.setdefault(group, len(first_seen) + 1)
+            header = fmt.render_header(number, document)
+            items.append(
+                PackItem(
+                    tokens=count_tokens(fmt.render_passage(document), encoding),
+                    group=group,
+                    group_tokens=count_tokens(header, encoding),
+                    content_key=document.page_content,
+                )
+            )
+        return items
 
     def _unaccounted(
         self,

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Literal
 
 from langchain_ragbudget.drops import DropReason
 
 Policy = Literal["skip", "stop"]
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -77,11 +76,3 @@ def pack(
             dropped.append((index, DropReason.MAX_TOKENS))
             stopped = policy == "stop"
     return PackResult(tuple(kept), tuple(dropped), used, over_budget)
-
-
-def edges_order(items: Sequence[T]) -> list[T]:
-    """Best first and second best last, weakest in the middle (lost in the middle).
-
-    [1, 2, 3, 4, 5] -> [1, 3, 5, 4, 2]
-    """
-    return [*items[0::2], *reversed(items[1::2])]

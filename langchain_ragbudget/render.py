@@ -18,11 +18,14 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from langchain_core.documents import Document
 
 from langchain_ragbudget.identity import document_key, document_source
 from langchain_ragbudget.scores import DENSE, RERANK_SCORE, score_key
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -116,15 +119,24 @@ class ContextFormat:
 
 
 def group_citations(
-    documents: Sequence[Document], fmt: ContextFormat, id_key: str | None = "chunk_id"
+    documents: Sequence[Document],
+    fmt: ContextFormat,
+    id_key: str | None = "chunk_id",
+    *,
+    edges: bool = False,
 ) -> list[Citation]:
-    """Group passages by source document, documents ranked by their best passage."""
+    """Group passages by source document, numbered once in the order shown.
+
+    Documents rank by their best passage; with `edges`, the best go first and last
+    and the weakest in the middle (against lost-in-the-middle).
+    """
     groups: dict[str, list[Document]] = {}
     for document in documents:
         groups.setdefault(fmt.group_of(document, id_key), []).append(document)
+    ordered = edges_order(list(groups.items())) if edges else list(groups.items())
     return [
         Citation(number, group, tuple(docs))
-        for number, (group, docs) in enumerate(groups.items(), start=1)
+        for number, (group, docs) in enumerate(ordered, start=1)
     ]
 
 
@@ -149,3 +161,11 @@ def one_line(value: str, limit: int = 160) -> str:
     """
     text = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode(), value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def edges_order(items: Sequence[T]) -> list[T]:
+    """Best first and second best last, weakest in the middle (lost in the middle).
+
+    [1, 2, 3, 4, 5] -> [1, 3, 5, 4, 2]
+    """
+    return [*items[0::2], *reversed(items[1::2])]

@@ -2,7 +2,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from langchain_ragbudget.drops import DropReason
-from langchain_ragbudget.packing import PackItem, edges_order, pack
+from langchain_ragbudget.packing import PackItem, pack
+from langchain_ragbudget.render import edges_order
 
 
 def item(tokens: int, group: str = "", header: int = 0, content: str = "") -> PackItem:
