@@ -29,6 +29,7 @@ from langchain_ragbudget.factory import (
     build_hybrid_retriever,
     build_reranker,
 )
+from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.identity import document_key
 from langchain_ragbudget.metrics import hit_at_k, mrr_at_k, ndcg_at_k, recall_at_k
 from langchain_ragbudget.rerank import FlashRankRerank
@@ -139,104 +140,157 @@ def evaluate(
 ) -> EvalReport:
     """Run the configured pipeline over `dataset` and measure every stage.
 
-    The corpus embeddings are cached on disk (keyed by content and model). Without
-    `reranker`, the configured FlashRank stage is built; if its model is missing the
-    rerank row says "skipped" and the budget works on the fused list.
+    Args:
+        dataset: A BEIR dataset (corpus, queries, qrels; rationales if any).
+        config: The configuration whose pipeline is measured.
+        surfaces: The budgets to measure (every configured surface if None).
+        k: The k of hit@k and recall@k.
+        limit: Measure the first `limit` queries only.
+        budgets: Token budgets at which packing policies are compared.
+        reranker: A rerank stage to use instead of the configured one; if the
+            model is missing, the rerank row says "skipped" and the budget works on
+            the fused list.
+        progress: Called with (stage, done, total) as work advances.
+
+    Returns:
+        The report: quality per stage, gold survival per surface, policies by
+        budget. Corpus embeddings are cached on disk (keyed by content and model).
     """
     surfaces = list(surfaces or config.surfaces)
-    budget_stages = {name: build_budget(name, config) for name in surfaces}
-    store = cached_vector_store(
-        dataset.corpus,
-        config.embedding,
-        build_embeddings(config.embedding),
-        name=dataset.name,
-        on_batch=(lambda n: progress("embedding corpus", n, len(dataset.corpus)))
-        if progress
-        else None,
-    )
-    sparse = cached_sparse_retriever(dataset.corpus, config, name=dataset.name)
-    hybrid = build_hybrid_retriever(
-        dataset.corpus, config, vectorstore=store, sparse=sparse
-    )
-    names = hybrid.resolved_names
-    if reranker is None:
-        reranker = build_reranker(config)
+    stages = _Stages.build(dataset, config, surfaces, reranker, progress)
     queries = list(dataset.queries.items())[:limit]
-    encoding = budget_stages[surfaces[0]].settings.encoding_name
     acc = _Accumulator(
         policy_hits={policy: [0] * len(budgets) for policy in POLICIES},
         evidence_hits={policy: [0] * len(budgets) for policy in POLICIES},
     )
     for done, (query_id, text) in enumerate(queries, start=1):
         relevant = {doc: rel for doc, rel in dataset.qrels[query_id].items() if rel > 0}
-        lists = [retriever.invoke(text) for retriever in hybrid.retrievers]
-        for name, docs in zip(names, lists, strict=True):
-            acc.rank(name, docs, relevant)
-        fused = hybrid.fuse(lists, config.retrieval.k)
-        acc.rank("fusion", fused, relevant)
-        candidates: CandidateList = fused
-        if reranker is not None and reranker.available:
-            candidates = reranker.compress_documents(fused, text)
-            acc.rank("rerank", candidates, relevant)
-        entered = {document_key(d, hybrid.id_key): d for docs in lists for d in docs}
-        for surface, stage in budget_stages.items():
-            context = stage.fit(candidates)
-            acc.rank(f"budget:{surface}", _ranked(context, hybrid.id_key), relevant)
-            _account(acc, surface, entered, context, relevant)
+        candidates = stages.run(acc, text, relevant)
         _compare_policies(
             acc,
             candidates,
             relevant,
             dataset.rationales.get(query_id, {}),
             budgets,
-            encoding,
-            hybrid.id_key,
+            stages.encoding,
+            stages.hybrid.id_key,
         )
         if progress:
             progress("queries", done, len(queries))
+    return _report(dataset, config, stages, acc, k, len(queries), budgets)
 
+
+@dataclass
+class _Stages:
+    """The pipeline, taken apart so each stage's ranking can be measured."""
+
+    hybrid: HybridRetriever
+    reranker: FlashRankRerank | None
+    budgets: dict[str, ContextBudget]
+
+    @classmethod
+    def build(
+        cls,
+        dataset: BeirDataset,
+        config: RagBudgetConfig,
+        surfaces: Sequence[str],
+        reranker: FlashRankRerank | None,
+        progress: Progress | None,
+    ) -> _Stages:
+        budgets = {name: build_budget(name, config) for name in surfaces}
+        store = cached_vector_store(
+            dataset.corpus,
+            config.embedding,
+            build_embeddings(config.embedding),
+            name=dataset.name,
+            on_batch=(lambda n: progress("embedding corpus", n, len(dataset.corpus)))
+            if progress
+            else None,
+        )
+        sparse = cached_sparse_retriever(dataset.corpus, config, name=dataset.name)
+        hybrid = build_hybrid_retriever(
+            dataset.corpus, config, vectorstore=store, sparse=sparse
+        )
+        return cls(hybrid, reranker or build_reranker(config), budgets)
+
+    @property
+    def encoding(self) -> str:
+        """The encoding the first surface counts in (policies are compared in it)."""
+        return next(iter(self.budgets.values())).settings.encoding_name
+
+    @property
+    def reranks(self) -> bool:
+        """Whether a rerank stage runs."""
+        return self.reranker is not None and self.reranker.available
+
+    def run(
+        self, acc: _Accumulator, text: str, relevant: dict[str, int]
+    ) -> CandidateList:
+        """One query, stage by stage; rankings and survival go to `acc`."""
+        hybrid = self.hybrid
+        lists = [retriever.invoke(text) for retriever in hybrid.retrievers]
+        for name, docs in zip(hybrid.resolved_names, lists, strict=True):
+            acc.rank(name, docs, relevant)
+        candidates = hybrid.fuse(lists, hybrid.k)
+        acc.rank("fusion", candidates, relevant)
+        if self.reranker is not None and self.reranks:
+            candidates = self.reranker.compress_documents(candidates, text)
+            acc.rank("rerank", candidates, relevant)
+        entered = {document_key(d, hybrid.id_key): d for docs in lists for d in docs}
+        for surface, stage in self.budgets.items():
+            context = stage.fit(candidates)
+            acc.rank(f"budget:{surface}", _ranked(context, hybrid.id_key), relevant)
+            _account(acc, surface, entered, context, relevant)
+        return candidates
+
+
+def _report(
+    dataset: BeirDataset,
+    config: RagBudgetConfig,
+    stages: _Stages,
+    acc: _Accumulator,
+    k: int,
+    n_queries: int,
+    budgets: Sequence[int],
+) -> EvalReport:
+    names = stages.hybrid.resolved_names
     quality = [_quality(name, acc, k) for name in [*names, "fusion"]]
     if "rerank" in acc.rankings:
         quality.append(_quality("rerank", acc, k))
     else:
-        reason = "no reranker" if reranker is None else "model unavailable"
+        reason = "no reranker" if stages.reranker is None else "model unavailable"
         quality.append(StageQuality("rerank", "skipped", note=reason))
-    quality += [_quality(f"budget:{surface}", acc, k) for surface in surfaces]
+    quality += [_quality(f"budget:{surface}", acc, k) for surface in stages.budgets]
+    retrieval = config.retrieval
     return EvalReport(
         dataset=dataset.name,
-        n_queries=len(queries),
+        n_queries=n_queries,
         n_documents=len(dataset.corpus),
         k=k,
         quality=quality,
         survival=[
-            _survival(acc, surface, budget_stages[surface]) for surface in surfaces
+            _survival(acc, surface, stage) for surface, stage in stages.budgets.items()
         ],
         policy_budgets=list(budgets),
-        policy_survival={
-            policy: [
-                hits / acc.policy_gold if acc.policy_gold else None for hits in row
-            ]
-            for policy, row in acc.policy_hits.items()
-        },
-        policy_encoding=encoding,
+        policy_survival=_shares(acc.policy_hits, acc.policy_gold),
+        policy_encoding=stages.encoding,
         evidence_gold=acc.evidence_gold,
-        evidence_survival={
-            policy: [
-                hits / acc.evidence_gold if acc.evidence_gold else None for hits in row
-            ]
-            for policy, row in acc.evidence_hits.items()
-        },
+        evidence_survival=_shares(acc.evidence_hits, acc.evidence_gold),
         settings={
-            "fusion_k": config.retrieval.k,
-            "fetch_k": [
-                config.retrieval.sparse.fetch_k,
-                config.retrieval.dense.fetch_k,
-            ],
-            "weights": [config.retrieval.sparse.weight, config.retrieval.dense.weight],
-            "rrf_c": config.retrieval.rrf_c,
-            "rerank": config.rerank.model if reranker and reranker.available else None,
+            "fusion_k": retrieval.k,
+            "fetch_k": [retrieval.sparse.fetch_k, retrieval.dense.fetch_k],
+            "weights": [retrieval.sparse.weight, retrieval.dense.weight],
+            "rrf_c": retrieval.rrf_c,
+            "rerank": config.rerank.model if stages.reranks else None,
         },
     )
+
+
+def _shares(hits: dict[str, list[int]], total: int) -> dict[str, list[float | None]]:
+    return {
+        policy: [n / total if total else None for n in row]
+        for policy, row in hits.items()
+    }
 
 
 def _ranked(context: BudgetedContext, id_key: str | None) -> list[Document]:
