@@ -25,8 +25,9 @@ from langchain_core.runnables import (
 )
 from pydantic import BaseModel
 
-from langchain_ragbudget.budget import BudgetedContext
+from langchain_ragbudget.budget import BudgetedContext, BudgetReport
 from langchain_ragbudget.drops import DropReason, Stage
+from langchain_ragbudget.evidence import Evidence
 from langchain_ragbudget.identity import document_key
 from langchain_ragbudget.render import one_line
 from langchain_ragbudget.scores import CONTEXT_TOKENS, scores_of
@@ -107,47 +108,55 @@ def context_warnings(context: BudgetedContext) -> list[str]:
     Every id is escaped to one line, so no id or source can add a line here.
     """
     report = context.report
-    warnings = []
-    unaccounted = [r.key for r in report.unaccounted]
-    if unaccounted:
-        warnings.append(
+    return [
+        *_drop_warnings(report),
+        *_stage_warnings(report),
+        *_evidence_warning(context.evidence, report.surface),
+    ]
+
+
+def _drop_warnings(report: BudgetReport) -> list[str]:
+    """Candidates that vanished, were cut by the budget, or were duplicates."""
+    lines = []
+    if unaccounted := [r.key for r in report.unaccounted]:
+        lines.append(
             f"[warning: {len(unaccounted)} candidate(s) vanished between stages with "
             f"no record (a step outside ragbudget removed them): {_ids(unaccounted)}]"
         )
-    budget_cut = [
-        r.key
-        for r in report.budget_drops
-        if r.reason in (DropReason.MAX_TOKENS, DropReason.MAX_DOCS)
-    ]
-    if budget_cut:
-        warnings.append(
+    cut_reasons = (DropReason.MAX_TOKENS, DropReason.MAX_DOCS)
+    if budget_cut := [r.key for r in report.budget_drops if r.reason in cut_reasons]:
+        lines.append(
             f"[warning: {len(budget_cut)} passage(s) dropped from context to fit the "
             f"{one_line(report.surface)} budget: {_ids(budget_cut)}]"
         )
-    duplicates = [
-        r.key for r in report.budget_drops if r.reason == DropReason.DUPLICATE
-    ]
-    if duplicates:
-        warnings.append(
+    duplicate = DropReason.DUPLICATE
+    if duplicates := [r.key for r in report.budget_drops if r.reason == duplicate]:
+        lines.append(
             f"[note: {len(duplicates)} duplicate passage(s) left out: "
             f"{_ids(duplicates)}]"
         )
+    return lines
+
+
+def _stage_warnings(report: BudgetReport) -> list[str]:
+    """Odd scores, an over-budget context, skipped stages, earlier cuts."""
+    lines = []
     if report.issues:
         named = [f"{i.field} of {i.key} = {i.value}" for i in report.issues]
-        warnings.append(
+        lines.append(
             f"[warning: {len(named)} score(s) were not finite numbers and were "
             f"ignored: {_ids(named)}]"
         )
     if report.over_budget:
-        warnings.append(
+        lines.append(
             f"[warning: context is over the {report.surface} budget "
             f"({report.tokens_used} > {report.max_tokens} tokens): the top passage(s) "
             f"were kept because min_docs={report.min_docs}]"
         )
-    for skip in report.skipped:
-        warnings.append(
-            f"[warning: {skip.stage} stage skipped: {one_line(skip.reason, 300)}]"
-        )
+    lines += [
+        f"[warning: {skip.stage} stage skipped: {one_line(skip.reason, 300)}]"
+        for skip in report.skipped
+    ]
     earlier = Counter(
         f"{r.stage}: {r.reason}"
         for r in report.drops
@@ -155,26 +164,30 @@ def context_warnings(context: BudgetedContext) -> list[str]:
     )
     if earlier:
         parts = ", ".join(f"{n} {what}" for what, n in sorted(earlier.items()))
-        warnings.append(
+        lines.append(
             f"[note: {sum(earlier.values())} lower-ranked candidate(s) were cut before "
             f"the budget ({parts}); see the drop records]"
         )
-    evidence = context.evidence
+    return lines
+
+
+def _evidence_warning(evidence: Evidence, surface: str) -> list[str]:
+    """Weak or unknown evidence; nothing when the top score clears its threshold."""
     if evidence.weak and evidence.score is not None:
-        warnings.append(
+        return [
             f"[warning: weak evidence: top {one_line(str(evidence.score_key))} "
-            f"{evidence.score:.2f} is below the {report.surface} threshold "
+            f"{evidence.score:.2f} is below the {surface} threshold "
             f"{evidence.threshold:.2f}; the answer may not be supported by the "
             "documents]"
-        )
-    elif evidence.weak:
-        warnings.append("[warning: weak evidence: no passage reached the context]")
-    elif evidence.weak is None:
-        warnings.append(
+        ]
+    if evidence.weak:
+        return ["[warning: weak evidence: no passage reached the context]"]
+    if evidence.weak is None:
+        return [
             "[warning: evidence strength unknown: no kept passage has a score this "
             "surface has a threshold for]"
-        )
-    return warnings
+        ]
+    return []
 
 
 def was_truncated(message: BaseMessage | str) -> bool:
