@@ -4,7 +4,7 @@ In the spirit of LangChain's `create_stuff_documents_chain`, for any chat model 
 prompt, but fed by a `BudgetedContext`: the context is already grouped into one
 citation per source document, and the answer comes back with visible warnings for
 dropped passages, skipped stages, weak evidence and an answer cut at the model's
-output limit, as good code already warns when the output is cut (seed 000).
+output limit, as good code already warns when the output is cut.
 """
 
 from __future__ import annotations

@@ -38,8 +38,8 @@ class DenseRetriever(BaseRetriever):
     """Top-`k` similarity search on any VectorStore, relevance score in metadata.
 
     With a `docstore` (id -> Document, e.g. the documents BM25 already holds) and a
-    Chroma store, Chroma is asked for ids and distances only: at k=100 on SciFact that
-    saves about 3 ms a query, most of the dense stage's cost after the embedding.
+    Chroma store, Chroma is asked for ids and distances only, which spares it reading
+    and decoding every hit's text and metadata.
     """
 
     vectorstore: VectorStore
@@ -173,8 +173,8 @@ def add_documents(
 ) -> None:
     """Add documents in bounded batches (memory stays flat on large corpora).
 
-    Documents go in order of length, so each embedding batch pads less (SciFact
-    chunks: 1.5x faster ingest). `on_batch` is called with each batch's size.
+    Documents go in order of length, so each embedding batch pads less.
+    `on_batch` is called with each batch's size.
     """
     documents = sorted(documents, key=lambda doc: len(doc.page_content))
     for start in range(0, len(documents), batch_size):

@@ -2,7 +2,7 @@
 
 A thin adapter: unlike `langchain_community`'s FastEmbedEmbeddings it loads a local
 model folder (for machines without network), embeds in bounded batches, since
-fastembed's default batch of 256 long documents took 17 GB of memory here, and can
+fastembed's default batch of 256 long documents needs many GB of memory, and can
 embed queries with an int8 copy of the model (see quantize.py).
 """
 

@@ -1,4 +1,4 @@
-"""Weak-evidence signalling and the calibration of its threshold (seed 004).
+"""Weak-evidence signalling and the calibration of its threshold.
 
 When the best relevance score of the context is under a calibrated threshold, the
 prompt and the user-facing output both say the evidence is weak.

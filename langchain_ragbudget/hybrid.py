@@ -1,9 +1,9 @@
 """Hybrid retrieval: any number of LangChain retrievers fused by weighted RRF.
 
 Unlike the stock EnsembleRetriever it keeps the metadata of every retriever that
-returned a document (langchain issue 38627), does not let a document repeated in one
-list inflate its score (issue 37046), records each retriever's rank and score, and
-reports the candidates cut below `k` instead of dropping them in silence.
+returned a document, does not let a document repeated in one list inflate its score,
+never merges two different texts behind one id, records each retriever's rank and
+score, and reports the candidates cut below `k` instead of dropping them in silence.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Packing whole passages into a token and count budget: pure functions.
 
 No passage is ever cut: each is kept verbatim or dropped with a reason. Policy `skip`
-(default) lets smaller passages after an overflow still fit (seed 000's fix); `stop`
-stops at the first overflow (seed 002's truncator). `min_docs` keeps the top passages
+(default) lets smaller passages after an overflow still fit; `stop` stops at the
+first overflow, as a plain truncator does. `min_docs` keeps the top passages
 even when they alone exceed the budget, and says so through `over_budget`.
 """
 

@@ -1,10 +1,9 @@
 """An int8 copy of an ONNX embedding model, for embedding queries.
 
-A query is embedded on the request path, one at a time, and on two cores that is
-the largest part of a hybrid query: all-MiniLM-L6-v2 takes 2.3 ms in float32 and
-0.9 ms with its weights quantized to int8 (onnxruntime dynamic quantization), at a
-median cosine of 0.994 to the float32 vector. Documents stay float32, so an index
-needs no rebuild; SciFact quality for both settings is in BENCHMARKS.md.
+A query is embedded on the request path, one at a time, where it is the largest part
+of a hybrid query; with its weights quantized to int8 (onnxruntime dynamic
+quantization) the model runs faster at a small cost in quality (both measured in
+BENCHMARKS.md). Documents stay float32, so an index needs no rebuild.
 """
 
 from __future__ import annotations

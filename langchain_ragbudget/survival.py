@@ -1,7 +1,7 @@
 """Did the gold passage survive assembly into the prompt? Packing policies compared.
 
 Pure functions over one ranked candidate list: naive slicing of the joined context
-(seed 000's "before"), stop at the first overflow (seed 002), and skip (ours), each
+(what a character limit on the prompt does), stop at the first overflow, and skip, each
 at a token budget. A passage survives only if its whole text is in the context. Where
 the dataset marks which sentences of a passage hold the evidence (SciFact's
 rationales), evidence survives if all of those sentences are in the context: a
@@ -46,7 +46,7 @@ def naive_slice(
     """Slice the joined context at each budget; which passages and evidence survive.
 
     The slice is taken in tokens of the rendered context (the token equivalent of
-    seed 000's `context[:MAX_CONTEXT_CHARS]`). The context is rendered and encoded
+    `context[:MAX_CONTEXT_CHARS]`). The context is rendered and encoded
     once for all budgets. `evidence` maps a passage index to its evidence sentences,
     each a substring of the passage's text.
     """
