@@ -71,6 +71,7 @@ from langchain_ragbudget.factory import (
     build_vector_store,
     hybrid_retriever,
 )
+from langchain_ragbudget.files import atomic_write_text, publish_folder
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.identity import content_hash
 from langchain_ragbudget.loaders import FileError, check_content
@@ -219,7 +220,7 @@ class HybridIndex:
                     f"or create one with `ragbudget index FOLDER --index {path}`"
                 )
             path.mkdir(parents=True, exist_ok=True)
-            _atomic_write(path / MANIFEST, json.dumps(expected, indent=2))
+            atomic_write_text(path / MANIFEST, json.dumps(expected, indent=2))
         version, recovered = _committed_version(path, recover=True)
         if not recovered:  # after a recovery, which version was committed is a guess
             _remove_superseded(path, version)
@@ -310,7 +311,7 @@ class HybridIndex:
             os.rename(sparse.version, aside)
             report.moved_aside.append(str(aside))
         if rewrite:
-            _atomic_write(path / MANIFEST, json.dumps(manifest, indent=2))
+            atomic_write_text(path / MANIFEST, json.dumps(manifest, indent=2))
             report.manifest_rewritten = True
         index = cls(path, config, store, {}, {}, manifest)
         index.sync_check()
@@ -337,7 +338,9 @@ class HybridIndex:
     def set_root(self, root: str | Path) -> None:
         """Record the folder document ids are relative to (absolute) in the manifest."""
         self._manifest["root"] = str(Path(root).resolve())
-        _atomic_write(self.directory / MANIFEST, json.dumps(self._manifest, indent=2))
+        atomic_write_text(
+            self.directory / MANIFEST, json.dumps(self._manifest, indent=2)
+        )
 
     def close(self) -> None:
         """Release the embedded Chroma client (its files can then be moved)."""
@@ -624,7 +627,7 @@ def _load_manifest(
                 f"{expected['chunking']})"
             ) from exc
         logger.warning("%s; restored from the copy in %s", exc, RECORDS)
-        _atomic_write(path, json.dumps(copy, indent=2))
+        atomic_write_text(path, json.dumps(copy, indent=2))
         found = copy
     _check_manifest(path, found, expected)
     return dict(found)
@@ -739,7 +742,7 @@ def _committed_version(directory: Path, *, recover: bool) -> tuple[Path | None, 
         version.name,
     )
     if recover:
-        _atomic_write(current_file, version.name)
+        atomic_write_text(current_file, version.name)
     return version, True
 
 
@@ -1123,37 +1126,6 @@ def _save_sparse(
         ),
         encoding="utf-8",
     )
-    _fsync_tree(staging)
-    os.rename(staging, directory / version)
-    _fsync(directory)
-    _atomic_write(directory / CURRENT, version)
+    publish_folder(staging, directory / version)
+    atomic_write_text(directory / CURRENT, version)
     _remove_superseded(directory, directory / version)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    staging.write_text(text, encoding="utf-8")
-    _fsync(staging)
-    os.replace(staging, path)
-    _fsync(path.parent)
-
-
-def _fsync_tree(root: Path) -> None:
-    """Flush every file under `root`, then the folders, deepest first."""
-    folders = [root, *(p for p in root.rglob("*") if p.is_dir())]
-    for item in root.rglob("*"):
-        if item.is_file():
-            _fsync(item)
-    for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
-        _fsync(folder)
-
-
-def _fsync(path: Path) -> None:
-    """Flush a file, or a folder (its entries) where the platform allows it."""
-    if path.is_dir() and os.name != "posix":
-        return  # Windows cannot open a folder to flush it
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

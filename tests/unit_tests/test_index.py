@@ -1,17 +1,13 @@
 """HybridIndex on the real parts (bm25s, embedded Chroma, fastembed ONNX)."""
 
 import os
-import signal
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 from langchain_core.documents import Document
 
 from langchain_ragbudget import IndexLoadError, load_config
-from langchain_ragbudget import index as index_module
+from langchain_ragbudget import files as files_module
 from langchain_ragbudget.cli import main
 from langchain_ragbudget.config import RagBudgetConfig
 from langchain_ragbudget.index import HybridIndex
@@ -178,65 +174,6 @@ def test_one_sided_ids_are_reported_and_repaired(tmp_path: Path) -> None:
     assert "stray" in sparse_texts(reopened)
 
 
-CRASH_SCRIPT = """
-import sys, time
-from langchain_core.documents import Document
-from langchain_ragbudget import index as index_module
-from langchain_ragbudget.index import HybridIndex
-from langchain_ragbudget.sparse import BM25Retriever
-from langchain_ragbudget.sparse import BM25Retriever
-
-where = sys.argv[2]
-if where == "mid-write":
-    original = BM25Retriever.save
-    def save(self, directory):
-        original(self, directory)          # BM25 files written, records not yet
-        print("SAVING", flush=True); time.sleep(120)
-    BM25Retriever.save = save
-else:
-    def atomic_write(path, text):  # the new version is written, CURRENT not switched
-        print("SAVING", flush=True); time.sleep(120)
-    index_module._atomic_write = atomic_write
-ix = HybridIndex.open(sys.argv[1])
-ix.upsert([Document(id="policy.md", page_content="Refunds are paid within 90 days.")])
-"""
-
-
-@pytest.mark.parametrize("where", ["mid-write", "before-switch"])
-def test_killed_mid_save_leaves_the_previous_index(tmp_path: Path, where: str) -> None:
-    directory = tmp_path / "ix"
-    HybridIndex.open(directory).upsert(
-        [doc("policy.md", "Refunds are paid within 180 days.")]
-    )
-    script = tmp_path / "crash.py"
-    script.write_text(textwrap.dedent(CRASH_SCRIPT))
-    process = subprocess.Popen(
-        [sys.executable, str(script), str(directory), where],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=os.environ.copy(),
-    )
-    assert process.stdout is not None
-    assert process.stdout.readline().strip() == "SAVING"
-    process.send_signal(signal.SIGKILL)
-    process.wait(timeout=30)
-    reopened = HybridIndex.open(directory)
-    assert sparse_texts(reopened) == ["Refunds are paid within 180 days."]
-    committed = (directory / "CURRENT").read_text()
-    versions = [p.name for p in directory.iterdir() if "sparse-" in p.name]
-    assert committed in versions and len(versions) == 2  # the newer stray waits
-    assert reopened.sync_report.differing == ["policy.md::0"]  # vector side ran ahead
-    reopened.repair()
-    assert reopened.sync_report.in_sync
-    versions = [p.name for p in directory.iterdir() if "sparse-" in p.name]
-    assert versions == [(directory / "CURRENT").read_text()]  # strays removed
-    assert (
-        reopened.as_retriever(k=1)
-        .invoke("refunds")[0]
-        .page_content.endswith("180 days.")
-    )
-
-
 def test_cli_index_goes_on_past_bad_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -336,7 +273,7 @@ def test_every_file_is_flushed_before_the_rename_that_publishes_it(
     directory = tmp_path / "ix"
     index = HybridIndex.open(directory)
     events: list[tuple[str, Path]] = []
-    real_fsync, real_rename, real_replace = index_module._fsync, os.rename, os.replace
+    real_fsync, real_rename, real_replace = files_module.fsync, os.rename, os.replace
 
     def fsync(path: Path) -> None:
         events.append(("fsync", Path(path)))
@@ -350,9 +287,9 @@ def test_every_file_is_flushed_before_the_rename_that_publishes_it(
         events.append(("rename", Path(source)))
         real_replace(source, target)
 
-    monkeypatch.setattr(index_module, "_fsync", fsync)
-    monkeypatch.setattr(index_module.os, "rename", rename)
-    monkeypatch.setattr(index_module.os, "replace", replace)
+    monkeypatch.setattr(files_module, "fsync", fsync)
+    monkeypatch.setattr(files_module.os, "rename", rename)
+    monkeypatch.setattr(files_module.os, "replace", replace)
     index.upsert([doc("policy.md", REFUNDS_90)])
 
     published = [

@@ -6,8 +6,6 @@ stand-in): its score is sigmoid(number of query tokens found in the passage).
 
 import json
 import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -127,19 +125,3 @@ def test_from_config(tiny_flashrank_dir: Path) -> None:
     )
     stage = FlashRankRerank.from_config(settings)
     assert stage.available and stage.top_n == 2
-
-
-def test_loading_flashrank_leaves_the_root_logger_alone(
-    tiny_flashrank_dir: Path,
-) -> None:
-    # pytest installs root handlers, which would hide the problem: use a fresh process.
-    code = (
-        "import logging; from langchain_ragbudget.rerank import FlashRankRerank; "
-        f"s = FlashRankRerank(cache_dir={str(tiny_flashrank_dir)!r}); "
-        "assert s.available; "
-        "root = logging.getLogger(); print(len(root.handlers), root.level)"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert out.stdout.split() == ["0", str(30)]  # no handler added, level still WARNING
