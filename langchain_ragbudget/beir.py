@@ -29,8 +29,15 @@ class DatasetError(RagBudgetError, ValueError):
 class BeirDataset:
     """A corpus, the queries of one split, and their relevance judgements.
 
-    `rationales`: query id -> corpus id -> the sentences of that document that hold
-    the evidence, for datasets that mark them (SciFact); empty otherwise.
+    Attributes:
+        name: The dataset's folder name (e.g. `scifact`).
+        corpus: The documents, with `id`, `chunk_id`, `doc_id`, `title` and
+            `source` set; title and text joined in `page_content`.
+        queries: Query id -> text, for the queries judged in the split.
+        qrels: Query id -> corpus id -> graded relevance.
+        rationales: Query id -> corpus id -> the sentences of that document that
+            hold the evidence, for datasets that mark them (SciFact); empty
+            otherwise.
     """
 
     name: str
@@ -41,7 +48,21 @@ class BeirDataset:
 
 
 def load_beir(folder: str | Path, split: str = "test") -> BeirDataset:
-    """Load a BEIR folder; only queries judged in `split` are kept."""
+    """Load a BEIR folder; only queries judged in `split` are kept.
+
+    Args:
+        folder: Holds `corpus.jsonl` (or `.jsonl.gz`), `queries.jsonl` and
+            `qrels/<split>.tsv`; optionally `extra/` with SciFact's original
+            claims and sentences.
+        split: The qrels file to read (`test`, `dev`, `train`).
+
+    Returns:
+        The corpus, the judged queries, their qrels and any rationales.
+
+    Raises:
+        DatasetError: A file is missing, a line is malformed, or a judged query
+            or a cited evidence sentence is missing.
+    """
     root = Path(folder)
     qrels = load_qrels(root / "qrels" / f"{split}.tsv")
     all_queries = {

@@ -61,7 +61,25 @@ REPORT_EVENT = "ragbudget_context_report"
 
 @dataclass(frozen=True)
 class BudgetReport:
-    """What the budget kept and what every stage dropped, and why."""
+    """What the budget kept and what every stage dropped, and why.
+
+    Attributes:
+        surface: The surface whose budget was applied.
+        encoding: The tiktoken encoding tokens were counted in.
+        max_tokens: The surface's token budget.
+        tokens_used: Tokens of the rendered context (headers and passages).
+        max_docs: The surface's passage cap.
+        min_docs: Passages kept even over the token budget.
+        packing: The packing policy (`skip` or `stop`).
+        order: The citation order (`rank` or `edges`).
+        over_budget: True when the context is over `max_tokens` (which only
+            `min_docs` can cause).
+        kept_ids: Keys of the kept passages, in the budget's input (rank) order.
+        drops: Every drop record: earlier stages', the budget's own, and one
+            `external_step / unaccounted` record per candidate that vanished.
+        skipped: Stages that did not run.
+        issues: Scores that were not finite numbers.
+    """
 
     surface: str
     encoding: str
@@ -108,7 +126,16 @@ class BudgetReport:
 
 @dataclass(frozen=True)
 class BudgetedContext:
-    """The kept passages, their citations, the rendered text, and the report."""
+    """The kept passages, their citations, the rendered text, and the report.
+
+    Attributes:
+        documents: The kept passages in prompt order (grouped by citation), each
+            with `context_tokens` in metadata.
+        citations: One citation per source document, numbered in prompt order.
+        text: The context exactly as the chain sends it; tokens are counted on it.
+        report: What was kept and dropped, and why.
+        evidence: Whether the best kept score clears the surface's threshold.
+    """
 
     documents: list[Document]
     citations: list[Citation]
@@ -122,6 +149,29 @@ class ContextBudget(RunnableSerializable[Any, Any]):
 
     Tokens are counted in the surface's tiktoken encoding on each passage exactly
     as `format` renders it (citation header included), once per text per process.
+
+    A Runnable: documents in, a `BudgetedContext` out; or, in an LCEL chain, a dict
+    with `documents` in and the same dict with `context` added out. Every run also
+    sends its report to callbacks, as the custom event `ragbudget_context_report`
+    and as the metadata of a child run named `ragbudget_budget_report`.
+
+    Attributes:
+        surface: The surface's name, for reports and warnings.
+        settings: The surface's budget (`max_docs`, `max_tokens`, encoding...).
+        format: How passages and citation headers are rendered.
+        id_key: The metadata key that identifies a passage when `Document.id` is
+            unset.
+
+    Example:
+        .. code-block:: python
+
+            from langchain_ragbudget import ContextBudget, load_config
+
+            budget = ContextBudget.from_config("chat", load_config("ragbudget.yml"))
+            context = budget.fit(retriever.invoke("what lowers blood pressure?"))
+            print(context.report.tokens_used, context.report.max_tokens)
+            for record in context.report.drops:
+                print(record.key, record.stage, record.reason, record.detail)
     """
 
     surface: str = "chat"
@@ -135,7 +185,19 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     def from_config(
         cls, surface: str = "chat", config: RagBudgetConfig | None = None, **kwargs: Any
     ) -> ContextBudget:
-        """The budget of `surface` from a loaded config (defaults if None)."""
+        """The budget of `surface` from a loaded config (defaults if None).
+
+        Args:
+            surface: A key of the config's `surfaces`.
+            config: The loaded configuration; the shipped defaults if None.
+            **kwargs: Further fields, e.g. `format`.
+
+        Returns:
+            The budget, with the config's `retrieval.id_key`.
+
+        Raises:
+            ConfigError: The config has no such surface.
+        """
         config = config or load_config()
         return cls(
             surface=surface,
@@ -151,12 +213,21 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     ) -> BudgetedContext:
         """Pack `documents` (best first); pure apart from the token cache.
 
-        `scoped`: ledgers of the enclosing `ledger_scope`, reconciled with those
-        the documents carry.
+        Args:
+            documents: The candidates, best first (a `CandidateList` carries the
+                records of earlier stages; a plain list works too).
+            scoped: Ledgers of the enclosing `ledger_scope`, reconciled with those
+                the documents carry.
+
+        Returns:
+            The kept passages, their citations, the rendered text, the report of
+            every drop (earlier stages', this stage's, and the unaccounted), and
+            the evidence check.
 
         Raises:
             InvalidInputError: `documents` is not a list of Documents, or a text
                 cannot be encoded.
+            ModelUnavailableError: The tiktoken encoding cannot be loaded.
         """
         documents = check_documents(documents)
         settings = self.settings
@@ -296,7 +367,21 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     def invoke(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Any:
-        """Documents -> BudgetedContext; a dict with `documents` -> dict + `context`."""
+        """Documents -> BudgetedContext; a dict with `documents` -> dict + `context`.
+
+        Args:
+            input: A list of Documents, or a dict holding one under `documents`.
+            config: The Runnable config; inside `ledger_scope`, its ledgers are
+                reconciled too.
+            **kwargs: Passed on to the Runnable machinery.
+
+        Returns:
+            The `BudgetedContext`, or the input dict with it under `context`.
+
+        Raises:
+            InvalidInputError: A dict without `documents`, or not Documents.
+            ModelUnavailableError: The tiktoken encoding cannot be loaded.
+        """
         return self._call_with_config(self._invoke, input, config, **kwargs)
 
     async def ainvoke(

@@ -58,7 +58,27 @@ _MAX_NAMED = 12  # ids named in one warning line; the structured answer has them
 
 
 class BudgetedAnswer(BaseModel):
-    """The structured result: the answer and everything needed to trust it."""
+    """The structured result: the answer and everything needed to trust it.
+
+    Plain data (strings, numbers, lists and dicts), so `model_dump()` gives what to
+    log or return from an API.
+
+    Attributes:
+        answer: The model's reply, as text.
+        warnings: The lines to show next to the answer: output cut, drops,
+            score issues, an over-budget context, skipped stages, weak evidence.
+        citations: Per citation: `number`, `document`, `source`, `passages` (ids).
+        kept: Per kept passage: `id`, `source`, `tokens`, and its ranks and scores.
+        dropped: Per drop record: `id`, `source`, `stage`, `reason`, `rank`,
+            `tokens`, `detail`, and the candidate's ranks and scores.
+        skipped_stages: Per skipped stage: `stage` and `reason`.
+        weak_evidence: True, False, or None when no score could tell.
+        evidence: The evidence check: `weak`, `score_key`, `score`, `threshold`.
+        truncated: Whether the model stopped at its output limit.
+        surface: The surface whose budget was applied.
+        tokens_used: Tokens of the context sent.
+        max_tokens: The surface's token budget.
+    """
 
     answer: str
     warnings: list[str]
@@ -249,6 +269,10 @@ def create_budgeted_stuff_chain(
 ) -> Runnable[dict[str, Any], Any]:
     """Chain `{"question", "context": BudgetedContext}` to an answer with warnings.
 
+    Put it after a `ContextBudget` (which adds `context` to a dict holding
+    `question`). The warnings are written by the package, with every id
+    escaped to one line, so nothing in a passage can forge one.
+
     Args:
         llm: The chat model (or LLM) that answers.
         prompt: A template taking `context` and `question` (and, optionally,
@@ -263,6 +287,8 @@ def create_budgeted_stuff_chain(
 
     Raises:
         ValueError: `prompt` lacks `context` or `question`.
+        TypeError: At run time, when the input holds no `BudgetedContext` under
+            `context`.
     """
     template = _checked_prompt(prompt)
 

@@ -117,6 +117,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     Every failure ends as one `error: ...` line on stderr and an exit code (see
     `_EPILOG`); the traceback is printed only under `--debug`. Usage errors are
     argparse's: usage text and SystemExit(2).
+
+    Args:
+        argv: The arguments after the program name; `sys.argv[1:]` if None.
+
+    Returns:
+        0 on success; 1 when the command ran but reported items it could not
+        process (or `repair` left the sides out of sync); 2 for usage,
+        configuration, input or file errors (every error of this package); 3 for
+        anything unexpected; 130 on Ctrl-C; 141 when the output pipe closed.
+
+    Raises:
+        SystemExit: From argparse, for bad arguments and `--help`.
     """
     args = _parser().parse_args(argv)
     debug: bool = args.debug

@@ -221,7 +221,27 @@ class LlmSettings(_Strict):
 
 
 class SurfaceSettings(_Strict):
-    """The context budget of one surface (chat, search, an API...)."""
+    """The context budget of one surface (chat, search, an API...).
+
+    Frozen and strict like every settings model: no booleans or strings for
+    numbers, no NaN; an unknown key is an error.
+
+    Attributes:
+        max_docs: At most this many passages reach the prompt.
+        max_tokens: At most this many tokens of rendered context (headers and
+            quoted passages), unless `min_docs` forces more.
+        encoding: The tiktoken encoding to count in; None to derive it from `model`.
+        model: The target model, whose tiktoken encoding is used when `encoding`
+            is None.
+        min_docs: The top `min_docs` passages are kept even when they exceed
+            `max_tokens` (the report then says `over_budget`); at most `max_docs`.
+        packing: `skip` passes over a passage that does not fit and tries the next;
+            `stop` stops at the first one that does not fit.
+        order: `rank` shows citations best first; `edges` puts the best first and
+            last and the weakest in the middle.
+        weak_evidence: Score key to threshold, tried in order; the first key a
+            kept passage carries decides whether the evidence is weak.
+    """
 
     max_docs: StrictInt = Field(ge=1)
     max_tokens: StrictInt = Field(ge=1)
@@ -246,7 +266,24 @@ class SurfaceSettings(_Strict):
 
 
 class RagBudgetConfig(_Strict):
-    """The whole validated configuration."""
+    """The whole validated configuration.
+
+    Made by `load_config`: the shipped `config_default.yml` with the user's YAML
+    merged over it, every value checked. Frozen.
+
+    Attributes:
+        retrieval: Final `k`, the RRF constant, the id key, and each retriever's
+            weight and fetch size.
+        sparse: BM25 parameters and tokenizer.
+        embedding: The embedding model (provider, local path, batch size...).
+        vector_store: Chroma embedded or server, or another provider.
+        rerank: The FlashRank stage (model, `top_n`, `score_floor`, what to do
+            when the model is unavailable).
+        index: Where a `HybridIndex` lives and how files are chunked.
+        llm: The chat model for the demo and the CLI.
+        surfaces: Each surface's context budget, by name.
+        source: The file this configuration came from (used in error messages).
+    """
 
     retrieval: RetrievalSettings = RetrievalSettings()
     sparse: SparseSettings = SparseSettings()
@@ -259,7 +296,17 @@ class RagBudgetConfig(_Strict):
     source: StrictStr = Field(DEFAULT_CONFIG_NAME, exclude=True)
 
     def surface(self, name: str) -> SurfaceSettings:
-        """Return one surface's budget, or fail naming the surfaces that exist."""
+        """Return one surface's budget, or fail naming the surfaces that exist.
+
+        Args:
+            name: The surface, a key of `surfaces` (e.g. `chat`).
+
+        Returns:
+            That surface's settings.
+
+        Raises:
+            ConfigError: No surface has that name.
+        """
         try:
             return self.surfaces[name]
         except KeyError:
@@ -275,8 +322,29 @@ class RagBudgetConfig(_Strict):
 def load_config(path: str | Path | None = None) -> RagBudgetConfig:
     """Load the shipped defaults, merge the YAML at `path` over them, validate.
 
-    Every problem with the file (unreadable, not UTF-8, not YAML, hostile YAML, a bad
-    value) raises ConfigError naming the file, the key or line, and the value.
+    Mappings merge key by key, so a file that sets `surfaces.chat.max_tokens`
+    keeps every other default; lists and scalars replace the default.
+
+    Args:
+        path: A YAML file; None for the shipped defaults alone.
+
+    Returns:
+        The validated, frozen configuration.
+
+    Raises:
+        ConfigError: Any problem with the file (unreadable, larger than 1 MiB, not
+            UTF-8, not YAML, duplicate or non-string keys, alias bombs, deep
+            nesting, an unknown key, a bad value), naming the file, the key or
+            line, and the value.
+
+    Example:
+        .. code-block:: python
+
+            from langchain_ragbudget import ContextBudget, load_config
+
+            config = load_config("ragbudget.yml")
+            print(config.surface("chat").max_tokens)
+            budget = ContextBudget.from_config("chat", config)
     """
     defaults = _read_yaml(_default_text(), DEFAULT_CONFIG_NAME)
     if path is None:
@@ -287,7 +355,18 @@ def load_config(path: str | Path | None = None) -> RagBudgetConfig:
 
 
 def load_surface(name: str, path: str | Path | None = None) -> SurfaceSettings:
-    """Shortcut: the budget of one surface from a config file."""
+    """Shortcut: the budget of one surface from a config file.
+
+    Args:
+        name: The surface (e.g. `chat`).
+        path: A YAML file; None for the shipped defaults.
+
+    Returns:
+        That surface's settings.
+
+    Raises:
+        ConfigError: The file is invalid or has no such surface.
+    """
     return load_config(path).surface(name)
 
 

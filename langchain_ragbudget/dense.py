@@ -40,6 +40,16 @@ class DenseRetriever(BaseRetriever):
     With a `docstore` (id -> Document, e.g. the documents BM25 already holds) and a
     Chroma store, Chroma is asked for ids and distances only, which spares it reading
     and decoding every hit's text and metadata.
+
+    Attributes:
+        vectorstore: Any LangChain vector store, already filled.
+        k: How many documents to return (a call's `k` overrides it).
+        score_key: The metadata key the relevance score is written to.
+        docstore: Documents by id, for a Chroma store only; a hit whose id it
+            lacks raises `IndexLoadError` (the two sides are out of sync).
+
+    Raises:
+        ValueError: On creation, a `docstore` with a store that is not Chroma.
     """
 
     vectorstore: VectorStore

@@ -35,7 +35,15 @@ SCOPE_KEY = "ragbudget_ledgers"  # in RunnableConfig["configurable"]: one list p
 
 
 class Stage(StrEnum):
-    """The pipeline stage that made a decision."""
+    """The pipeline stage that made a decision.
+
+    Attributes:
+        FUSION: `HybridRetriever` (`"fusion"`).
+        RERANK: `FlashRankRerank` (`"rerank"`).
+        BUDGET: `ContextBudget` (`"budget"`).
+        EXTERNAL: A step between stages that this package did not write
+            (`"external_step"`); only the budget's reconciliation names it.
+    """
 
     FUSION = "fusion"
     RERANK = "rerank"
@@ -44,7 +52,18 @@ class Stage(StrEnum):
 
 
 class DropReason(StrEnum):
-    """Why a candidate did not reach the prompt."""
+    """Why a candidate did not reach the prompt.
+
+    Attributes:
+        FUSION_CUT: Fused below the retriever's `k`.
+        DUPLICATE: Same text as a passage the budget already kept.
+        RERANKED_OUT: Past the reranker's `top_n`.
+        SCORE_FLOOR: Rerank score under `score_floor` (or not a finite number).
+        MAX_DOCS: The surface's `max_docs` passages were already kept.
+        MAX_TOKENS: The passage does not fit in what is left of `max_tokens`.
+        UNACCOUNTED: The candidate entered at fusion and vanished before the
+            budget with no stage's record (a step outside the package removed it).
+    """
 
     FUSION_CUT = "below_fusion_cut"
     DUPLICATE = "duplicate"
@@ -57,7 +76,19 @@ class DropReason(StrEnum):
 
 @dataclass(frozen=True)
 class DropRecord:
-    """One candidate removed by one stage, and why."""
+    """One candidate removed by one stage, and why.
+
+    Attributes:
+        key: The candidate's identity (`Document.id`, else `metadata[id_key]`,
+            else a hash of source and text).
+        stage: The stage that removed it.
+        reason: Why it was removed.
+        rank: Its rank in the list the stage decided on (1 = best); for an
+            unaccounted candidate, its fused rank (0 if unknown).
+        document: The removed document, with the scores it had gathered.
+        tokens: What it would have cost in the prompt (budget drops only).
+        detail: A readable explanation, e.g. `needs 120 tokens; 40 left of 512`.
+    """
 
     key: str
     stage: Stage
@@ -92,7 +123,12 @@ class DropRecord:
 
 @dataclass(frozen=True)
 class StageSkip:
-    """A stage that did not run (its model was unavailable, say), and why."""
+    """A stage that did not run (its model was unavailable, say), and why.
+
+    Attributes:
+        stage: The stage that was skipped.
+        reason: Why, in words (e.g. the model-loading error).
+    """
 
     stage: Stage
     reason: str
@@ -104,7 +140,15 @@ class StageSkip:
 
 @dataclass(frozen=True)
 class ScoreIssue:
-    """A score that was not a finite number: ignored, and shown to the user."""
+    """A score that was not a finite number: ignored, and shown to the user.
+
+    Attributes:
+        stage: The stage that found it.
+        key: The candidate's identity.
+        field: The metadata key the score was read from or written to
+            (e.g. `dense_score`, `rerank_score`).
+        value: The score's `repr` (e.g. `nan`).
+    """
 
     stage: Stage
     key: str
@@ -126,7 +170,13 @@ class CandidateList(list[Document]):
 
     A `list` subclass, so anything that accepts the output of a retriever accepts
     it. `drops` names every candidate removed so far; `skipped` the stages that did
-    not run; `issues` the scores that were not finite numbers.
+    not run; `issues` the scores that were not finite numbers. Slicing or copying
+    it gives a plain `list`, without the records; the run ledger keeps them.
+
+    Attributes:
+        drops: Every candidate removed so far, one record per decision.
+        skipped: The stages that did not run.
+        issues: The scores that were not finite numbers.
     """
 
     def __init__(
@@ -147,7 +197,12 @@ class RunLedger:
 
     Fusion opens it with all fused candidates; later stages add their records. The
     budget reconciles: a candidate that entered and is neither among its input nor
-    in any record was removed by a step this package did not write.
+    in any record was removed by a step this package did not write. Safe to add to
+    from several threads.
+
+    Attributes:
+        run_id: A random hex id, the text of `metadata["ragbudget_run"]`.
+        entered: Every fused candidate, by key, as fusion handed it on.
     """
 
     def __init__(self, entered: dict[str, Document]) -> None:
@@ -164,7 +219,14 @@ class RunLedger:
         skipped: Iterable[StageSkip] = (),
         issues: Iterable[ScoreIssue] = (),
     ) -> None:
-        """Record decisions; a record already held is kept once."""
+        """Record decisions; a record already held is kept once.
+
+        Args:
+            drops: Drop records; one with the same (key, stage, reason) as a
+                record already held is ignored.
+            skipped: Stages that did not run.
+            issues: Scores that were not finite numbers.
+        """
         with self._lock:
             for record in drops:
                 self._drops.setdefault(record.identity, record)
@@ -265,7 +327,14 @@ def ledger_scope(runnable: Runnable[Any, Any]) -> Runnable[Any, Any]:
 
     Fusion files each ledger it opens there and the budget reconciles them all, so a
     step that removes every candidate is reported too. Calls and batch items never
-    share a scope.
+    share a scope. `create_budgeted_rag_chain` applies it already; use it when you
+    compose the stages yourself.
+
+    Args:
+        runnable: The chain holding (at least) the fusion and budget stages.
+
+    Returns:
+        The same chain, bound to open a new scope on every call.
     """
     return RunnableBinding(
         bound=runnable,

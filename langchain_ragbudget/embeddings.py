@@ -29,6 +29,18 @@ class FastEmbedEmbeddings(BaseModel, Embeddings):
     local folder holding the ONNX model and tokenizer; without it the model is fetched
     by name the usual way. With `query_precision="int8"`, queries go through an int8
     copy of the model (made once, in the user cache) and documents stay float32.
+
+    Attributes:
+        model_name: The fastembed model name.
+        model_path: A local folder holding `model.onnx` and the tokenizer files.
+        cache_dir: fastembed's download folder.
+        batch_size: Texts embedded per batch by `embed_documents`.
+        threads: ONNX Runtime threads; its default if None.
+        query_precision: `float32`, or `int8` for queries only.
+
+    Raises:
+        ModelUnavailableError: On first use, when the model folder holds no
+            `model.onnx`, or the model cannot be loaded or downloaded.
     """
 
     model_name: str = default_of(EmbeddingSettings, "model")

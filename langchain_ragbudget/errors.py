@@ -16,6 +16,13 @@ class ConfigError(RagBudgetError, ValueError):
 
     Carries the file, the dotted key path and the offending value so callers
     (and the CLI) can show them without parsing the message.
+
+    Attributes:
+        file: The configuration file that was read (or `config_default.yml`).
+        key: The dotted key path (`surfaces.chat.max_tokens`), or `<file>`,
+            `<root>`, `line N` when the problem is not one key's value.
+        value: The offending value (long values are shortened for display).
+        problem: What is wrong with it, in words.
     """
 
     def __init__(self, file: str, key: str, value: object, problem: str) -> None:

@@ -76,7 +76,26 @@ class Survival:
 
 @dataclass
 class EvalReport:
-    """Everything one evaluation run measured."""
+    """Everything one evaluation run measured.
+
+    Attributes:
+        dataset: The dataset's name (its folder).
+        n_queries: Queries measured.
+        n_documents: Documents in the corpus.
+        k: The k of hit@k and recall@k (MRR and nDCG are at 10).
+        quality: Mean metrics per stage: each retriever, fusion, rerank (or why it
+            was skipped), and the budget of each surface.
+        survival: Per surface: gold passages retrieved, kept and dropped (by
+            stage and reason), silent drops (must be 0), tokens used.
+        policy_budgets: The token budgets at which packing policies were compared.
+        policy_survival: Per policy, the share of gold passages kept at each budget.
+        policy_encoding: The tiktoken encoding the policies were compared in.
+        settings: The retrieval settings measured (fusion k, fetch k, weights,
+            rrf_c, rerank model).
+        evidence_gold: Gold passages with marked evidence sentences.
+        evidence_survival: Per policy, the share of those with every evidence
+            sentence in the prompt, at each budget.
+    """
 
     dataset: str
     n_queries: int
@@ -155,6 +174,12 @@ def evaluate(
     Returns:
         The report: quality per stage, gold survival per surface, policies by
         budget. Corpus embeddings are cached on disk (keyed by content and model).
+
+    Raises:
+        ConfigError: A surface is unknown, or its weak-evidence check names a
+            score no stage writes.
+        ModelUnavailableError: The embedding model cannot be loaded, or the
+            configured reranker's cannot and `rerank.on_unavailable` is `error`.
     """
     surfaces = list(surfaces or config.surfaces)
     stages = _Stages.build(dataset, config, surfaces, reranker, progress)

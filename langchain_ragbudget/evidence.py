@@ -17,7 +17,16 @@ from langchain_ragbudget.inputs import finite_score
 
 @dataclass(frozen=True)
 class Evidence:
-    """How strong the context is: `weak` is None when no score could tell."""
+    """How strong the context is: `weak` is None when no score could tell.
+
+    Attributes:
+        weak: True when the best score is under its threshold (or nothing reached
+            the context), False when it clears it, None when no kept passage
+            carries a score the surface has a threshold for.
+        score_key: The metadata key that decided (e.g. `rerank_score`).
+        score: The best finite value of that key among the kept passages.
+        threshold: The surface's threshold for that key.
+    """
 
     weak: bool | None
     score_key: str | None = None
@@ -53,7 +62,19 @@ def assess_evidence(
 
 @dataclass(frozen=True)
 class Calibration:
-    """A threshold and how well it separates answerable from unanswerable questions."""
+    """A threshold and how well it separates answerable from unanswerable questions.
+
+    Attributes:
+        threshold: The chosen threshold (a score at or above it is strong).
+        present_above: Share of answerable questions whose top score is at or
+            above the threshold.
+        absent_below: Share of unanswerable questions whose top score is below it.
+        balanced_accuracy: The mean of the two shares.
+        auc: Probability that an answerable question outscores an unanswerable
+            one (ties count half).
+        n_present: Number of answerable questions.
+        n_absent: Number of unanswerable questions.
+    """
 
     threshold: float
     present_above: float
@@ -78,10 +99,20 @@ def calibrate_threshold(
 ) -> Calibration:
     """Choose the threshold that best separates the two sets of top scores.
 
-    `present`: top scores of questions whose answer is in the corpus; `absent`: of
-    questions whose answer is not. Maximises balanced accuracy (Youden's J); ties go
-    to the midpoint between neighbouring scores. AUC is the probability that an
-    answerable question outscores an unanswerable one.
+    Maximises balanced accuracy (Youden's J) over the midpoints between
+    neighbouring scores, plus the lowest score and a hair above the highest; among
+    equally good thresholds the lowest wins. Put the result in a surface's
+    `weak_evidence` setting under the score key it was measured on.
+
+    Args:
+        present: Top scores of questions whose answer is in the corpus.
+        absent: Top scores of questions whose answer is not.
+
+    Returns:
+        The threshold with its rates, balanced accuracy and AUC.
+
+    Raises:
+        ValueError: `present` or `absent` is empty.
     """
     if not present or not absent:
         raise ValueError("calibration needs at least one score in each set")

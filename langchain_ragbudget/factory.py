@@ -57,7 +57,15 @@ DEFAULT_CHAT_MODEL = "openai:gpt-4o-mini"  # when only OPENAI_API_KEY is set
 
 
 def build_embeddings(settings: EmbeddingSettings) -> Embeddings:
-    """The configured embedding model (fastembed ONNX by default)."""
+    """The configured embedding model (fastembed ONNX by default).
+
+    Args:
+        settings: The `embedding` section of a loaded config.
+
+    Returns:
+        A `FastEmbedEmbeddings` (its model loads on first use), or an instance of
+        the configured `package.module:Class` provider, made with `options`.
+    """
     if settings.provider != "fastembed":
         provider = import_provider(settings.provider)
         embeddings: Embeddings = provider(**settings.options)
@@ -80,6 +88,18 @@ def build_vector_store(
     In memory, every call gets a collection of its own (chromadb shares in-memory
     collections across clients of one process, so two corpora would mix).
     Telemetry is off: it would be a network call nobody asked for.
+
+    Args:
+        settings: The `vector_store` section of a loaded config.
+        embeddings: The embedding model the store uses.
+
+    Returns:
+        A Chroma store (cosine distance), or an instance of the configured
+        `package.module:Class` provider, made with `embedding` and `options`.
+
+    Raises:
+        VectorStoreUnavailableError: A Chroma server (`host` set) cannot be
+            reached within `timeout`.
     """
     if settings.provider != "chroma":
         provider = import_provider(settings.provider)
@@ -182,6 +202,12 @@ def build_hybrid_retriever(
 
     Raises:
         InvalidInputError: A document is not a Document or has no text.
+        ValueError: `documents` is empty, or no document has a word BM25 can
+            index (when `sparse` is not given).
+        ModelUnavailableError: The embedding model cannot be loaded (when the
+            documents are embedded into a new store).
+        VectorStoreUnavailableError: The configured Chroma server cannot be
+            reached.
     """
     documents = check_passages(documents)
     config = config or load_config()
@@ -201,7 +227,12 @@ def build_hybrid_retriever(
 
 
 def build_reranker(config: RagBudgetConfig) -> FlashRankRerank | None:
-    """The configured rerank stage, or None when `rerank.enabled` is false."""
+    """The configured rerank stage, or None when `rerank.enabled` is false.
+
+    Raises:
+        ModelUnavailableError: The model cannot be had and
+            `rerank.on_unavailable` is `error`.
+    """
     if not config.rerank.enabled:
         return None
     return FlashRankRerank.from_config(config.rerank, id_key=config.retrieval.id_key)

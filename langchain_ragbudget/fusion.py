@@ -64,6 +64,18 @@ def weighted_rrf(
 
     A key repeated inside one list is scored at its first (best) rank only, so a
     retriever that returns a document twice does not inflate its score.
+
+    Args:
+        rankings: One ranked list of document keys per retriever, best first.
+        weights: One finite, non-negative weight per list, not all zero.
+        c: The RRF constant; larger values flatten the advantage of top ranks.
+
+    Returns:
+        Every key once, as `Fused(key, score, ranks)`, best first; `ranks` holds
+        the key's rank in each input list (None where it is absent).
+
+    Raises:
+        ValueError: The weights do not match the lists or are not valid.
     """
     validate_weights(weights, len(rankings))
     per_list = [first_ranks(keys) for keys in rankings]

@@ -58,6 +58,47 @@ class HybridRetriever(BaseRetriever):
     run. Without one, retrievers that implement `ScoredSearch` (ours do) hand over
     their hits directly, which skips the child runs and one document copy per hit;
     the result is the same.
+
+    Every call opens a `RunLedger` holding every fused candidate; each returned
+    document carries it in `metadata["ragbudget_run"]`, so the budget can report a
+    candidate that a later step removed without a record.
+
+    Attributes:
+        retrievers: The retrievers to fuse (at least one).
+        weights: One non-negative weight per retriever, not all zero; equal if None.
+        names: Distinct metadata prefixes, one per retriever; derived from the
+            class names if None (`BM25Retriever` -> `bm25`).
+        fetch_k: Per retriever, the `k` to invoke it with (None: its own `k`).
+        k: How many fused candidates to return; the rest become drop records.
+        c: The RRF constant (`score = sum w / (c + rank)`).
+        id_key: The metadata key that identifies a passage when `Document.id` is
+            unset.
+        score_key: The metadata key each retriever writes its score to.
+
+    Example:
+        .. code-block:: python
+
+            from langchain_core.vectorstores import InMemoryVectorStore
+            from langchain_ragbudget import (
+                BM25Retriever,
+                DenseRetriever,
+                FastEmbedEmbeddings,
+                HybridRetriever,
+            )
+
+            store = InMemoryVectorStore.from_documents(documents, FastEmbedEmbeddings())
+            hybrid = HybridRetriever(
+                retrievers=[
+                    BM25Retriever.from_documents(documents, k=50),
+                    DenseRetriever(vectorstore=store, k=50),
+                ],
+                names=["bm25", "dense"],
+                weights=[1.0, 1.0],
+                k=10,
+            )
+            candidates = hybrid.invoke("what lowers blood pressure?")
+            for record in candidates.drops:
+                print(record.key, record.reason, record.detail)
     """
 
     retrievers: Sequence[BaseRetriever] = Field(min_length=1)
@@ -157,7 +198,22 @@ class HybridRetriever(BaseRetriever):
         """Fuse one result list per retriever; keep the top `k`, record the rest.
 
         Each retriever's score is read from `metadata[score_key]`; records the
-        lists already carry are passed on.
+        lists already carry are passed on. Use it to fuse lists you retrieved
+        yourself; `invoke` calls it for you.
+
+        Args:
+            results: One ranked document list per retriever, in the order of
+                `retrievers`.
+            k: How many fused candidates to keep.
+
+        Returns:
+            The top `k`, best first, with `<name>_rank`, `<name>_score`,
+            `fused_score` and `fused_rank` in metadata; `drops` names the rest.
+
+        Raises:
+            InvalidInputError: Not one list per retriever, or a list holds
+                something other than Documents.
+            ValueError: `k` is below 1.
         """
         if len(results) != len(self.retrievers):
             raise InvalidInputError(
@@ -293,7 +349,15 @@ class ScoredSearch(Protocol):
     def scored_hits(
         self, query: str, k: int | None = None
     ) -> list[tuple[Document, float]]:
-        """The top `k` documents and their scores, best first."""
+        """The top `k` documents and their scores, best first.
+
+        Args:
+            query: The search text.
+            k: How many hits at most; the retriever's own `k` if None.
+
+        Returns:
+            `(document, score)` pairs, best first, without callbacks or copies.
+        """
         ...
 
 

@@ -96,7 +96,13 @@ _HNSW_HEADER_SIZE = 100  # chromadb's hnswlib: int32 version, then the index hea
 
 @dataclass(frozen=True)
 class SyncReport:
-    """Chunks present on one side only, or with different text on the two sides."""
+    """Chunks present on one side only, or with different text on the two sides.
+
+    Attributes:
+        only_dense: Chunk ids only the vector store holds.
+        only_sparse: Chunk ids only BM25 holds.
+        differing: Chunk ids both sides hold with different text hashes.
+    """
 
     only_dense: list[str] = field(default_factory=list)
     only_sparse: list[str] = field(default_factory=list)
@@ -120,7 +126,19 @@ class SyncReport:
 
 @dataclass
 class RepairReport:
-    """What `repair` found and did; nothing it removed was the only copy."""
+    """What `repair` found and did; nothing it removed was the only copy.
+
+    Attributes:
+        problems: The damage found, one line each.
+        re_embedded: Chunk ids written to the vector store.
+        restored_to_bm25: Chunk ids only the vector store held, added back to BM25.
+        removed_superseded: Vector ids removed because the committed record of
+            their own document supersedes them.
+        needs_reingest: Document ids that could not be fully restored; the next
+            `ragbudget index` re-adds them.
+        moved_aside: Paths the damaged files were moved to (`damaged-*`).
+        manifest_rewritten: Whether `manifest.json` was rewritten.
+    """
 
     problems: list[str] = field(default_factory=list)
     re_embedded: list[str] = field(default_factory=list)
@@ -155,7 +173,20 @@ class RepairReport:
 
 @dataclass
 class IngestSummary:
-    """What one ingest did, document by document."""
+    """What one ingest did, document by document.
+
+    Attributes:
+        added: Ids of documents new to the index.
+        updated: Ids of documents whose content changed (all chunks replaced).
+        unchanged: Ids of documents skipped as unchanged.
+        restored: Ids of unchanged documents whose chunks were missing from a
+            side, re-added.
+        deleted: Ids of documents removed (e.g. blanked since the last ingest).
+        errors: Documents refused, each with the reason.
+        notes: Documents indexed with a remark (e.g. blank pieces left out).
+        chunks_added: Chunks written.
+        chunks_deleted: Chunks removed.
+    """
 
     added: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
@@ -169,7 +200,33 @@ class IngestSummary:
 
 
 class HybridIndex:
-    """BM25 and a vector store over the same chunks, updated by source document."""
+    """BM25 and a vector store over the same chunks, updated by source document.
+
+    Open one with `HybridIndex.open` (or repair one with `repair_directory`);
+    the constructor is for those two. Every change (`upsert`, `delete`) ends in a
+    `commit`: vectors first, then a new BM25 version published atomically, so a
+    crash leaves the previous version loadable and `repair` can reconcile the two.
+    Use it as a context manager, or call `close`, to release the embedded Chroma.
+
+    Attributes:
+        directory: The index folder.
+        config: The configuration it was opened with.
+        vectorstore: The Chroma store of the dense side.
+        sync_report: How the two sides compared at the last open, commit or check.
+
+    Example:
+        .. code-block:: python
+
+            from langchain_core.documents import Document
+            from langchain_ragbudget import load_config
+            from langchain_ragbudget.index import HybridIndex
+
+            with HybridIndex.open("my-index", load_config()) as index:
+                note = "Regular exercise lowers blood pressure in most adults."
+                summary = index.upsert([Document(id="notes/a.md", page_content=note)])
+                print(summary.added, summary.errors, index.sync_report.summary())
+                docs = index.as_retriever(k=5).invoke("what lowers blood pressure?")
+    """
 
     def __init__(
         self,
@@ -208,7 +265,22 @@ class HybridIndex:
         settings, and checks that both sides hold the same chunks. A missing or
         damaged file raises `IndexLoadError` naming it (see the module docstring
         for what is recovered instead). With `create=False` a folder holding no
-        index raises `IndexLoadError` and nothing is written.
+        index raises `IndexLoadError` and nothing is written. Sides out of sync
+        are logged as a warning and shown in `sync_report`, not refused.
+
+        Args:
+            directory: The index folder.
+            config: The configuration; the shipped defaults if None.
+            embeddings: The embedding model; built from `config` if None.
+            create: Whether a folder holding no index may become a new one.
+
+        Returns:
+            The open index.
+
+        Raises:
+            IndexLoadError: No index here and `create` is false; a file, not a
+                folder; another embedding model or chunking; a missing, truncated
+                or unreadable file; or a vector side without its BM25 side.
         """
         config = config or load_config()
         path = Path(directory)
@@ -256,8 +328,22 @@ class HybridIndex:
     ) -> tuple[HybridIndex, RepairReport]:
         """Repair the index in `directory`, however damaged; see the module docstring.
 
-        Raises `IndexLoadError` when `directory` holds no index (nothing is created)
-        and `IndexRepairError` when neither side can be read (nothing is changed).
+        A side that cannot be read is rebuilt from the other; damaged files are
+        moved aside (`damaged-*`), never deleted.
+
+        Args:
+            directory: The index folder.
+            config: The configuration; the shipped defaults if None.
+            embeddings: The embedding model; built from `config` if None.
+
+        Returns:
+            The repaired, open index and a report of what was found and done.
+
+        Raises:
+            IndexLoadError: `directory` holds no index (nothing is created), or
+                it was built with another embedding model or chunking.
+            IndexRepairError: Neither side can be read, or a Chroma server's side
+                cannot (nothing is changed).
         """
         config = config or load_config()
         path = Path(directory)
@@ -364,6 +450,17 @@ class HybridIndex:
         whitespace-only or placeholder text is an error for that document; if it
         was indexed before it is removed, so a blanked document stops answering.
         An unchanged document whose chunks are missing from either side is re-added.
+        A document counts as changed when its text or its metadata changed.
+
+        Args:
+            documents: Whole source documents (chunked here), read lazily.
+            on_document: Called with each document id once it is handled.
+
+        Returns:
+            What happened to each document; refused ones are in `errors`.
+
+        Raises:
+            ValueError: A document has no id.
         """
         summary = IngestSummary()
         for document in documents:
@@ -438,7 +535,14 @@ class HybridIndex:
         )
 
     def delete(self, doc_ids: Iterable[str]) -> list[str]:
-        """Remove documents (all their chunks, both sides); returns those removed."""
+        """Remove documents (all their chunks, both sides); returns those removed.
+
+        Args:
+            doc_ids: Source document ids; ids not in the index are ignored.
+
+        Returns:
+            The ids that were in the index and are now removed.
+        """
         removed = [doc_id for doc_id in doc_ids if doc_id in self._records]
         for doc_id in removed:
             self._remove(doc_id)
@@ -514,6 +618,13 @@ class HybridIndex:
         Chunks only the vector store holds go back to BM25 (unless their document's
         committed record supersedes them); chunks only BM25 holds, or whose text
         differs from the committed record, are re-embedded. See the module docstring.
+        For files that no longer open, use `repair_directory`.
+
+        Returns:
+            The comparison before the repair; `sync_report` holds the one after.
+
+        Raises:
+            IndexLoadError: The vector store cannot be read.
         """
         report = self.sync_check()
         dense = _dense_documents(self.vectorstore)
@@ -549,7 +660,17 @@ class HybridIndex:
         return written, removed
 
     def as_retriever(self, **overrides: Any) -> HybridRetriever:
-        """A HybridRetriever over this index, as configured (`overrides` e.g. k)."""
+        """A HybridRetriever over this index, as configured (`overrides` e.g. k).
+
+        Args:
+            **overrides: HybridRetriever fields to set instead (e.g. `k`).
+
+        Returns:
+            BM25 and dense search over the committed chunks, fused as configured.
+
+        Raises:
+            IndexLoadError: The index holds no chunks yet.
+        """
         if self._sparse is None:
             raise IndexLoadError(
                 f"index {self.directory} is empty: ingest documents first"

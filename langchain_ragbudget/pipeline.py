@@ -50,7 +50,34 @@ def create_budgeted_rag_chain(
 
     Returns:
         The chain, wrapped in `ledger_scope` so that even a step that removes every
-        candidate is reported.
+        candidate is reported. It takes the question as a string; it gives the
+        answer text with warning lines appended (streamed as the model writes), a
+        `BudgetedAnswer` with `structured=True`, or, without `llm`, the state dict.
+
+    Raises:
+        ValueError: `llm` is given and `prompt` lacks `context` or `question`.
+
+    Example:
+        .. code-block:: python
+
+            from langchain_ragbudget import (
+                ContextBudget,
+                FlashRankRerank,
+                build_hybrid_retriever,
+                create_budgeted_rag_chain,
+                load_config,
+            )
+
+            config = load_config("ragbudget.yml")
+            chain = create_budgeted_rag_chain(
+                build_hybrid_retriever(documents, config),
+                llm,
+                budget=ContextBudget.from_config("chat", config),
+                reranker=FlashRankRerank.from_config(config.rerank),
+                structured=True,
+            )
+            answer = chain.invoke("what lowers blood pressure?")
+            print(answer.text())  # the answer, then its warnings
     """
     chain: Runnable[Any, Any] = RunnableParallel(
         question=RunnablePassthrough(), documents=retriever
@@ -65,7 +92,14 @@ def create_budgeted_rag_chain(
 
 @dataclass(frozen=True)
 class Explained:
-    """One question through the pipeline: the context, the prompt, the answer."""
+    """One question through the pipeline: the context, the prompt, the answer.
+
+    Attributes:
+        question: The question asked.
+        context: The budgeted context, with its report of every drop.
+        messages: The prompt messages exactly as the stuff chain sends them.
+        answer: The structured answer, or None when no model was given.
+    """
 
     question: str
     context: BudgetedContext
@@ -85,7 +119,22 @@ def explain(
     """Run `question` through the chain, keeping what a reader wants to see.
 
     The messages are the ones the stuff chain sends (same variables, same
-    template); the answer is None without a model.
+    template); the answer is None without a model. For notebooks and the CLI's
+    `ask`, where the prompt itself is worth reading.
+
+    Args:
+        question: The question.
+        retriever: Any retriever; a `HybridRetriever` opens the run's ledger.
+        budget: The surface's context budget.
+        reranker: An optional rerank stage between retrieval and budget.
+        llm: The model that answers; None to stop at the prompt.
+        prompt: The stuff chain's prompt (`chain.DEFAULT_PROMPT` if None).
+
+    Returns:
+        The question, its budgeted context, the prompt messages and the answer.
+
+    Raises:
+        ValueError: `prompt` lacks `context` or `question`.
     """
     state = create_budgeted_rag_chain(
         retriever, budget=budget, reranker=reranker

@@ -30,7 +30,14 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Citation:
-    """One cited source document and its passages, best first."""
+    """One cited source document and its passages, best first.
+
+    Attributes:
+        number: The citation number shown as `[n]`, counted in the order shown.
+        group: The source document id (`metadata[group_key]`), or the passage's
+            own key when it has none.
+        documents: The kept passages of that document, best first.
+    """
 
     number: int
     group: str
@@ -49,7 +56,21 @@ class ContextFormat:
     `header` may use {citation}, {source}, {title}, {score} (each on one line);
     `passage` uses {text}: the passage with every line quoted by `quote_mark`.
     Passages group by `metadata[group_key]` (the source document id), so chunks of
-    one document share one citation number.
+    one document share one citation number. `ContextBudget.format` renders the
+    context with it and counts tokens on exactly that text.
+
+    Attributes:
+        header: A citation's header line; must start with a non-space character
+            and end with a newline.
+        passage: A passage block; must start with `{text}` and end with a newline.
+        quote_mark: Put before every line of passage text; one line, starting
+            with a visible character.
+        group_key: The metadata key that names a passage's source document.
+        score_keys: Score keys tried in order for the header's score; the first
+            finite one the best passage carries is shown.
+
+    Raises:
+        ValueError: A template or the quote mark breaks the rules above.
     """
 
     header: str = "[{citation}] {source}{title}{score}\n"

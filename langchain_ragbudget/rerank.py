@@ -50,6 +50,40 @@ class FlashRankRerank(
     As a compressor: `compress_documents(documents, query)`. As a Runnable in an
     LCEL chain: `{"question": ..., "documents": [...]}` in, the same dict with the
     documents reranked out. Adds `rerank_score` (float) and `rerank_rank`.
+
+    The model is loaded when the object is made. If it is missing and cannot be
+    fetched, `on_unavailable="error"` raises there; `"skip"` logs a warning, and
+    every call passes the documents through unchanged with a `StageSkip` record,
+    so the answer says the rerank stage did not run.
+
+    Attributes:
+        model: A FlashRank cross-encoder name (listwise models are refused).
+        cache_dir: Where models live; the user cache folder if None.
+        max_length: Tokens of query plus passage the model reads.
+        top_n: How many passages to keep; the rest are recorded as reranked out.
+        score_floor: Passages scoring under it (or with a non-finite score) are
+            recorded as under the score floor; None for no floor.
+        on_unavailable: `skip` (pass documents through, recorded) or `error`.
+        download: Whether a missing model may be downloaded.
+        download_timeout: Seconds allowed for connecting and for each read.
+        id_key: The metadata key that identifies a passage when `Document.id` is
+            unset.
+        query_key: The input dict's key holding the query (as a Runnable).
+
+    Raises:
+        ModelUnavailableError: On creation, with `on_unavailable="error"`, when the
+            model is unknown, missing and not downloadable, or fails to load.
+
+    Example:
+        .. code-block:: python
+
+            from langchain_ragbudget import FlashRankRerank
+
+            rerank = FlashRankRerank(top_n=5, score_floor=0.1, on_unavailable="error")
+            kept = rerank.compress_documents(candidates, "what lowers blood pressure?")
+            print([d.metadata["rerank_score"] for d in kept], kept.drops)
+
+            chain = {"question": lambda q: q, "documents": retriever} | rerank
     """
 
     model: str = default_of(RerankSettings, "model")
@@ -90,7 +124,20 @@ class FlashRankRerank(
 
     @classmethod
     def from_config(cls, settings: RerankSettings, **kwargs: Any) -> FlashRankRerank:
-        """The stage as `rerank:` in the config describes it."""
+        """The stage as `rerank:` in the config describes it.
+
+        Args:
+            settings: The `rerank` section of a loaded config (`enabled` is the
+                caller's business).
+            **kwargs: Further fields, e.g. `id_key`.
+
+        Returns:
+            The rerank stage, its model loaded.
+
+        Raises:
+            ModelUnavailableError: The model cannot be had and
+                `on_unavailable` is `error`.
+        """
         return cls(**settings.model_dump(exclude={"enabled"}), **kwargs)
 
     @property
@@ -112,7 +159,22 @@ class FlashRankRerank(
         """Rerank `documents` for `query`; past top_n or under the floor is recorded.
 
         Records also go to the run ledgers the documents carry, so a caller that
-        copies the returned list loses none of them.
+        copies the returned list loses none of them. Metadata and `Document.id` are
+        kept; `rerank_score` and `rerank_rank` are added.
+
+        Args:
+            documents: The candidates, e.g. a `HybridRetriever`'s output.
+            query: The question they are ranked for.
+            callbacks: Accepted for the compressor interface; not used.
+
+        Returns:
+            The kept documents, best first, with the records of earlier stages and
+            this one's drops; unchanged, with a `StageSkip`, when the model is
+            unavailable.
+
+        Raises:
+            InvalidInputError: `documents` is not a list of Documents or `query`
+                is not a non-empty string.
         """
         documents = check_documents(documents)
         query = check_query(query)
@@ -182,7 +244,21 @@ class FlashRankRerank(
         config: RunnableConfig | None = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        """`{"question", "documents"}` -> the same dict, documents reranked."""
+        """`{"question", "documents"}` -> the same dict, documents reranked.
+
+        Args:
+            input: A dict with `query_key` (default `question`) and `documents`.
+            config: The Runnable config (callbacks, tags...).
+            **kwargs: Passed on to the Runnable machinery.
+
+        Returns:
+            The input dict with `documents` replaced by the reranked
+            `CandidateList`.
+
+        Raises:
+            InvalidInputError: `input` is not such a dict, or its values are not
+                a query and a list of Documents.
+        """
         return self._call_with_config(self._invoke, input, config, **kwargs)
 
     def _invoke(self, input: dict[str, Any]) -> dict[str, Any]:

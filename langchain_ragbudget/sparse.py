@@ -35,6 +35,15 @@ class BM25Retriever(BaseRetriever):
     `metadata[score_key]`; documents sharing no term with the query are not returned.
     Build with `from_documents`; persist with `save` and `load` (JSON and .npy, no
     pickle).
+
+    Attributes:
+        k: How many documents to return at most (a call's `k` overrides it).
+        k1: BM25 term-frequency saturation.
+        b: BM25 length normalisation, 0 to 1.
+        method: The bm25s scoring variant (`lucene` by default).
+        stemmer_language: A PyStemmer language, or None for no stemming.
+        stopwords: A bm25s stopword language (`en`), a list of words, or None.
+        score_key: The metadata key the BM25 score is written to.
     """
 
     k: int = Field(4, ge=1)
@@ -68,7 +77,20 @@ class BM25Retriever(BaseRetriever):
     def from_documents(
         cls, documents: Iterable[Document], **kwargs: Any
     ) -> BM25Retriever:
-        """Index `documents` (kept as given; results are copies)."""
+        """Index `documents` (kept as given; results are copies).
+
+        Args:
+            documents: The passages to index; each needs text.
+            **kwargs: Retriever fields (`k`, `k1`, `b`, `method`...).
+
+        Returns:
+            The retriever, ready to search.
+
+        Raises:
+            InvalidInputError: An item is not a Document, or has no text.
+            ValueError: `documents` is empty, no document has a word BM25 can
+                index, or `stemmer_language` is unknown.
+        """
         retriever = cls(**kwargs)
         retriever._build(list(documents))
         return retriever
@@ -159,7 +181,18 @@ class BM25Retriever(BaseRetriever):
         return hits
 
     def save(self, directory: str | Path) -> None:
-        """Write the index, documents and settings to `directory` (no pickle)."""
+        """Write the index, documents and settings to `directory` (no pickle).
+
+        Files are written in place; `HybridIndex` writes to a fresh folder and
+        publishes it atomically.
+
+        Args:
+            directory: The folder to write (created if absent).
+
+        Raises:
+            RuntimeError: The retriever has no index.
+            ValueError: A document's metadata is not JSON-serialisable.
+        """
         if self._index is None:
             raise RuntimeError("nothing to save: the retriever has no index")
         path = Path(directory)
@@ -184,7 +217,18 @@ class BM25Retriever(BaseRetriever):
 
     @classmethod
     def load(cls, directory: str | Path, **overrides: Any) -> BM25Retriever:
-        """Read a retriever written by `save`; `overrides` may change e.g. `k`."""
+        """Read a retriever written by `save`; `overrides` may change e.g. `k`.
+
+        Args:
+            directory: A folder written by `save`.
+            **overrides: Fields to set instead of the saved ones.
+
+        Returns:
+            The retriever, ready to search.
+
+        Raises:
+            IndexLoadError: `directory` holds no saved settings file.
+        """
         path = Path(directory)
         settings_file = path / _SETTINGS_FILE
         if not settings_file.is_file():
