@@ -66,8 +66,14 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirDataset:
     root = Path(folder)
     qrels = load_qrels(root / "qrels" / f"{split}.tsv")
     all_queries = {
-        str(row["_id"]): str(row["text"]) for row in _jsonl(root / "queries.jsonl")
+        str(row["_id"]): str(row.get("text") or "")
+        for row in _jsonl(root / "queries.jsonl")
     }
+    if empty := [qid for qid, text in all_queries.items() if not text.strip()]:
+        raise DatasetError(
+            f"{root / 'queries.jsonl'}: {len(empty)} queries have no text, "
+            f"e.g. {empty[:3]}"
+        )
     missing = [qid for qid in qrels if qid not in all_queries]
     if missing:
         raise DatasetError(

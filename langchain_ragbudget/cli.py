@@ -37,6 +37,17 @@ exit codes:
 """
 
 
+def _positive(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ragbudget",
@@ -71,8 +82,12 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--surface", action="append", help="surface(s) to budget for (all by default)"
     )
-    evaluate.add_argument("--limit", type=int, help="evaluate the first N queries")
-    evaluate.add_argument("--k", type=int, default=10, help="k of hit@k and recall@k")
+    evaluate.add_argument(
+        "--limit", type=_positive, help="evaluate the first N queries"
+    )
+    evaluate.add_argument(
+        "--k", type=_positive, default=10, help="k of hit@k and recall@k"
+    )
     evaluate.add_argument("--json", type=Path, help="write the full results here")
     evaluate.add_argument("--plot", type=Path, help="write the survival plot (PNG)")
     evaluate.add_argument(

@@ -74,6 +74,8 @@ class DenseRetriever(BaseRetriever):
         """The top `k` documents and their relevance scores; no callbacks."""
         check_query(query)
         size = self.k if k is None else k
+        if size < 1:
+            raise ValueError(f"k must be at least 1, got {size}")
         if self.docstore is not None:
             return self._ids_search(query, size)
         store = self.vectorstore

@@ -7,6 +7,7 @@ prompt and the user-facing output both say the evidence is weak.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -114,6 +115,8 @@ def calibrate_threshold(
     Raises:
         ValueError: `present` or `absent` is empty.
     """
+    if not all(map(math.isfinite, [*present, *absent])):
+        raise ValueError("calibration scores must be finite numbers (no NaN or inf)")
     if not present or not absent:
         raise ValueError("calibration needs at least one score in each set")
     values = sorted(set(present) | set(absent))

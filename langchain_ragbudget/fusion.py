@@ -78,6 +78,8 @@ def weighted_rrf(
         ValueError: The weights do not match the lists or are not valid.
     """
     validate_weights(weights, len(rankings))
+    if not (isinstance(c, int | float) and math.isfinite(c) and c >= 0):
+        raise ValueError(f"c must be a finite number >= 0, got {c!r}")
     per_list = [first_ranks(keys) for keys in rankings]
     scores: dict[str, float] = {}  # insertion order is first-seen order
     for weight, ranks in zip(weights, per_list, strict=True):

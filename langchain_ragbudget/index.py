@@ -64,7 +64,11 @@ from langchain_core.embeddings import Embeddings
 from langchain_ragbudget.chunking import Chunker
 from langchain_ragbudget.config import RagBudgetConfig, VectorStoreSettings, load_config
 from langchain_ragbudget.dense import add_documents
-from langchain_ragbudget.errors import IndexLoadError, IndexRepairError
+from langchain_ragbudget.errors import (
+    IndexLoadError,
+    IndexRepairError,
+    InvalidInputError,
+)
 from langchain_ragbudget.factory import (
     build_embeddings,
     build_sparse_retriever,
@@ -683,7 +687,7 @@ class HybridIndex:
 def _doc_id(document: Document) -> str:
     doc_id = document.id or document.metadata.get("doc_id")
     if not doc_id:
-        raise ValueError(
+        raise InvalidInputError(
             "a document to index needs an id (Document.id or metadata['doc_id']); "
             f"got one starting {document.page_content[:40]!r}"
         )

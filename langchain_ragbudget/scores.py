@@ -4,8 +4,8 @@ Fusion writes `<name>_rank` and `<name>_score` for each retriever plus the fused
 score and rank; rerank writes its score and rank; the budget writes the tokens a
 kept passage costs. The renderer, the weak-evidence check, the views and the
 evaluation read them through these names, so renaming one is a one-line change
-and a key that no stage writes can be caught where the configuration is wired
-(`factory.check_score_keys`).
+and a key that no stage writes is caught where the configuration is wired
+(`factory.build_budget`).
 """
 
 from __future__ import annotations

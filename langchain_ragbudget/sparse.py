@@ -235,16 +235,22 @@ class BM25Retriever(BaseRetriever):
             raise IndexLoadError(
                 f"{path} holds no saved BM25Retriever ({_SETTINGS_FILE} is missing)"
             )
-        settings = json.loads(settings_file.read_text(encoding="utf-8"))
-        retriever = cls(**{**settings, **overrides})
-        retriever._index = bm25s.BM25.load(str(path), show_progress=False)
-        with (path / _DOCUMENTS_FILE).open(encoding="utf-8") as lines:
-            retriever._documents = [
-                Document(
-                    page_content=row["page_content"],
-                    metadata=row["metadata"],
-                    id=row["id"],
-                )
-                for row in map(json.loads, lines)
-            ]
+        try:
+            settings = json.loads(settings_file.read_text(encoding="utf-8"))
+            retriever = cls(**{**settings, **overrides})
+            retriever._index = bm25s.BM25.load(str(path), show_progress=False)
+            with (path / _DOCUMENTS_FILE).open(encoding="utf-8") as lines:
+                retriever._documents = [
+                    Document(
+                        page_content=row["page_content"],
+                        metadata=row["metadata"],
+                        id=row["id"],
+                    )
+                    for row in map(json.loads, lines)
+                ]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise IndexLoadError(
+                f"{path}: the saved BM25 index is damaged or incomplete "
+                f"({type(exc).__name__}: {exc}); rebuild it"
+            ) from exc
         return retriever

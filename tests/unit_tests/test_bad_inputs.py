@@ -35,9 +35,12 @@ from langchain_ragbudget import (
     SurfaceSettings,
     create_budgeted_stuff_chain,
 )
+from langchain_ragbudget.beir import DatasetError
 from langchain_ragbudget.chain import context_warnings
 from langchain_ragbudget.drops import CandidateList, DropReason
-from langchain_ragbudget.errors import InvalidInputError
+from langchain_ragbudget.errors import IndexLoadError, InvalidInputError
+from langchain_ragbudget.evidence import calibrate_threshold
+from langchain_ragbudget.fusion import weighted_rrf
 
 pytestmark = pytest.mark.needs_tiktoken  # the budget counts tokens
 
@@ -147,6 +150,12 @@ API_CASES = [
     Case("format-unquoted-passage", lambda: ContextFormat(passage="> {text}\n\n"), ValueError, "must start with {text}"),
     Case("format-blank-quote-mark", lambda: ContextFormat(quote_mark=" "), ValueError, "quote_mark"),
     Case("prompt-without-context", lambda: _stuff_chain_with_prompt("{question}"), ValueError, "lacks the variable"),
+    Case("rrf-negative-c", lambda: weighted_rrf([["a"]], [1.0], c=-1.0), ValueError, "finite number >= 0"),
+    Case("rrf-nan-c", lambda: weighted_rrf([["a"]], [1.0], c=math.nan), ValueError, "finite number >= 0"),
+    Case("calibrate-nan-score", lambda: calibrate_threshold([math.nan, 0.9], [0.1]), ValueError, "finite numbers"),
+    Case("dense-k-zero", lambda: dense().invoke("solar", k=0), ValueError, "k must be at least 1"),
+    Case("bm25-load-damaged", lambda: _damaged_bm25_load(), IndexLoadError, "damaged or incomplete"),
+    Case("beir-query-without-text", lambda: _beir_without_text(), DatasetError, "have no text"),
     # handled and recorded, not raised
     Case("score-nan", lambda: hybrid(docs("a", score=math.nan)).invoke("q"), check=kept_and_recorded),
     Case("score-inf", lambda: hybrid(docs("a", score=-math.inf)).invoke("q"), check=kept_and_recorded),
@@ -163,6 +172,28 @@ API_CASES = [
     Case("empty-candidate-list", lambda: budget().invoke([]), check=lambda c: c.evidence.weak is True and c.text == ""),
 ]
 # fmt: on
+
+
+def _damaged_bm25_load() -> Any:
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp())
+    bm25().save(folder)
+    (folder / "documents.jsonl").write_text("{not json")
+    return BM25Retriever.load(folder)
+
+
+def _beir_without_text() -> Any:
+    import tempfile
+
+    from langchain_ragbudget.beir import load_beir
+
+    root = Path(tempfile.mkdtemp())
+    (root / "qrels").mkdir()
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    (root / "queries.jsonl").write_text('{"_id": "q1"}\n')
+    (root / "corpus.jsonl").write_text('{"_id": "d1", "text": "solar"}\n')
+    return load_beir(root)
 
 
 def _reranker(**kwargs: Any) -> Any:

@@ -175,7 +175,7 @@ def test_usage_errors_keep_argparse_exit_2(capsys: pytest.CaptureFixture[str]) -
     with pytest.raises(SystemExit) as caught:
         cli.main(["eval", "data", "--limit", "many"])
     assert caught.value.code == 2
-    assert "invalid int value" in capsys.readouterr().err
+    assert "is not a whole number" in capsys.readouterr().err
 
 
 def test_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
@@ -196,3 +196,14 @@ def test_run_exits_130_on_interrupt_outside_a_command(
         cli.run()
     assert caught.value.code == 130
     assert one_error_line(capsys.readouterr().err) == "error: interrupted"
+
+
+@pytest.mark.parametrize("value", ["0", "-5"])
+def test_limit_and_k_must_be_positive(
+    capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    for option in ("--limit", "--k"):
+        with pytest.raises(SystemExit) as caught:
+            cli.main(["eval", "data", option, value])
+        assert caught.value.code == 2
+        assert "must be at least 1" in capsys.readouterr().err
