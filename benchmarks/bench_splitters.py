@@ -131,7 +131,7 @@ def _make_nupunkt() -> Splitter:
     import nupunkt
 
     def split(text: str) -> list[str]:
-        return list(nupunkt.sent_tokenize(text))
+        return [str(sentence) for sentence in nupunkt.sent_tokenize(text)]
 
     return split
 
