@@ -9,16 +9,6 @@ from langchain_ragbudget.config import (
     load_surface,
 )
 from langchain_ragbudget.dense import DenseRetriever
-from langchain_ragbudget.drops import (
-    CandidateList,
-    DropReason,
-    DropRecord,
-    RunLedger,
-    ScoreIssue,
-    Stage,
-    StageSkip,
-    ledger_scope,
-)
 from langchain_ragbudget.embeddings import FastEmbedEmbeddings
 from langchain_ragbudget.errors import (
     ConfigError,
@@ -36,6 +26,16 @@ from langchain_ragbudget.factory import (
 )
 from langchain_ragbudget.fusion import weighted_rrf
 from langchain_ragbudget.hybrid import HybridRetriever, ScoredSearch
+from langchain_ragbudget.ledger import (
+    CandidateList,
+    DropReason,
+    DropRecord,
+    RunLedger,
+    ScoreIssue,
+    Stage,
+    StageSkip,
+    ledger_scope,
+)
 from langchain_ragbudget.pipeline import create_budgeted_rag_chain
 from langchain_ragbudget.render import Citation, ContextFormat
 from langchain_ragbudget.rerank import FlashRankRerank

@@ -36,7 +36,11 @@ from langchain_ragbudget.config import (
     default_of,
     load_config,
 )
-from langchain_ragbudget.drops import (
+from langchain_ragbudget.errors import InvalidInputError
+from langchain_ragbudget.evidence import Evidence, assess_evidence
+from langchain_ragbudget.identity import document_key, with_metadata
+from langchain_ragbudget.inputs import check_documents
+from langchain_ragbudget.ledger import (
     DropReason,
     DropRecord,
     RunLedger,
@@ -47,10 +51,6 @@ from langchain_ragbudget.drops import (
     records_of,
     scope_ledgers,
 )
-from langchain_ragbudget.errors import InvalidInputError
-from langchain_ragbudget.evidence import Evidence, assess_evidence
-from langchain_ragbudget.identity import document_key, with_metadata
-from langchain_ragbudget.inputs import check_documents
 from langchain_ragbudget.packing import PackItem, PackResult, pack
 from langchain_ragbudget.render import Citation, ContextFormat, group_citations
 from langchain_ragbudget.scores import CONTEXT_TOKENS, FUSED_RANK

@@ -26,9 +26,9 @@ from langchain_core.runnables import (
 from pydantic import BaseModel
 
 from langchain_ragbudget.budget import BudgetedContext, BudgetReport
-from langchain_ragbudget.drops import DropReason, Stage
 from langchain_ragbudget.evidence import Evidence
 from langchain_ragbudget.identity import document_key
+from langchain_ragbudget.ledger import DropReason, Stage
 from langchain_ragbudget.render import one_line
 from langchain_ragbudget.scores import CONTEXT_TOKENS, scores_of
 

@@ -22,7 +22,6 @@ from langchain_ragbudget.beir import BeirDataset
 from langchain_ragbudget.budget import BudgetedContext, ContextBudget
 from langchain_ragbudget.cache import cached_sparse_retriever, cached_vector_store
 from langchain_ragbudget.config import RagBudgetConfig
-from langchain_ragbudget.drops import CandidateList
 from langchain_ragbudget.factory import (
     build_budget,
     build_embeddings,
@@ -31,6 +30,7 @@ from langchain_ragbudget.factory import (
 )
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.identity import document_key
+from langchain_ragbudget.ledger import CandidateList
 from langchain_ragbudget.metrics import hit_at_k, mrr_at_k, ndcg_at_k, recall_at_k
 from langchain_ragbudget.rerank import FlashRankRerank
 from langchain_ragbudget.survival import POLICIES, naive_slice, policy_survivors

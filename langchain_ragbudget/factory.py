@@ -171,7 +171,7 @@ def hybrid_retriever(
         "names": list(RETRIEVER_NAMES),
         "weights": [retrieval.sparse.weight, retrieval.dense.weight],
         "k": retrieval.k,
-        "c": retrieval.rrf_c,
+        "rrf_c": retrieval.rrf_c,
         "id_key": retrieval.id_key,
     }
     return HybridRetriever(**{**settings, **overrides})

@@ -23,7 +23,11 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, Field, model_validator
 
 from langchain_ragbudget.config import RetrievalSettings, default_of
-from langchain_ragbudget.drops import (
+from langchain_ragbudget.errors import InvalidInputError
+from langchain_ragbudget.fusion import Fused, validate_weights, weighted_rrf
+from langchain_ragbudget.identity import distinct_keys, document_key
+from langchain_ragbudget.inputs import check_documents, check_query, finite_score
+from langchain_ragbudget.ledger import (
     LEDGER_KEY,
     CandidateList,
     DropReason,
@@ -34,10 +38,6 @@ from langchain_ragbudget.drops import (
     file_in_scope,
     records_of,
 )
-from langchain_ragbudget.errors import InvalidInputError
-from langchain_ragbudget.fusion import Fused, validate_weights, weighted_rrf
-from langchain_ragbudget.identity import distinct_keys, document_key
-from langchain_ragbudget.inputs import check_documents, check_query, finite_score
 from langchain_ragbudget.scores import (
     FUSED_RANK,
     FUSED_SCORE,
@@ -70,7 +70,7 @@ class HybridRetriever(BaseRetriever):
             class names if None (`BM25Retriever` -> `bm25`).
         fetch_k: Per retriever, the `k` to invoke it with (None: its own `k`).
         k: How many fused candidates to return; the rest become drop records.
-        c: The RRF constant (`score = sum w / (c + rank)`).
+        rrf_c: The RRF constant c (`score = sum w / (c + rank)`).
         id_key: The metadata key that identifies a passage when `Document.id` is
             unset.
         score_key: The metadata key each retriever writes its score to.
@@ -106,7 +106,9 @@ class HybridRetriever(BaseRetriever):
     names: list[str] | None = None
     fetch_k: list[int | None] | None = None
     k: int = Field(default_of(RetrievalSettings, "k"), ge=1)
-    c: float = Field(default_of(RetrievalSettings, "rrf_c"), ge=0, allow_inf_nan=False)
+    rrf_c: float = Field(
+        default_of(RetrievalSettings, "rrf_c"), ge=0, allow_inf_nan=False
+    )
     id_key: str | None = default_of(RetrievalSettings, "id_key")
     score_key: str = "score"
 
@@ -255,7 +257,7 @@ class HybridRetriever(BaseRetriever):
                 for pairs in hits
             ]
         )
-        fused = weighted_rrf(keys, self.resolved_weights, self.c)
+        fused = weighted_rrf(keys, self.resolved_weights, self.rrf_c)
         # reversed: the first occurrence of a key in each list wins
         firsts = [
             {

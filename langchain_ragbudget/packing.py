@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from langchain_ragbudget.drops import DropReason
+from langchain_ragbudget.ledger import DropReason
 
 Policy = Literal["skip", "stop"]
 

@@ -24,7 +24,7 @@ from langchain_ragbudget.chain import (
     create_budgeted_stuff_chain,
     prompt_variables,
 )
-from langchain_ragbudget.drops import ledger_scope
+from langchain_ragbudget.ledger import ledger_scope
 from langchain_ragbudget.rerank import FlashRankRerank
 
 

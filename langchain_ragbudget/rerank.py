@@ -22,7 +22,11 @@ from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_ragbudget.config import RerankSettings, RetrievalSettings, default_of
-from langchain_ragbudget.drops import (
+from langchain_ragbudget.errors import InvalidInputError, ModelUnavailableError
+from langchain_ragbudget.files import cache_root, publish_folder
+from langchain_ragbudget.identity import document_key, with_metadata
+from langchain_ragbudget.inputs import check_documents, check_query, finite_score
+from langchain_ragbudget.ledger import (
     CandidateList,
     DropReason,
     DropRecord,
@@ -32,10 +36,6 @@ from langchain_ragbudget.drops import (
     ledgers_of,
     records_of,
 )
-from langchain_ragbudget.errors import InvalidInputError, ModelUnavailableError
-from langchain_ragbudget.files import cache_root, publish_folder
-from langchain_ragbudget.identity import document_key, with_metadata
-from langchain_ragbudget.inputs import check_documents, check_query, finite_score
 from langchain_ragbudget.logging_guard import root_logger_untouched
 from langchain_ragbudget.scores import RERANK_RANK, RERANK_SCORE
 

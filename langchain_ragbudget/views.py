@@ -21,8 +21,8 @@ from rich.text import Text
 from langchain_ragbudget.budget import BudgetedContext
 from langchain_ragbudget.chain import context_warnings
 from langchain_ragbudget.config import RagBudgetConfig
-from langchain_ragbudget.drops import Stage
 from langchain_ragbudget.identity import document_key, document_source
+from langchain_ragbudget.ledger import Stage
 from langchain_ragbudget.pipeline import Explained
 from langchain_ragbudget.render import one_line
 from langchain_ragbudget.rerank import FlashRankRerank

@@ -37,10 +37,10 @@ from langchain_ragbudget import (
 )
 from langchain_ragbudget.beir import DatasetError
 from langchain_ragbudget.chain import context_warnings
-from langchain_ragbudget.drops import CandidateList, DropReason
 from langchain_ragbudget.errors import IndexLoadError, InvalidInputError
 from langchain_ragbudget.evidence import calibrate_threshold
 from langchain_ragbudget.fusion import weighted_rrf
+from langchain_ragbudget.ledger import CandidateList, DropReason
 
 pytestmark = pytest.mark.needs_tiktoken  # the budget counts tokens
 
@@ -137,8 +137,8 @@ API_CASES = [
     Case("weights-negative", lambda: hybrid(docs("a"), docs("b"), weights=[-1.0, 1.0]), ValidationError, "non-negative"),
     Case("weights-all-zero", lambda: hybrid(docs("a"), docs("b"), weights=[0.0, 0.0]), ValidationError, "all zero"),
     Case("weights-too-few", lambda: hybrid(docs("a"), docs("b"), weights=[1.0]), ValidationError, "one weight per retriever"),
-    Case("rrf-c-inf", lambda: hybrid(docs("a"), c=math.inf), ValidationError, "finite"),
-    Case("rrf-c-nan", lambda: hybrid(docs("a"), c=math.nan), ValidationError, "finite"),
+    Case("rrf-c-inf", lambda: hybrid(docs("a"), rrf_c=math.inf), ValidationError, "finite"),
+    Case("rrf-c-nan", lambda: hybrid(docs("a"), rrf_c=math.nan), ValidationError, "finite"),
     Case("k-zero", lambda: hybrid(docs("a"), k=0), ValidationError, "greater than or equal to 1"),
     Case("invoke-k-zero", lambda: hybrid(docs("a")).invoke("q", k=0), ValueError, "k must be at least 1"),
     Case("names-repeated", lambda: hybrid(docs("a"), docs("b"), names=["x", "x"]), ValidationError, "distinct names"),

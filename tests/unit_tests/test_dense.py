@@ -19,9 +19,9 @@ from langchain_ragbudget import (
 )
 from langchain_ragbudget.config import VectorStoreSettings
 from langchain_ragbudget.dense import add_documents
-from langchain_ragbudget.drops import LEDGER_KEY, drops_of
 from langchain_ragbudget.factory import build_embeddings, build_vector_store
 from langchain_ragbudget.hybrid import ScoredSearch
+from langchain_ragbudget.ledger import LEDGER_KEY, drops_of
 from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
 
 DOCS = [

@@ -18,7 +18,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import Field, ValidationError
 
 from langchain_ragbudget import CandidateList, DropReason, HybridRetriever, Stage
-from langchain_ragbudget.drops import LEDGER_KEY
+from langchain_ragbudget.ledger import LEDGER_KEY
 
 
 class ListRetriever(BaseRetriever):

@@ -1,7 +1,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from langchain_ragbudget.drops import DropReason
+from langchain_ragbudget.ledger import DropReason
 from langchain_ragbudget.packing import PackItem, pack
 from langchain_ragbudget.render import edges_order
 
