@@ -47,13 +47,22 @@ from langchain_ragbudget.ledger import (
     ScoreIssue,
     Stage,
     StageSkip,
+    TrimRecord,
     ledgers_of,
     records_of,
     scope_ledgers,
 )
-from langchain_ragbudget.packing import PackItem, PackResult, pack
+from langchain_ragbudget.packing import (
+    PackItem,
+    PackResult,
+    Sentences,
+    omission_points,
+    pack,
+)
+from langchain_ragbudget.relevance import sentence_relevance
 from langchain_ragbudget.render import Citation, ContextFormat, group_citations
 from langchain_ragbudget.scores import CONTEXT_TOKENS, FUSED_RANK
+from langchain_ragbudget.sentences import sentences
 from langchain_ragbudget.tokens import count_tokens
 
 REPORT_EVENT = "ragbudget_context_report"
@@ -94,6 +103,7 @@ class BudgetReport:
     drops: list[DropRecord]
     skipped: list[StageSkip] = field(default_factory=list)
     issues: list[ScoreIssue] = field(default_factory=list)
+    trimmed: list[TrimRecord] = field(default_factory=list)
 
     @property
     def budget_drops(self) -> list[DropRecord]:
@@ -121,6 +131,7 @@ class BudgetReport:
             "dropped": [record.to_dict() for record in self.drops],
             "skipped_stages": [skip.to_dict() for skip in self.skipped],
             "score_issues": [issue.to_dict() for issue in self.issues],
+            "trimmed": [record.to_dict() for record in self.trimmed],
         }
 
 
@@ -210,6 +221,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         self,
         documents: Sequence[Document],
         scoped: Sequence[RunLedger] = (),
+        question: str | None = None,
     ) -> BudgetedContext:
         """Pack `documents` (best first); pure apart from the token cache.
 
@@ -218,10 +230,13 @@ class ContextBudget(RunnableSerializable[Any, Any]):
                 records of earlier stages; a plain list works too).
             scoped: Ledgers of the enclosing `ledger_scope`, reconciled with those
                 the documents carry.
+            question: What the sentences of a passage shortened by `trim` are
+                chosen for; without it the leading sentences are kept.
 
         Returns:
-            The kept passages, their citations, the rendered text, the report of
-            every drop (earlier stages', this stage's, and the unaccounted), and
+            The kept passages (a shortened one holds its kept sentences), their
+            citations, the rendered text, the report of every drop (earlier
+            stages', this stage's, and the unaccounted) and every shortening, and
             the evidence check.
 
         Raises:
@@ -232,24 +247,34 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         documents = check_documents(documents)
         settings = self.settings
         items = self._measure(documents)
+        shorten = _Shortener(self.format, settings.encoding_name, documents, question)
         result = pack(
             items,
             max_tokens=settings.max_tokens,
             max_docs=settings.max_docs,
             policy=settings.packing,
             min_docs=settings.min_docs,
+            sentences_of=shorten.shape,
+            max_sentences=settings.max_sentences,
         )
-        kept = [
-            with_metadata(
-                documents[i],
-                {**documents[i].metadata, CONTEXT_TOKENS: items[i].tokens},
-            )
-            for i in result.kept
-        ]
+        trims = dict(result.trimmed)
+        kept: list[Document] = []
+        shortened: dict[str, list[str | None]] = {}
+        trimmed: list[TrimRecord] = []
+        for i in result.kept:
+            if i not in trims:
+                metadata = {**documents[i].metadata, CONTEXT_TOKENS: items[i].tokens}
+                kept.append(with_metadata(documents[i], metadata))
+                continue
+            key = document_key(documents[i], self.id_key)
+            document, segments, record = shorten.apply(i, key, trims[i], items[i])
+            kept.append(document)
+            shortened[key] = segments
+            trimmed.append(record)
         citations = group_citations(
             kept, self.format, self.id_key, edges=settings.order == "edges"
         )
-        blocks = self.format.blocks(citations)
+        blocks = self.format.blocks(citations, shortened)
         encoding = settings.encoding_name
         tokens_used = sum(count_tokens(block, encoding) for block in blocks)
         upstream, skipped, issues = records_of(documents, scoped)
@@ -276,6 +301,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             ],
             skipped=skipped,
             issues=issues,
+            trimmed=trimmed,
         )
         return BudgetedContext(
             documents=[doc for citation in citations for doc in citation.documents],
@@ -396,7 +422,9 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         run_manager: CallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> Any:
-        context = self.fit(_documents_of(input), scope_ledgers(config) or ())
+        context = self.fit(
+            _documents_of(input), scope_ledgers(config) or (), _question_of(input)
+        )
         report = context.report.to_dict()
         dispatch_custom_event(REPORT_EVENT, report, config=config)
         _REPORT_RUN.invoke(report, _report_config(config, run_manager, context))
@@ -408,7 +436,9 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         run_manager: AsyncCallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> Any:
-        context = self.fit(_documents_of(input), scope_ledgers(config) or ())
+        context = self.fit(
+            _documents_of(input), scope_ledgers(config) or (), _question_of(input)
+        )
         report = context.report.to_dict()
         await adispatch_custom_event(REPORT_EVENT, report, config=config)
         await _REPORT_RUN.ainvoke(report, _report_config(config, run_manager, context))
@@ -450,3 +480,83 @@ def _documents_of(input: Any) -> Sequence[Document]:
             )
         return check_documents(input["documents"], "input['documents']")
     return check_documents(input)
+
+
+def _question_of(input: Any) -> str | None:
+    """The question, when the budget runs in a `{question, documents}` chain."""
+    question = input.get("question") if isinstance(input, dict) else None
+    return question if isinstance(question, str) and question.strip() else None
+
+
+class _Shortener:
+    """Sentences of the passages that do not fit whole, made on demand.
+
+    Only a passage the packer asks about is split and scored; splits and token
+    counts are cached per text, so a warm call is lookups.
+    """
+
+    def __init__(
+        self,
+        fmt: ContextFormat,
+        encoding: str,
+        documents: Sequence[Document],
+        question: str | None,
+    ) -> None:
+        self.format = fmt
+        self.encoding = encoding
+        self.documents = documents
+        self.question = question
+        self.texts: dict[int, list[str]] = {}
+
+    def shape(self, index: int) -> Sentences:
+        """The packer's view of passage `index`: sentence costs and relevance."""
+        texts = sentences(self.documents[index].page_content)
+        self.texts[index] = texts
+        count = self.encoding
+        return Sentences(
+            tokens=tuple(
+                count_tokens(self.format.sentence_line(text), count) for text in texts
+            ),
+            relevance=tuple(sentence_relevance(self.question, texts)),
+            marker_tokens=count_tokens(self.format.omission + "\n", count),
+            closing_tokens=count_tokens("\n", count),
+        )
+
+    def apply(
+        self, index: int, key: str, chosen: tuple[int, ...], item: PackItem
+    ) -> tuple[Document, list[str | None], TrimRecord]:
+        """The shortened passage: its document, its segments, and its record."""
+        texts = self.texts[index]
+        points = set(omission_points(chosen, len(texts)))
+        segments: list[str | None] = []
+        for position, sentence in enumerate(chosen):
+            if position in points:
+                segments.append(None)
+            segments.append(texts[sentence])
+        if len(chosen) in points:
+            segments.append(None)
+        tokens = count_tokens(self.format.render_shortened(segments), self.encoding)
+        original = self.documents[index]
+        document = original.model_copy(
+            update={
+                "id": key,
+                "page_content": " ".join(texts[i] for i in chosen),
+                "metadata": {**original.metadata, CONTEXT_TOKENS: tokens},
+            }
+        )
+        how = (
+            "the most relevant to the question"
+            if self.question
+            else "from the start (no question reached the budget)"
+        )
+        record = TrimRecord(
+            key=key,
+            stage=Stage.BUDGET,
+            rank=index + 1,
+            document=original,
+            kept_sentences=len(chosen),
+            total_sentences=len(texts),
+            omitted_tokens=max(item.tokens - tokens, 0),
+            detail=f"kept {len(chosen)} of {len(texts)} sentences, {how}",
+        )
+        return document, segments, record

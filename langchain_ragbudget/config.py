@@ -236,7 +236,11 @@ class SurfaceSettings(_Strict):
         min_docs: The top `min_docs` passages are kept even when they exceed
             `max_tokens` (the report then says `over_budget`); at most `max_docs`.
         packing: `skip` passes over a passage that does not fit and tries the next;
-            `stop` stops at the first one that does not fit.
+            `stop` stops at the first one that does not fit; `trim` shortens one
+            that does not fit to its most relevant whole sentences (with a record)
+            and goes on.
+        max_sentences: With `trim`, at most this many sentences of one shortened
+            passage (None: as many as fit).
         order: `rank` shows citations best first; `edges` puts the best first and
             last and the weakest in the middle.
         weak_evidence: Score key to threshold, tried in order; the first key a
@@ -248,7 +252,8 @@ class SurfaceSettings(_Strict):
     encoding: StrictStr | None = None
     model: StrictStr | None = "gpt-4o"
     min_docs: StrictInt = Field(1, ge=0)
-    packing: Literal["skip", "stop"] = "skip"
+    packing: Literal["skip", "stop", "trim"] = "skip"
+    max_sentences: StrictInt | None = Field(None, ge=1)
     order: Literal["rank", "edges"] = "rank"
     weak_evidence: dict[StrictStr, StrictFloat | None] = Field(default_factory=dict)
 

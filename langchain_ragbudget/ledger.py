@@ -122,6 +122,37 @@ class DropRecord:
 
 
 @dataclass(frozen=True)
+class TrimRecord:
+    """A passage kept shortened to some of its sentences, and what was left out.
+
+    The passage is in the prompt (its id is among the kept ones); this record says
+    it is not whole. `document` is the original, all of its text.
+    """
+
+    key: str
+    stage: Stage
+    rank: int
+    document: Document = field(repr=False, compare=False)
+    kept_sentences: int = 0
+    total_sentences: int = 0
+    omitted_tokens: int = 0
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable view, for tracers, logs and reports."""
+        return {
+            "id": self.key,
+            "source": document_source(self.document),
+            "stage": str(self.stage),
+            "rank": self.rank,
+            "kept_sentences": self.kept_sentences,
+            "total_sentences": self.total_sentences,
+            "omitted_tokens": self.omitted_tokens,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True)
 class StageSkip:
     """A stage that did not run (its model was unavailable, say), and why.
 

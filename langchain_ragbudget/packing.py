@@ -1,20 +1,23 @@
-"""Packing whole passages into a token and count budget: pure functions.
+"""Packing passages into a token and count budget: pure functions.
 
-No passage is ever cut: each is kept verbatim or dropped with a reason. Policy `skip`
-(default) lets smaller passages after an overflow still fit; `stop` stops at the
-first overflow, as a plain truncator does. `min_docs` keeps the top passages
+No passage is ever cut mid-sentence: each is kept verbatim, shortened to whole
+sentences (policy `trim`), or dropped with a reason. Policy `skip` lets smaller
+passages after an overflow still fit; `stop` stops at the first overflow, as a plain
+truncator does; `trim` keeps a passage that fits whole and shortens one that does
+not to its most relevant sentences that fit what is left, in their own order, with
+an omission marker where sentences are left out. `min_docs` keeps the top passages
 even when they alone exceed the budget, and says so through `over_budget`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from langchain_ragbudget.ledger import DropReason
 
-Policy = Literal["skip", "stop"]
+Policy = Literal["skip", "stop", "trim"]
 
 
 @dataclass(frozen=True)
@@ -33,13 +36,34 @@ class PackItem:
 
 
 @dataclass(frozen=True)
+class Sentences:
+    """One passage's sentences as the packer sees them, for policy `trim`.
+
+    `tokens`: each sentence rendered on its own quoted line(s), newline included;
+    `relevance`: one score per sentence (higher first, ties to the earlier one);
+    `marker_tokens`: an omission marker line; `closing_tokens`: what the passage
+    block adds after its last line. Costs are upper bounds of the rendered block:
+    lines add up exactly and the closing blank line can only merge into fewer.
+    """
+
+    tokens: tuple[int, ...]
+    relevance: tuple[float, ...]
+    marker_tokens: int
+    closing_tokens: int
+
+
+@dataclass(frozen=True)
 class PackResult:
-    """Indices kept (in input order), indices dropped with reasons, tokens used."""
+    """Indices kept (in input order), indices dropped with reasons, tokens used.
+
+    `trimmed` maps each shortened passage (also in `kept`) to the sentences kept.
+    """
 
     kept: tuple[int, ...]
     dropped: tuple[tuple[int, DropReason], ...]
     tokens_used: int
     over_budget: bool
+    trimmed: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
 
 def pack(
@@ -49,9 +73,17 @@ def pack(
     max_docs: int,
     policy: Policy = "skip",
     min_docs: int = 1,
+    sentences_of: Callable[[int], Sentences] | None = None,
+    max_sentences: int | None = None,
 ) -> PackResult:
-    """Keep items in rank order while they fit; every other item gets a reason."""
+    """Keep items in rank order while they fit; every other item gets a reason.
+
+    With policy `trim`, `sentences_of(index)` describes a passage that does not fit
+    whole (asked only for those); `max_sentences` caps what one shortened passage
+    keeps.
+    """
     kept: list[int] = []
+    trimmed: list[tuple[int, tuple[int, ...]]] = []
     dropped: list[tuple[int, DropReason]] = []
     groups: set[str] = set()
     contents: set[str] = set()
@@ -59,20 +91,77 @@ def pack(
     over_budget = False
     stopped = False
     for index, item in enumerate(items):
-        cost = item.tokens + (0 if item.group in groups else item.group_tokens)
+        header = 0 if item.group in groups else item.group_tokens
+        cost = item.tokens + header
+        chosen: tuple[int, ...] = ()
         if item.content_key in contents:
             dropped.append((index, DropReason.DUPLICATE))
-        elif len(kept) >= max_docs:
+            continue
+        if len(kept) >= max_docs:
             dropped.append((index, DropReason.MAX_DOCS))
-        elif stopped:
+            continue
+        if stopped:
             dropped.append((index, DropReason.MAX_TOKENS))
-        elif used + cost <= max_tokens or len(kept) < min_docs:
+            continue
+        if used + cost > max_tokens and policy == "trim" and sentences_of is not None:
+            left = max_tokens - used - header
+            if left > 0:
+                shape = sentences_of(index)
+                chosen = choose_sentences(shape, left, max_sentences)
+                if chosen:
+                    cost = header + trim_cost(shape, chosen)
+        if used + cost <= max_tokens or len(kept) < min_docs:
             over_budget = over_budget or used + cost > max_tokens
             kept.append(index)
+            if chosen:
+                trimmed.append((index, chosen))
             groups.add(item.group)
             contents.add(item.content_key)
             used += cost
         else:
             dropped.append((index, DropReason.MAX_TOKENS))
             stopped = policy == "stop"
-    return PackResult(tuple(kept), tuple(dropped), used, over_budget)
+    return PackResult(tuple(kept), tuple(dropped), used, over_budget, tuple(trimmed))
+
+
+def choose_sentences(
+    shape: Sentences, budget: int, max_sentences: int | None = None
+) -> tuple[int, ...]:
+    """The most relevant sentences that fit `budget` together, in passage order.
+
+    Greedy by relevance (ties to the earlier sentence): a sentence that would
+    overflow is passed over and a shorter, less relevant one may still fit.
+    """
+    order = sorted(range(len(shape.tokens)), key=lambda i: (-shape.relevance[i], i))
+    chosen: list[int] = []
+    for candidate in order:
+        if max_sentences is not None and len(chosen) >= max_sentences:
+            break
+        trial = sorted([*chosen, candidate])
+        if trim_cost(shape, trial) <= budget:
+            chosen = trial
+    return tuple(chosen)
+
+
+def trim_cost(shape: Sentences, chosen: Sequence[int]) -> int:
+    """Tokens of a passage shortened to `chosen` (sorted), markers included."""
+    return (
+        sum(shape.tokens[i] for i in chosen)
+        + shape.marker_tokens * len(omission_points(chosen, len(shape.tokens)))
+        + shape.closing_tokens
+    )
+
+
+def omission_points(chosen: Sequence[int], total: int) -> list[int]:
+    """Where markers go: before each kept sentence after a gap, and at a cut end.
+
+    Returned as positions in `chosen` (len(chosen) for the end).
+    """
+    points = [
+        position
+        for position, sentence in enumerate(chosen)
+        if sentence > (chosen[position - 1] + 1 if position else 0)
+    ]
+    if chosen and chosen[-1] < total - 1:
+        points.append(len(chosen))
+    return points

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -76,6 +76,7 @@ class ContextFormat:
     header: str = "[{citation}] {source}{title}{score}\n"
     passage: str = "{text}\n\n"
     quote_mark: str = "> "
+    omission: str = "[…]"
     group_key: str = "doc_id"
     score_keys: tuple[str, ...] = (RERANK_SCORE, score_key(DENSE))
 
@@ -96,6 +97,16 @@ class ContextFormat:
             raise ValueError(
                 "ContextFormat.quote_mark must be one line starting with a visible "
                 f"character, e.g. '> ': {mark!r}"
+            )
+        marker = self.omission
+        if (
+            not marker.strip()
+            or marker != one_line(marker)
+            or marker.startswith(mark.strip())
+        ):
+            raise ValueError(
+                "ContextFormat.omission must be one visible line that does not start "
+                f"like a quoted line, e.g. '[…]': {marker!r}"
             )
 
     def group_of(self, document: Document, id_key: str | None = "chunk_id") -> str:
@@ -126,16 +137,51 @@ class ContextFormat:
         """One passage block: its text, every line quoted, words unchanged."""
         return self.passage.format(text=quote(document.page_content, self.quote_mark))
 
-    def render(self, citations: Sequence[Citation]) -> str:
-        """The whole context: each citation's header, then its passages."""
-        return "".join(self.blocks(citations))
+    def render_shortened(self, segments: Sequence[str | None]) -> str:
+        """A shortened passage block: kept sentences and omission markers.
 
-    def blocks(self, citations: Sequence[Citation]) -> list[str]:
-        """The context as its blocks, in order (headers and passages)."""
+        Each kept sentence is quoted on its own line(s); each `None` becomes an
+        omission marker line, unquoted, so no passage text can forge one.
+        """
+        lines = [
+            self.omission if segment is None else quote(segment, self.quote_mark)
+            for segment in segments
+        ]
+        return self.passage.format(text="\n".join(lines))
+
+    def sentence_line(self, sentence: str) -> str:
+        """One kept sentence as a shortened passage renders it, for costing."""
+        return quote(sentence, self.quote_mark) + "\n"
+
+    def render(
+        self,
+        citations: Sequence[Citation],
+        shortened: Mapping[str, Sequence[str | None]] | None = None,
+    ) -> str:
+        """The whole context: each citation's header, then its passages."""
+        return "".join(self.blocks(citations, shortened))
+
+    def blocks(
+        self,
+        citations: Sequence[Citation],
+        shortened: Mapping[str, Sequence[str | None]] | None = None,
+    ) -> list[str]:
+        """The context as its blocks, in order (headers and passages).
+
+        `shortened` maps a passage's `Document.id` to its segments (kept sentences,
+        `None` for an omission); those render with `render_shortened`.
+        """
+        shortened = shortened or {}
         out: list[str] = []
         for citation in citations:
             out.append(self.render_header(citation.number, citation.documents[0]))
-            out.extend(self.render_passage(doc) for doc in citation.documents)
+            for doc in citation.documents:
+                segments = shortened.get(str(doc.id)) if doc.id is not None else None
+                out.append(
+                    self.render_passage(doc)
+                    if segments is None
+                    else self.render_shortened(segments)
+                )
         return out
 
 

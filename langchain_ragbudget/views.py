@@ -53,8 +53,13 @@ def evidence_table(
     Rows are the kept passages and the passages the rerank and budget stages
     dropped, in fused order; fusion cuts are only counted (there are many).
     """
+    trimmed = {
+        r.key: f"shortened ({r.kept_sentences} of {r.total_sentences} sentences)"
+        for r in context.report.trimmed
+    }
     rows: list[tuple[Document, str, int | None]] = [
-        (doc, "kept", doc.metadata.get(CONTEXT_TOKENS)) for doc in context.documents
+        (doc, trimmed.get(str(doc.id), "kept"), doc.metadata.get(CONTEXT_TOKENS))
+        for doc in context.documents
     ]
     earlier: Counter[str] = Counter()
     for record in context.report.drops:
@@ -87,7 +92,11 @@ def evidence_table(
             scores,
             _fmt(tokens, 0),
             status,
-            style="green" if status == "kept" else "red",
+            style="green"
+            if status == "kept"
+            else "yellow"
+            if status.startswith("shortened")
+            else "red",
         )
     return table, earlier
 

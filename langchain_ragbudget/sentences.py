@@ -1,0 +1,32 @@
+"""Sentences of a passage, split by nupunkt, cached per text.
+
+A passage that does not fit the budget may be shortened to some of its sentences;
+a wrong boundary would hand the model a fragment, so the splitter was chosen for
+precision (benchmarks/results/splitters.md compares five on SciFact's gold
+boundaries). Sentences are character spans of the passage, so a shortened passage is
+made of exact slices of its own text.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import nupunkt
+
+
+@lru_cache(maxsize=100_000)
+def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """(start, end) of each sentence of `text`, whitespace at either end excluded."""
+    spans = []
+    for start, end in nupunkt.sent_spans(text):
+        piece = text[start:end]
+        stripped = piece.strip()
+        if stripped:
+            offset = start + piece.index(stripped[0])
+            spans.append((offset, offset + len(stripped)))
+    return tuple(spans)
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of `text`, in order, each a slice of it."""
+    return [text[start:end] for start, end in sentence_spans(text)]
