@@ -62,7 +62,7 @@ from langchain_ragbudget.packing import (
 from langchain_ragbudget.relevance import sentence_relevance
 from langchain_ragbudget.render import Citation, ContextFormat, group_citations
 from langchain_ragbudget.scores import CONTEXT_TOKENS, FUSED_RANK
-from langchain_ragbudget.sentences import sentences
+from langchain_ragbudget.sentences import sentence_spans
 from langchain_ragbudget.tokens import count_tokens
 
 REPORT_EVENT = "ragbudget_context_report"
@@ -506,41 +506,57 @@ class _Shortener:
         self.encoding = encoding
         self.documents = documents
         self.question = question
-        self.texts: dict[int, list[str]] = {}
+        self.spans: dict[int, tuple[tuple[int, int], ...]] = {}
 
     def shape(self, index: int) -> Sentences:
-        """The packer's view of passage `index`: sentence costs and relevance."""
-        texts = sentences(self.documents[index].page_content)
-        self.texts[index] = texts
-        count = self.encoding
-        return Sentences(
-            tokens=tuple(
-                count_tokens(self.format.sentence_line(text), count) for text in texts
-            ),
-            relevance=tuple(sentence_relevance(self.question, texts)),
-            marker_tokens=count_tokens(self.format.omission + "\n", count),
-            closing_tokens=count_tokens("\n", count),
-        )
+        """The packer's view of passage `index`: relevance and exact costs."""
+        text = self.documents[index].page_content
+        spans = sentence_spans(text)
+        self.spans[index] = spans
+        texts = [text[start:end] for start, end in spans]
+
+        def cost(chosen: tuple[int, ...]) -> int:
+            block = self.format.render_shortened(self.segments(index, chosen))
+            return count_tokens(block, self.encoding)
+
+        return Sentences(tuple(sentence_relevance(self.question, texts)), cost)
+
+    def segments(self, index: int, chosen: tuple[int, ...]) -> list[str | None]:
+        """Runs of adjacent kept sentences, and `None` where sentences are left out.
+
+        A run is the passage's own text from its first sentence to its last.
+        """
+        text = self.documents[index].page_content
+        spans = self.spans[index]
+        points = omission_points(chosen, len(spans))
+        out: list[str | None] = []
+        for position, sentence in enumerate(chosen):
+            starts_run = position == 0 or position in points
+            if position in points:
+                out.append(None)
+            if starts_run:
+                out.append(text[spans[sentence][0] : spans[sentence][1]])
+            else:
+                run = out.pop()
+                assert run is not None
+                start = spans[chosen[position - 1]][1]
+                out.append(run + text[start : spans[sentence][1]])
+        if len(chosen) in points:
+            out.append(None)
+        return out
 
     def apply(
         self, index: int, key: str, chosen: tuple[int, ...], item: PackItem
     ) -> tuple[Document, list[str | None], TrimRecord]:
         """The shortened passage: its document, its segments, and its record."""
-        texts = self.texts[index]
-        points = set(omission_points(chosen, len(texts)))
-        segments: list[str | None] = []
-        for position, sentence in enumerate(chosen):
-            if position in points:
-                segments.append(None)
-            segments.append(texts[sentence])
-        if len(chosen) in points:
-            segments.append(None)
+        segments = self.segments(index, chosen)
+        total = len(self.spans[index])
         tokens = count_tokens(self.format.render_shortened(segments), self.encoding)
         original = self.documents[index]
         document = original.model_copy(
             update={
                 "id": key,
-                "page_content": " ".join(texts[i] for i in chosen),
+                "page_content": " ".join(run for run in segments if run is not None),
                 "metadata": {**original.metadata, CONTEXT_TOKENS: tokens},
             }
         )
@@ -555,8 +571,8 @@ class _Shortener:
             rank=index + 1,
             document=original,
             kept_sentences=len(chosen),
-            total_sentences=len(texts),
+            total_sentences=total,
             omitted_tokens=max(item.tokens - tokens, 0),
-            detail=f"kept {len(chosen)} of {len(texts)} sentences, {how}",
+            detail=f"kept {len(chosen)} of {total} sentences, {how}",
         )
         return document, segments, record

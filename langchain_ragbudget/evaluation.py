@@ -33,7 +33,7 @@ from langchain_ragbudget.identity import document_key
 from langchain_ragbudget.ledger import CandidateList
 from langchain_ragbudget.metrics import hit_at_k, mrr_at_k, ndcg_at_k, recall_at_k
 from langchain_ragbudget.rerank import FlashRankRerank
-from langchain_ragbudget.survival import POLICIES, naive_slice, policy_survivors
+from langchain_ragbudget.survival import POLICIES, policy_survival
 
 DEFAULT_BUDGETS = (256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
 Progress = Callable[[str, int, int], None]
@@ -67,11 +67,23 @@ class Survival:
     tokens_p50: float
     tokens_max: int
     over_budget: int
+    evidence_retrieved: int = 0
+    evidence_kept: int = 0
 
     @property
     def survival(self) -> float | None:
         """Share of the gold passages the retrievers found that reached the prompt."""
         return self.gold_kept / self.gold_retrieved if self.gold_retrieved else None
+
+    @property
+    def evidence_survival(self) -> float | None:
+        """Share of the gold passages with marked evidence that kept all of it.
+
+        Whole, or in the sentences a shortened passage kept.
+        """
+        if not self.evidence_retrieved:
+            return None
+        return self.evidence_kept / self.evidence_retrieved
 
 
 @dataclass
@@ -95,6 +107,9 @@ class EvalReport:
         evidence_gold: Gold passages with marked evidence sentences.
         evidence_survival: Per policy, the share of those with every evidence
             sentence in the prompt, at each budget.
+        mid_sentence_cuts: Per policy, kept texts that were not whole sentences
+            of their passage, over every query and budget (0 but for the slice,
+            which is not counted: it cuts anywhere by design).
     """
 
     dataset: str
@@ -109,12 +124,14 @@ class EvalReport:
     settings: dict[str, Any] = field(default_factory=dict)
     evidence_gold: int = 0
     evidence_survival: dict[str, list[float | None]] = field(default_factory=dict)
+    mid_sentence_cuts: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable view."""
         data = asdict(self)
         for row, item in zip(data["survival"], self.survival, strict=True):
             row["survival"] = item.survival
+            row["evidence_survival"] = item.evidence_survival
         return data
 
 
@@ -141,6 +158,9 @@ class _Accumulator:
     policy_gold: int = 0
     evidence_hits: dict[str, list[int]] = field(default_factory=dict)
     evidence_gold: int = 0
+    bad_cuts: dict[str, int] = field(default_factory=dict)
+    surface_evidence: Counter[str] = field(default_factory=Counter)
+    surface_evidence_kept: Counter[str] = field(default_factory=Counter)
 
     def rank(self, stage: str, docs: Sequence[Document], rel: dict[str, int]) -> None:
         self.rankings.setdefault(stage, []).append(([_doc_id(d) for d in docs], rel))
@@ -190,15 +210,17 @@ def evaluate(
     )
     for done, (query_id, text) in enumerate(queries, start=1):
         relevant = {doc: rel for doc, rel in dataset.qrels[query_id].items() if rel > 0}
-        candidates = stages.run(acc, text, relevant)
+        rationales = dataset.rationales.get(query_id, {})
+        candidates = stages.run(acc, text, relevant, rationales)
         _compare_policies(
             acc,
             candidates,
             relevant,
-            dataset.rationales.get(query_id, {}),
+            rationales,
             budgets,
             stages.encoding,
             stages.hybrid.id_key,
+            text,
         )
         if progress:
             progress("queries", done, len(queries))
@@ -222,7 +244,15 @@ class _Stages:
         reranker: FlashRankRerank | None,
         progress: Progress | None,
     ) -> _Stages:
-        budgets = {name: build_budget(name, config) for name in surfaces}
+        budgets: dict[str, ContextBudget] = {}
+        for name in surfaces:
+            budget = build_budget(name, config)
+            budgets[name] = budget
+            if budget.settings.packing == "trim":  # the same surface without it
+                before = budget.settings.model_copy(update={"packing": "skip"})
+                budgets[f"{name} (skip)"] = budget.model_copy(
+                    update={"settings": before}
+                )
         store = cached_vector_store(
             dataset.corpus,
             config.embedding,
@@ -249,7 +279,11 @@ class _Stages:
         return self.reranker is not None and self.reranker.available
 
     def run(
-        self, acc: _Accumulator, text: str, relevant: dict[str, int]
+        self,
+        acc: _Accumulator,
+        text: str,
+        relevant: dict[str, int],
+        rationales: dict[str, list[str]],
     ) -> CandidateList:
         """One query, stage by stage; rankings and survival go to `acc`."""
         hybrid = self.hybrid
@@ -263,9 +297,10 @@ class _Stages:
             acc.rank("rerank", candidates, relevant)
         entered = {document_key(d, hybrid.id_key): d for docs in lists for d in docs}
         for surface, stage in self.budgets.items():
-            context = stage.fit(candidates)
+            context = stage.fit(candidates, question=text)
             acc.rank(f"budget:{surface}", _ranked(context, hybrid.id_key), relevant)
             _account(acc, surface, entered, context, relevant)
+            _account_evidence(acc, surface, entered, context, rationales)
         return candidates
 
 
@@ -301,6 +336,7 @@ def _report(
         policy_encoding=stages.encoding,
         evidence_gold=acc.evidence_gold,
         evidence_survival=_shares(acc.evidence_hits, acc.evidence_gold),
+        mid_sentence_cuts={p: n for p, n in acc.bad_cuts.items() if p != "naive slice"},
         settings={
             "fusion_k": retrieval.k,
             "fetch_k": [retrieval.sparse.fetch_k, retrieval.dense.fetch_k],
@@ -346,6 +382,27 @@ def _account(
     acc.over_budget[surface] += report.over_budget
 
 
+def _account_evidence(
+    acc: _Accumulator,
+    surface: str,
+    entered: dict[str, Document],
+    context: BudgetedContext,
+    rationales: dict[str, list[str]],
+) -> None:
+    """Count gold passages with marked evidence, and those that kept all of it.
+
+    Kept whole, or in the sentences a shortened passage kept.
+    """
+    found = {_doc_id(d) for d in entered.values()} & set(rationales)
+    acc.surface_evidence[surface] += len(found)
+    kept_text = {_doc_id(d): d.page_content for d in context.documents}
+    acc.surface_evidence_kept[surface] += sum(
+        doc_id in kept_text
+        and all(sentence in kept_text[doc_id] for sentence in rationales[doc_id])
+        for doc_id in found
+    )
+
+
 def _compare_policies(
     acc: _Accumulator,
     candidates: Sequence[Document],
@@ -354,11 +411,12 @@ def _compare_policies(
     budgets: Sequence[int],
     encoding: str,
     id_key: str | None,
+    question: str,
 ) -> None:
     """Gold passages kept whole, and gold evidence kept, by each policy and budget.
 
-    A packing policy keeps whole passages, so its evidence survives with them; a
-    naive slice may keep the evidence sentences of a passage it cuts.
+    A naive slice may keep the evidence sentences of a passage it cuts mid-text;
+    `trim` may keep them in a passage it shortens to whole sentences.
     """
     gold = {i for i, doc in enumerate(candidates) if _doc_id(doc) in relevant}
     if not gold:
@@ -371,17 +429,21 @@ def _compare_policies(
     acc.policy_gold += len(gold)
     acc.evidence_gold += len(evidence)
     for policy in POLICIES:
-        if policy == "naive slice":
-            sliced = naive_slice(candidates, budgets, encoding, evidence)
-            kept, kept_evidence = sliced.passages, sliced.evidence
-        else:
-            kept = policy_survivors(candidates, policy, budgets, encoding, id_key)
-            kept_evidence = [[i for i in ids if i in evidence] for ids in kept]
+        result = policy_survival(
+            candidates,
+            policy,
+            budgets,
+            encoding,
+            question=question,
+            evidence=evidence,
+            id_key=id_key,
+        )
         for position, (ids, evidence_ids) in enumerate(
-            zip(kept, kept_evidence, strict=True)
+            zip(result.passages, result.evidence, strict=True)
         ):
             acc.policy_hits[policy][position] += len(gold.intersection(ids))
             acc.evidence_hits[policy][position] += len(evidence_ids)
+        acc.bad_cuts[policy] = acc.bad_cuts.get(policy, 0) + sum(result.bad_cuts)
 
 
 def _quality(stage: str, acc: _Accumulator, k: int) -> StageQuality:
@@ -410,4 +472,6 @@ def _survival(acc: _Accumulator, surface: str, stage: ContextBudget) -> Survival
         tokens_p50=float(statistics.median(tokens)) if tokens else 0.0,
         tokens_max=max(tokens, default=0),
         over_budget=acc.over_budget[surface],
+        evidence_retrieved=acc.surface_evidence[surface],
+        evidence_kept=acc.surface_evidence_kept[surface],
     )

@@ -39,17 +39,13 @@ class PackItem:
 class Sentences:
     """One passage's sentences as the packer sees them, for policy `trim`.
 
-    `tokens`: each sentence rendered on its own quoted line(s), newline included;
     `relevance`: one score per sentence (higher first, ties to the earlier one);
-    `marker_tokens`: an omission marker line; `closing_tokens`: what the passage
-    block adds after its last line. Costs are upper bounds of the rendered block:
-    lines add up exactly and the closing blank line can only merge into fewer.
+    `cost(chosen)`: the exact tokens of the passage shortened to the sentences
+    `chosen` (sorted), markers included.
     """
 
-    tokens: tuple[int, ...]
     relevance: tuple[float, ...]
-    marker_tokens: int
-    closing_tokens: int
+    cost: Callable[[tuple[int, ...]], int]
 
 
 @dataclass(frozen=True)
@@ -75,12 +71,14 @@ def pack(
     min_docs: int = 1,
     sentences_of: Callable[[int], Sentences] | None = None,
     max_sentences: int | None = None,
+    max_passage_tokens: int | None = None,
 ) -> PackResult:
     """Keep items in rank order while they fit; every other item gets a reason.
 
     With policy `trim`, `sentences_of(index)` describes a passage that does not fit
     whole (asked only for those); `max_sentences` caps what one shortened passage
-    keeps.
+    keeps; a passage over `max_passage_tokens` is shortened to that size even when
+    the budget has room for it, leaving room for the passages after it.
     """
     kept: list[int] = []
     trimmed: list[tuple[int, tuple[int, ...]]] = []
@@ -103,13 +101,16 @@ def pack(
         if stopped:
             dropped.append((index, DropReason.MAX_TOKENS))
             continue
-        if used + cost > max_tokens and policy == "trim" and sentences_of is not None:
-            left = max_tokens - used - header
+        room = max_tokens - used - header
+        if max_passage_tokens is not None:
+            room = min(room, max_passage_tokens)
+        if item.tokens > room and policy == "trim" and sentences_of is not None:
+            left = room
             if left > 0:
                 shape = sentences_of(index)
                 chosen = choose_sentences(shape, left, max_sentences)
                 if chosen:
-                    cost = header + trim_cost(shape, chosen)
+                    cost = header + shape.cost(chosen)
         if used + cost <= max_tokens or len(kept) < min_docs:
             over_budget = over_budget or used + cost > max_tokens
             kept.append(index)
@@ -132,24 +133,15 @@ def choose_sentences(
     Greedy by relevance (ties to the earlier sentence): a sentence that would
     overflow is passed over and a shorter, less relevant one may still fit.
     """
-    order = sorted(range(len(shape.tokens)), key=lambda i: (-shape.relevance[i], i))
-    chosen: list[int] = []
+    order = sorted(range(len(shape.relevance)), key=lambda i: (-shape.relevance[i], i))
+    chosen: tuple[int, ...] = ()
     for candidate in order:
         if max_sentences is not None and len(chosen) >= max_sentences:
             break
-        trial = sorted([*chosen, candidate])
-        if trim_cost(shape, trial) <= budget:
+        trial = tuple(sorted([*chosen, candidate]))
+        if shape.cost(trial) <= budget:
             chosen = trial
-    return tuple(chosen)
-
-
-def trim_cost(shape: Sentences, chosen: Sequence[int]) -> int:
-    """Tokens of a passage shortened to `chosen` (sorted), markers included."""
-    return (
-        sum(shape.tokens[i] for i in chosen)
-        + shape.marker_tokens * len(omission_points(chosen, len(shape.tokens)))
-        + shape.closing_tokens
-    )
+    return chosen
 
 
 def omission_points(chosen: Sequence[int], total: int) -> list[int]:

@@ -140,18 +140,15 @@ class ContextFormat:
     def render_shortened(self, segments: Sequence[str | None]) -> str:
         """A shortened passage block: kept sentences and omission markers.
 
-        Each kept sentence is quoted on its own line(s); each `None` becomes an
-        omission marker line, unquoted, so no passage text can forge one.
+        Each segment (kept sentences, as the passage has them) is quoted line by
+        line; each `None` becomes an omission marker line, unquoted, so no passage
+        text can forge one.
         """
         lines = [
             self.omission if segment is None else quote(segment, self.quote_mark)
             for segment in segments
         ]
         return self.passage.format(text="\n".join(lines))
-
-    def sentence_line(self, sentence: str) -> str:
-        """One kept sentence as a shortened passage renders it, for costing."""
-        return quote(sentence, self.quote_mark) + "\n"
 
     def render(
         self,

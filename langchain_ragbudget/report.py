@@ -48,6 +48,8 @@ def survival_rows(report: EvalReport) -> list[list[str]]:
                 f"{item.max_docs} docs / {item.max_tokens} tok",
                 str(item.gold_retrieved),
                 f"{item.gold_kept} ({_pct(item.survival)})",
+                f"{item.evidence_kept} of {item.evidence_retrieved} "
+                f"({_pct(item.evidence_survival)})",
                 dropped or "none",
                 f"{item.tokens_mean:.0f} / {item.tokens_p50:.0f} / {item.tokens_max}",
                 str(item.over_budget),
@@ -62,6 +64,7 @@ SURVIVAL_HEADER = [
     "budget",
     "gold retrieved",
     "gold in prompt",
+    "gold evidence in prompt",
     "gold dropped (stage/reason)",
     "tokens mean / p50 / max",
     "over budget",
@@ -124,12 +127,19 @@ def rich_tables(report: EvalReport) -> list[Table]:
         tables.append(
             _budget_table(
                 "gold evidence sentences in the context, by policy and token budget "
-                f"({report.evidence_gold} gold passages with marked evidence)",
+                f"({report.evidence_gold} gold passages with marked evidence; "
+                f"{_cuts(report)})",
                 report.policy_budgets,
                 evidence_rows(report),
             )
         )
     return tables
+
+
+def _cuts(report: EvalReport) -> str:
+    """The mid-sentence count per policy, for the evidence table's caption."""
+    counts = ", ".join(f"{p} {n}" for p, n in report.mid_sentence_cuts.items())
+    return f"kept texts cut mid-sentence: {counts}"
 
 
 def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
@@ -171,7 +181,8 @@ def to_markdown(report: EvalReport, command: str, plot: str | None = None) -> st
             f"The same, counting evidence instead of whole passages: of the "
             f"{report.evidence_gold} gold passages whose evidence sentences the "
             "dataset marks, the share whose evidence sentences are all in the "
-            "context (a sliced passage may keep them in its head):",
+            "context (a sliced passage may keep them in its head, a trimmed one in "
+            f"the sentences it kept); {_cuts(report)}:",
             "",
             _markdown_table(
                 ["policy", *map(str, report.policy_budgets)], evidence_rows(report)

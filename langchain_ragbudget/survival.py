@@ -1,8 +1,9 @@
 """Did the gold passage survive assembly into the prompt? Packing policies compared.
 
-Pure functions over one ranked candidate list: naive slicing of the joined context
-(what a character limit on the prompt does), stop at the first overflow, and skip, each
-at a token budget. A passage survives only if its whole text is in the context. Where
+Functions over one ranked candidate list: naive slicing of the joined context (what a
+character limit on the prompt does), stop at the first overflow, skip, and trim
+(shorten to whole relevant sentences), each at a token budget. A passage survives
+only if its whole text is in the context. Where
 the dataset marks which sentences of a passage hold the evidence (SciFact's
 rationales), evidence survives if all of those sentences are in the context: a
 sliced passage may keep them in its head.
@@ -19,9 +20,10 @@ from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.config import SurfaceSettings
 from langchain_ragbudget.identity import document_key
 from langchain_ragbudget.render import ContextFormat, group_citations
+from langchain_ragbudget.sentences import sentences
 from langchain_ragbudget.tokens import get_encoding
 
-POLICIES = ("naive slice", "stop", "skip")
+POLICIES = ("naive slice", "stop", "skip", "trim")
 
 
 @dataclass(frozen=True)
@@ -96,22 +98,29 @@ def _prefix_length(text: str, sliced: str) -> int:
     return len(kept)
 
 
-def policy_survivors(
+def policy_survival(
     documents: Sequence[Document],
     policy: str,
     budgets: Sequence[int],
     encoding: str,
+    *,
+    question: str | None = None,
+    evidence: Mapping[int, Sequence[str]] | None = None,
     id_key: str | None = "chunk_id",
-) -> list[list[int]]:
-    """Per token budget, the indices of `documents` that reach the context.
+    max_sentences: int | None = None,
+) -> PolicySurvival:
+    """Per token budget: passages kept whole, evidence kept, and bad cuts.
 
-    No `max_docs` limit and `min_docs=0`, so only the token budget decides.
+    No `max_docs` limit and `min_docs=0`, so only the token budget decides. A
+    passage shortened by `trim` is not whole, but its evidence survives if every
+    evidence sentence is in what it kept.
     """
     if policy == "naive slice":
-        return naive_slice(documents, budgets, encoding).passages
-    if policy not in ("skip", "stop"):
+        sliced = naive_slice(documents, budgets, encoding, evidence)
+        return PolicySurvival(sliced.passages, sliced.evidence, [0] * len(budgets))
+    if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; use one of {POLICIES}")
-    survivors = []
+    passages, kept_evidence, bad_cuts = [], [], []
     for budget in budgets:
         settings = SurfaceSettings(
             max_docs=max(len(documents), 1),
@@ -119,13 +128,63 @@ def policy_survivors(
             encoding=encoding,
             min_docs=0,
             packing=policy,
+            max_sentences=max_sentences,
         )
-        kept = set(
-            ContextBudget(settings=settings, id_key=id_key)
-            .fit(documents)
-            .report.kept_ids
+        context = ContextBudget(settings=settings, id_key=id_key).fit(
+            documents, question=question
         )
-        survivors.append(
-            [i for i, doc in enumerate(documents) if document_key(doc, id_key) in kept]
+        texts = {str(doc.id): doc.page_content for doc in context.documents}
+        shortened = {record.key for record in context.report.trimmed}
+        keys = [document_key(doc, id_key) for doc in documents]
+        kept = set(context.report.kept_ids)
+        passages.append(
+            [i for i, key in enumerate(keys) if key in kept and key not in shortened]
         )
-    return survivors
+        kept_evidence.append(
+            [
+                i
+                for i, sentences in (evidence or {}).items()
+                if keys[i] in kept
+                and all(sentence in texts.get(keys[i], "") for sentence in sentences)
+            ]
+        )
+        bad_cuts.append(
+            sum(
+                not is_whole_sentences(texts[keys[i]], documents[i].page_content)
+                for i, key in enumerate(keys)
+                if key in shortened
+            )
+        )
+    return PolicySurvival(passages, kept_evidence, bad_cuts)
+
+
+@dataclass(frozen=True)
+class PolicySurvival:
+    """What one policy kept, per budget.
+
+    `passages`: indices kept whole; `evidence`: indices whose evidence sentences
+    are all in the context; `bad_cuts`: kept texts that are not whole sentences of
+    their passage (must be 0).
+    """
+
+    passages: list[list[int]]
+    evidence: list[list[int]]
+    bad_cuts: list[int]
+
+
+def is_whole_sentences(kept: str, original: str) -> bool:
+    """Whether `kept` is whole sentences of `original`, in order (any whitespace
+    between them).
+    """
+    pieces = sentences(original)
+    position = 0
+    rest = kept
+    while rest:
+        for index in range(position, len(pieces)):
+            if rest.startswith(pieces[index]):
+                rest = rest[len(pieces[index]) :].lstrip()
+                position = index + 1
+                break
+        else:
+            return False
+    return True

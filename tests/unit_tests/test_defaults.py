@@ -48,12 +48,21 @@ def test_shipped_yaml_has_no_section_the_models_lack() -> None:
     assert set(SHIPPED) == {*SECTIONS, "surfaces"}
 
 
+# A surface may set a key on purpose; the shipped YAML says why next to it.
+OVERRIDES = {"chat": {"packing"}}
+
+
 @pytest.mark.parametrize("surface", sorted(SHIPPED["surfaces"]))
 def test_surface_keys_with_a_model_default_agree(surface: str) -> None:
     shipped = SHIPPED["surfaces"][surface]
-    for name, field in SurfaceSettings.model_fields.items():
-        if not field.is_required() and name != "weak_evidence":
-            assert shipped[name] == field.get_default(call_default_factory=True), name
+    differ = {
+        name
+        for name, field in SurfaceSettings.model_fields.items()
+        if not field.is_required()
+        and name != "weak_evidence"
+        and shipped[name] != field.get_default(call_default_factory=True)
+    }
+    assert differ == OVERRIDES.get(surface, set())
 
 
 def default(model: type[BaseModel], name: str) -> Any:

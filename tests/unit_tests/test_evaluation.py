@@ -87,6 +87,7 @@ def test_cli_eval_writes_json_plot_and_markdown(
         "fusion",
         "rerank",
         "budget:chat",
+        "budget:chat (skip)",
         "budget:search",
     }
     assert rows["rerank"]["status"] == "skipped" and rows["rerank"]["ndcg"] is None
@@ -172,7 +173,7 @@ def test_evidence_survival_counts_sentences_a_slice_keeps(beir_folder: Path) -> 
     assert "counting evidence instead of whole passages" in markdown
     evidence_table = rich_tables(report)[-1]
     assert "gold evidence sentences" in str(evidence_table.title)
-    assert evidence_table.row_count == 3  # naive slice, stop, skip
+    assert evidence_table.row_count == 4  # naive slice, stop, skip, trim
 
 
 def test_malformed_rationales_are_named(beir_folder: Path) -> None:

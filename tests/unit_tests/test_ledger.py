@@ -32,6 +32,7 @@ from langchain_ragbudget.ledger import ledger_scope
 from langchain_ragbudget.pipeline import create_budgeted_rag_chain
 from langchain_ragbudget.rerank import FlashRankRerank
 from langchain_ragbudget.sample import load_sample_corpus
+from langchain_ragbudget.survival import is_whole_sentences
 
 pytestmark = (
     pytest.mark.needs_tiktoken
@@ -65,8 +66,14 @@ def check_ledger(entered: set[str], state: dict, sources: dict[str, Document]) -
     report = context.report
     accounted = report.kept_ids + [record.key for record in report.drops]
     assert sorted(accounted) == sorted(entered)  # exactly once each; no silent drop
+    shortened = {record.key for record in report.trimmed}
+    assert shortened <= set(report.kept_ids)  # shortened passages are kept ones
     for kept in context.documents:
-        assert kept.page_content == sources[kept.id].page_content
+        original = sources[str(kept.id)].page_content
+        if kept.id in shortened:  # whole sentences of its own text, in order
+            assert is_whole_sentences(kept.page_content, original)
+        else:
+            assert kept.page_content == original
     assert report.tokens_used <= report.max_tokens or report.over_budget
 
 

@@ -4,7 +4,11 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_ragbudget.render import ContextFormat, group_citations
-from langchain_ragbudget.survival import naive_slice, policy_survivors
+from langchain_ragbudget.survival import (
+    is_whole_sentences,
+    naive_slice,
+    policy_survival,
+)
 from langchain_ragbudget.tokens import get_encoding
 
 pytestmark = pytest.mark.needs_tiktoken("cl100k_base")
@@ -46,9 +50,9 @@ def test_a_cut_passage_keeps_the_evidence_in_its_head() -> None:
 def test_packing_keeps_whole_passages_only() -> None:
     text = ContextFormat().render(group_citations(DOCS, ContextFormat()))
     cut = budget_covering(text.index(HEAD) + len(HEAD))
-    for policy in ("stop", "skip"):
-        (kept,) = policy_survivors(DOCS, policy, [cut], ENCODING)
-        assert 2 not in kept  # c does not fit whole, so it is not in at all
+    for policy in ("stop", "skip", "trim"):
+        (kept,) = policy_survival(DOCS, policy, [cut], ENCODING).passages
+        assert 2 not in kept  # c does not fit whole, so it is not kept whole
 
 
 def test_a_cut_inside_a_multibyte_character_is_handled() -> None:
@@ -69,3 +73,21 @@ def test_a_cut_inside_a_multibyte_character_is_handled() -> None:
 def test_evidence_that_is_not_in_the_passage_is_an_error() -> None:
     with pytest.raises(ValueError, match="not in passage 0"):
         naive_slice(DOCS, [10], ENCODING, {0: ["A sentence from elsewhere."]})
+
+
+def test_trim_keeps_evidence_of_a_passage_it_shortens() -> None:
+    text = ContextFormat().render(group_citations(DOCS, ContextFormat()))
+    cut = budget_covering(text.index(HEAD) + len(HEAD))
+    result = policy_survival(
+        DOCS, "trim", [cut + 20], ENCODING, question=HEAD, evidence={2: [HEAD]}
+    )
+    assert result.evidence == [[2]] and result.bad_cuts == [0]
+    assert 2 not in result.passages[0]  # shortened, so not whole
+
+
+def test_whole_sentences_check() -> None:
+    original = "First one. Second one.\nThird one."
+    assert is_whole_sentences("First one. Third one.", original)
+    assert is_whole_sentences("Second one.\nThird one.", original)
+    assert not is_whole_sentences("First one. Second", original)
+    assert not is_whole_sentences("Third one. First one.", original)  # order
