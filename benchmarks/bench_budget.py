@@ -1,8 +1,10 @@
-"""Budget-stage latency: 100 candidates, warm token cache vs tiktoken on every call.
+"""Budget-stage latency: 100 candidates, warm caches vs every cache cleared.
 
 Both columns run the same `ContextBudget.fit` on the same 100 SciFact abstracts (as
 ranked candidates with scores), in the same process, interleaved; the cold column
-clears the token cache before each call, i.e. counts with tiktoken every time.
+clears the token, sentence-split and term caches before each call, i.e. counts with
+tiktoken and splits with nupunkt every time. `skip` and `trim` run side by side, each
+surface with its own budget; `trim` gets a SciFact claim as the question.
 
     python benchmarks/bench_budget.py
 """
@@ -22,6 +24,9 @@ from rich.table import Table
 from langchain_ragbudget.beir import load_corpus
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.config import load_config
+from langchain_ragbudget.relevance import terms
+from langchain_ragbudget.render import one_line, quote
+from langchain_ragbudget.sentences import sentence_spans
 from langchain_ragbudget.tokens import count_tokens
 
 console = Console(width=120)
@@ -66,40 +71,50 @@ def main() -> None:
     )
     for column in (
         "surface",
+        "packing",
         "kept",
         "tokens",
         "warm cache ms",
-        "tiktoken every call ms",
+        "cold caches ms",
         "ratio",
         "Runnable.invoke warm ms",
     ):
         table.add_column(column, justify="right" if column != "surface" else "left")
+    question = "Vitamin D deficiency is associated with a higher risk of infection."
     for surface in ("chat", "search"):
-        budget = ContextBudget.from_config(surface, config)
-        context = budget.fit(docs)  # warm-up: loads the encoding, fills the cache
-        warm: list[float] = []
-        cold: list[float] = []
-        runnable: list[float] = []
-        for _ in range(args.repeat):
-            start = time.perf_counter()
-            budget.fit(docs)
-            warm.append(time.perf_counter() - start)
-            count_tokens.cache_clear()
-            start = time.perf_counter()
-            budget.fit(docs)
-            cold.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            budget.invoke(docs)
-            runnable.append(time.perf_counter() - start)
-        table.add_row(
-            surface,
-            str(len(context.documents)),
-            f"{context.report.tokens_used}/{context.report.max_tokens}",
-            f"{p50_ms(warm):.3f}",
-            f"{p50_ms(cold):.3f}",
-            f"{p50_ms(cold) / p50_ms(warm):.1f}x",
-            f"{p50_ms(runnable):.3f}",
-        )
+        for packing in ("skip", "trim"):
+            base = ContextBudget.from_config(surface, config)
+            budget = base.model_copy(
+                update={
+                    "settings": base.settings.model_copy(update={"packing": packing})
+                }
+            )
+            context = budget.fit(docs, question=question)  # warm-up, fills caches
+            warm: list[float] = []
+            cold: list[float] = []
+            runnable: list[float] = []
+            for _ in range(args.repeat):
+                start = time.perf_counter()
+                budget.fit(docs, question=question)
+                warm.append(time.perf_counter() - start)
+                for cache in (count_tokens, sentence_spans, terms, quote, one_line):
+                    cache.cache_clear()
+                start = time.perf_counter()
+                budget.fit(docs, question=question)
+                cold.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                budget.invoke({"question": question, "documents": docs})
+                runnable.append(time.perf_counter() - start)
+            table.add_row(
+                surface,
+                packing,
+                f"{len(context.documents)} ({len(context.report.trimmed)} shortened)",
+                f"{context.report.tokens_used}/{context.report.max_tokens}",
+                f"{p50_ms(warm):.3f}",
+                f"{p50_ms(cold):.3f}",
+                f"{p50_ms(cold) / p50_ms(warm):.1f}x",
+                f"{p50_ms(runnable):.3f}",
+            )
     console.print(table)
     console.print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, "

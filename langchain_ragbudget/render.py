@@ -18,6 +18,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TypeVar
 
 from langchain_core.documents import Document
@@ -208,6 +209,7 @@ _LINE_BREAKS = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
+@lru_cache(maxsize=100_000)
 def quote(text: str, mark: str = "> ") -> str:
     """`text` with `mark` before each of its lines (any Unicode line break).
 
@@ -217,6 +219,7 @@ def quote(text: str, mark: str = "> ") -> str:
     return "\n".join(mark + line for line in _LINE_BREAKS.split(text))
 
 
+@lru_cache(maxsize=100_000)
 def one_line(value: str, limit: int = 160) -> str:
     """`value` on one line, control characters escaped, cut to `limit` characters.
 

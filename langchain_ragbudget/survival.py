@@ -173,8 +173,9 @@ class PolicySurvival:
 
 
 def is_whole_sentences(kept: str, original: str) -> bool:
-    """Whether `kept` is whole sentences of `original`, in order (any whitespace
-    between them).
+    """Whether `kept` is whole sentences of `original`, in order.
+
+    Any whitespace may separate them.
     """
     pieces = sentences(original)
     position = 0
