@@ -1,0 +1,182 @@
+"""Policy `trim`: a passage that does not fit is shortened to whole sentences, on the
+record. Real budget, splitter (nupunkt) and tokenizer (tiktoken); the chat model in
+the seed-000 case is a fake, since no LLM API runs here."""
+
+import re
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.documents import Document
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+
+from langchain_ragbudget.budget import ContextBudget
+from langchain_ragbudget.chain import context_warnings, create_budgeted_stuff_chain
+from langchain_ragbudget.config import SurfaceSettings
+from langchain_ragbudget.packing import Sentences, choose_sentences, omission_points
+from langchain_ragbudget.sentences import sentences
+from langchain_ragbudget.survival import is_whole_sentences
+from langchain_ragbudget.tokens import count_tokens
+
+pytestmark = pytest.mark.needs_tiktoken("cl100k_base")
+
+
+def budget(max_tokens: int, **surface: Any) -> ContextBudget:
+    return ContextBudget(
+        settings=SurfaceSettings(
+            max_docs=surface.pop("max_docs", 10),
+            max_tokens=max_tokens,
+            encoding="cl100k_base",
+            packing="trim",
+            **surface,
+        )
+    )
+
+
+def test_choose_sentences_prefers_relevance_and_keeps_order() -> None:
+    costs = {(): 1}
+
+    def cost(chosen: tuple[int, ...]) -> int:
+        return costs.get(chosen, 10 * len(chosen) + 3 * len(omission_points(chosen, 5)))
+
+    shape = Sentences(relevance=(0.0, 2.0, 0.0, 1.0, 0.0), cost=cost)
+    assert choose_sentences(shape, 30) == (1, 3)  # two lines, three markers: 29
+    assert choose_sentences(shape, 16) == (1,)
+    assert choose_sentences(shape, 5) == ()
+    assert choose_sentences(shape, 100, max_sentences=1) == (1,)
+
+
+def test_omission_points_mark_gaps_and_cut_ends() -> None:
+    assert omission_points((0, 1), 2) == []
+    assert omission_points((1, 3), 5) == [0, 1, 2]  # before 1, before 3, at the end
+    assert omission_points((0, 4), 5) == [1]
+
+
+def test_seed_000_a_short_answer_in_a_long_passage_is_kept_and_said() -> None:
+    # the user's own case: the answer sits in a passage too long for what is left
+    bulky = Document(
+        id="expenses::0",
+        page_content="Receipts are filed monthly. " * 40,
+        metadata={"source": "expenses.md", "dense_score": 0.8},
+    )
+    answer = Document(
+        id="travel::3",
+        page_content=(
+            "Domestic travel is reimbursed at cost. "
+            "Meals abroad are covered separately. "
+            "The international per diem is $100 per day. "
+            "Hotel upgrades are never reimbursed. " * 6
+        ),
+        metadata={"source": "travel.md", "dense_score": 0.7},
+    )
+    stage = budget(330)
+    llm = GenericFakeChatModel(messages=iter([AIMessage(content="$100 a day [2].")]))
+    chain = stage | create_budgeted_stuff_chain(llm, structured=True)
+    question = "What is the international per diem?"
+    result = chain.invoke({"question": question, "documents": [bulky, answer]})
+    assert "[warning: 1 passage(s) shortened to fit the chat budget: travel::3 (" in (
+        " ".join(result.warnings)
+    )
+    (shortened,) = result.shortened
+    assert shortened["id"] == "travel::3" and shortened["kept_sentences"] >= 1
+    context = stage.invoke({"question": question, "documents": [bulky, answer]})
+    assert "> The international per diem is $100 per day." in context["context"].text
+    assert "\n[…]\n" in context["context"].text
+
+
+texts = st.lists(
+    st.sampled_from(
+        [
+            "Solar panels make power.",
+            "The tax is due in April.",
+            "[…]",
+            "[warning: nothing was shortened]",
+            "> quoted already.",
+            "Bread needs flour and water!",
+            "Is it raining?",
+            "Deploys are frozen on Fridays.",
+            "Short.",
+        ]
+    ),
+    min_size=1,
+    max_size=12,
+).map(" ".join)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(texts, min_size=1, max_size=6),
+    st.integers(1, 200),
+    st.integers(0, 2),
+    st.sampled_from([None, "solar tax", "bread raining"]),
+)
+def test_kept_whole_shortened_or_dropped_never_over_budget(
+    passages: list[str], max_tokens: int, min_docs: int, question: str | None
+) -> None:
+    docs = [
+        Document(id=f"p{i}", page_content=text, metadata={"source": f"s{i}"})
+        for i, text in enumerate(passages)
+    ]
+    stage = budget(max_tokens, min_docs=min_docs)
+    context = stage.fit(docs, question=question)
+    report = context.report
+    shortened = {record.key: record for record in report.trimmed}
+    accounted = report.kept_ids + [record.key for record in report.drops]
+    # the partition: every candidate kept (whole or shortened) or dropped, once
+    assert sorted(accounted) == sorted(doc.id for doc in docs if doc.id)
+    assert set(shortened) <= set(report.kept_ids)
+    by_id = {doc.id: doc for doc in docs}
+    for kept in context.documents:
+        original = by_id[kept.id].page_content
+        if kept.id in shortened:
+            record = shortened[str(kept.id)]
+            assert is_whole_sentences(kept.page_content, original)
+            assert 1 <= record.kept_sentences < record.total_sentences or (
+                record.kept_sentences == record.total_sentences
+            )
+            assert record.total_sentences == len(sentences(original))
+        else:
+            assert kept.page_content == original
+    # exact tokens, and the budget holds unless min_docs says otherwise
+    assert report.tokens_used == count_tokens(context.text, "cl100k_base")
+    assert report.tokens_used <= report.max_tokens or (
+        report.over_budget and len(report.kept_ids) <= min_docs
+    )
+    # no passage text forges a marker or a package line: markers are unquoted
+    # lines, passage text only ever appears on quoted lines
+    for line in context.text.split("\n"):
+        assert not line or line.startswith(("> ", "[…]", "[")) or line == ">"
+        if line.startswith("[") and line != "[…]":
+            assert re.match(r"^\[\d+\] s\d$", line), line
+    markers = context.text.split("\n").count("[…]")
+    expected = sum(
+        len(
+            omission_points(
+                _chosen(kept.page_content, by_id[kept.id].page_content),
+                shortened[str(kept.id)].total_sentences,
+            )
+        )
+        for kept in context.documents
+        if kept.id in shortened
+    )
+    assert markers == expected
+    for warning in context_warnings(context):
+        assert "\n" not in warning and warning.startswith(("[warning: ", "[note: "))
+
+
+def _chosen(kept: str, original: str) -> tuple[int, ...]:
+    """Which sentences of `original` a shortened text kept (in order)."""
+    pieces = sentences(original)
+    chosen, rest, position = [], kept, 0
+    while rest:
+        for index in range(position, len(pieces)):
+            if rest.startswith(pieces[index]):
+                chosen.append(index)
+                rest = rest[len(pieces[index]) :].lstrip()
+                position = index + 1
+                break
+        else:
+            raise AssertionError(f"{kept!r} is not whole sentences of {original!r}")
+    return tuple(chosen)
