@@ -1,0 +1,205 @@
+"""How `trim` shares the budget, measured: caps, shares, relevance, and where
+evidence is lost. Reproduces the variant tables of BENCHMARKS.md ("Shortening
+passages to whole sentences").
+
+Every variant runs on the same fused top-10 lists of SciFact's test queries (the
+corpus index comes from the evaluation cache); only gold passages whose evidence
+sentences the dataset marks count.
+
+    python benchmarks/bench_trim_variants.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from langchain_core.documents import Document
+
+from langchain_ragbudget import budget as budget_module
+from langchain_ragbudget import packing
+from langchain_ragbudget.beir import load_beir
+from langchain_ragbudget.budget import ContextBudget
+from langchain_ragbudget.config import SurfaceSettings, load_config
+from langchain_ragbudget.evaluation import _doc_id, _Stages
+from langchain_ragbudget.relevance import sentence_relevance, terms
+from langchain_ragbudget.survival import policy_survival
+
+BUDGETS = [256, 384, 512, 768, 1024]
+ENCODING = "o200k_base"
+Case = tuple[str, list[Document], dict[int, list[str]]]
+
+
+def cases(folder: str) -> list[Case]:
+    dataset = load_beir(folder)
+    stages = _Stages.build(dataset, load_config(), ["chat"], None, None)
+    hybrid = stages.hybrid
+    out = []
+    for query_id, text in dataset.queries.items():
+        relevant = {d for d, rel in dataset.qrels[query_id].items() if rel > 0}
+        rationales = dataset.rationales.get(query_id, {})
+        fused = hybrid.fuse([r.invoke(text) for r in hybrid.retrievers], hybrid.k)
+        evidence = {
+            i: rationales[_doc_id(d)]
+            for i, d in enumerate(fused)
+            if _doc_id(d) in relevant and _doc_id(d) in rationales
+        }
+        if evidence:
+            out.append((text, list(fused), evidence))
+    return out
+
+
+def evidence_kept(all_cases: list[Case], **kwargs: Any) -> list[float]:
+    total = sum(len(evidence) for _, _, evidence in all_cases)
+    hits = [0] * len(BUDGETS)
+    for text, documents, evidence in all_cases:
+        result = policy_survival(
+            documents,
+            "trim",
+            BUDGETS,
+            ENCODING,
+            question=text,
+            evidence=evidence,
+            **kwargs,
+        )
+        for position, kept in enumerate(result.evidence):
+            hits[position] += len(kept)
+    return [100 * n / total for n in hits]
+
+
+@contextmanager
+def patched(name: str, value: Any) -> Iterator[None]:
+    original = getattr(budget_module, name)
+    setattr(budget_module, name, value)
+    try:
+        yield
+    finally:
+        setattr(budget_module, name, original)
+
+
+def share_of_budget(fraction: float) -> Callable[..., packing.PackResult]:
+    def pack(items: Sequence[packing.PackItem], **kwargs: Any) -> packing.PackResult:
+        kwargs["max_passage_tokens"] = int(fraction * kwargs["max_tokens"])
+        return packing.pack(items, **kwargs)
+
+    return pack
+
+
+def overlap(question: str | None, sentences: Sequence[str]) -> list[float]:
+    wanted = terms(question or "")
+    return [float(len(terms(s) & wanted)) for s in sentences]
+
+
+def later_prior(question: str | None, sentences: Sequence[str]) -> list[float]:
+    base = sentence_relevance(question, sentences)
+    last = max(len(sentences) - 1, 1)
+    return [score + 0.3 * i / last for i, score in enumerate(base)]
+
+
+def with_list_idf(all_cases: list[Case]) -> Callable[[list[Case]], list[float]]:
+    """IDF over the candidate list instead of the passage's sentences."""
+
+    def run(selected: list[Case]) -> list[float]:
+        total = sum(len(evidence) for _, _, evidence in selected)
+        hits = [0] * len(BUDGETS)
+        for text, documents, evidence in selected:
+            frequency: Counter[str] = Counter()
+            for document in documents:
+                frequency.update(terms(document.page_content))
+
+            def scored(
+                question: str | None,
+                sentences: Sequence[str],
+                n: int = len(documents),
+                frequency: Counter[str] = frequency,
+            ) -> list[float]:
+                wanted = terms(question or "")
+                return [
+                    sum(math.log(1 + n / frequency[t]) for t in terms(s) & wanted)
+                    for s in sentences
+                ]
+
+            with patched("sentence_relevance", scored):
+                result = policy_survival(
+                    documents,
+                    "trim",
+                    BUDGETS,
+                    ENCODING,
+                    question=text,
+                    evidence=evidence,
+                )
+            for position, kept in enumerate(result.evidence):
+                hits[position] += len(kept)
+        return [100 * n / total for n in hits]
+
+    return run
+
+
+def where_lost(all_cases: list[Case], budget: int) -> Counter[str]:
+    outcome: Counter[str] = Counter()
+    for text, documents, evidence in all_cases:
+        settings = SurfaceSettings(
+            max_docs=len(documents),
+            max_tokens=budget,
+            encoding=ENCODING,
+            min_docs=0,
+            packing="trim",
+        )
+        context = ContextBudget(settings=settings).fit(documents, question=text)
+        kept = {str(d.id): d.page_content for d in context.documents}
+        shortened = {r.key for r in context.report.trimmed}
+        for i, sentences in evidence.items():
+            key, rank = str(documents[i].id), min(i + 1, 4)
+            if key not in kept:
+                outcome[f"not in the prompt (rank {rank}{'+' * (rank == 4)})"] += 1
+            elif all(s in kept[key] for s in sentences):
+                outcome["kept, shortened" if key in shortened else "kept whole"] += 1
+            else:
+                outcome[f"shortened, evidence missed (rank {rank})"] += 1
+    return outcome
+
+
+def row(name: str, values: list[float]) -> None:
+    print(f"{name:34}", " ".join(f"{v:5.1f}" for v in values))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--data",
+        default=os.environ.get("RAGBUDGET_SCIFACT_DIR", "../shared/data/scifact"),
+    )
+    args = parser.parse_args()
+    all_cases = cases(args.data)
+    total = sum(len(evidence) for _, _, evidence in all_cases)
+    print(f"{total} gold passages with marked evidence; evidence kept (%) at")
+    row("budget", [float(b) for b in BUDGETS])
+    row("trim (the default)", evidence_kept(all_cases))
+    for cap in (1, 2, 3, 4):
+        row(
+            f"  at most {cap} sentence(s) a passage",
+            evidence_kept(all_cases, max_sentences=cap),
+        )
+    for fraction in (0.75, 0.5, 0.33):
+        with patched("pack", share_of_budget(fraction)):
+            row(f"  a passage takes <= {fraction} of it", evidence_kept(all_cases))
+    for name, scorer in (
+        ("  relevance: term overlap", overlap),
+        ("  relevance: + later prior", later_prior),
+    ):
+        with patched("sentence_relevance", scorer):
+            row(name, evidence_kept(all_cases))
+    row("  relevance: IDF over the list", with_list_idf(all_cases)(all_cases))
+    for budget in (384, 1024):
+        print(f"where the evidence goes at {budget} tokens:")
+        for what, n in sorted(where_lost(all_cases, budget).items()):
+            print(f"  {what:40} {n}")
+
+
+if __name__ == "__main__":
+    main()
