@@ -88,6 +88,13 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--k", type=_positive, default=10, help="k of hit@k and recall@k"
     )
+    evaluate.add_argument(
+        "--chunk-size",
+        type=_positive,
+        action="append",
+        help="also measure evidence survival with the corpus indexed in chunks of "
+        "this many tokens (repeatable; indexes are cached)",
+    )
     evaluate.add_argument("--json", type=Path, help="write the full results here")
     evaluate.add_argument("--plot", type=Path, help="write the survival plot (PNG)")
     evaluate.add_argument(
@@ -373,7 +380,7 @@ def run_eval(
     """`ragbudget eval`: run, print the tables, write JSON / plot / Markdown."""
     from langchain_ragbudget.beir import load_beir
     from langchain_ragbudget.config import load_config
-    from langchain_ragbudget.evaluation import evaluate
+    from langchain_ragbudget.evaluation import evaluate, evaluate_chunked
     from langchain_ragbudget.report import (
         plot_survival,
         rich_tables,
@@ -401,6 +408,10 @@ def run_eval(
             limit=args.limit,
             progress=report,
         )
+        result.chunked = [
+            evaluate_chunked(dataset, config, size, limit=args.limit, progress=report)
+            for size in args.chunk_size or []
+        ]
     for table in rich_tables(result):
         console.print(table)
     if args.json:

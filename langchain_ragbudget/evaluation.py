@@ -10,6 +10,7 @@ lists at several budgets.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -20,7 +21,11 @@ from langchain_core.documents import Document
 
 from langchain_ragbudget.beir import BeirDataset
 from langchain_ragbudget.budget import BudgetedContext, ContextBudget
-from langchain_ragbudget.cache import cached_sparse_retriever, cached_vector_store
+from langchain_ragbudget.cache import (
+    cached_sparse_retriever,
+    cached_vector_store,
+    corpus_fingerprint,
+)
 from langchain_ragbudget.config import RagBudgetConfig
 from langchain_ragbudget.factory import (
     build_budget,
@@ -28,8 +33,10 @@ from langchain_ragbudget.factory import (
     build_hybrid_retriever,
     build_reranker,
 )
+from langchain_ragbudget.files import atomic_write_text, cache_root
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.identity import document_key
+from langchain_ragbudget.index import HybridIndex
 from langchain_ragbudget.ledger import CandidateList
 from langchain_ragbudget.metrics import hit_at_k, mrr_at_k, ndcg_at_k, recall_at_k
 from langchain_ragbudget.rerank import FlashRankRerank
@@ -110,6 +117,8 @@ class EvalReport:
         mid_sentence_cuts: Per policy, kept texts that were not whole sentences
             of their passage, over every query and budget (0 but for the slice,
             which is not counted: it cuts anywhere by design).
+        chunked: Evidence survival with the corpus indexed in chunks, one entry
+            per chunk size measured (`evaluate_chunked`).
     """
 
     dataset: str
@@ -125,6 +134,7 @@ class EvalReport:
     evidence_gold: int = 0
     evidence_survival: dict[str, list[float | None]] = field(default_factory=dict)
     mid_sentence_cuts: dict[str, int] = field(default_factory=dict)
+    chunked: list[ChunkedSurvival] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable view."""
@@ -475,3 +485,174 @@ def _survival(acc: _Accumulator, surface: str, stage: ContextBudget) -> Survival
         evidence_retrieved=acc.surface_evidence[surface],
         evidence_kept=acc.surface_evidence_kept[surface],
     )
+
+
+@dataclass(frozen=True)
+class ChunkedSurvival:
+    """Evidence survival with the corpus indexed in chunks of `chunk_size` tokens.
+
+    Attributes:
+        chunk_size: Tokens per chunk (the index's splitter).
+        k: Chunks retrieved per query (the candidate list every policy packs).
+        evidence_gold: Gold documents with marked evidence that had a chunk among
+            the candidates.
+        split_evidence: Of those, documents with an evidence sentence that no
+            single retrieved chunk holds whole (it cannot survive any policy).
+        evidence_survival: Per policy, the share of `evidence_gold` whose every
+            evidence sentence is in the prompt, at each budget.
+        mid_sentence_cuts: Per policy, kept texts that were not whole sentences of
+            their chunk (must be 0).
+    """
+
+    chunk_size: int
+    k: int
+    evidence_gold: int
+    split_evidence: int
+    evidence_survival: dict[str, list[float | None]]
+    mid_sentence_cuts: dict[str, int]
+
+
+def chunk_k(k: int, chunk_size: int, reference: int = 256) -> int:
+    """Chunks to retrieve: about the tokens of `k` passages of `reference` tokens."""
+    return max(k, math.ceil(k * reference / chunk_size))
+
+
+def evaluate_chunked(
+    dataset: BeirDataset,
+    config: RagBudgetConfig,
+    chunk_size: int,
+    *,
+    limit: int | None = None,
+    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    progress: Progress | None = None,
+) -> ChunkedSurvival:
+    """Evidence survival by policy and budget over the corpus split into chunks.
+
+    The corpus goes through a `HybridIndex` (cached on disk by content, model and
+    chunking), so a document's evidence may be spread over several chunks: it
+    survives when each of its evidence sentences is whole in a kept chunk.
+
+    Args:
+        dataset: A BEIR dataset with marked evidence (SciFact).
+        config: The configuration; `index.chunk_size` is replaced by `chunk_size`.
+        chunk_size: Tokens per chunk.
+        limit: Measure the first `limit` queries only.
+        budgets: The token budgets to compare the policies at.
+        progress: Called with (stage, done, total) as work advances.
+
+    Returns:
+        The evidence survival table for this chunk size.
+    """
+    index = _chunk_index(dataset, config, chunk_size, progress)
+    k = chunk_k(config.retrieval.k, chunk_size)
+    retriever = index.as_retriever(k=k)
+    encoding = build_budget(next(iter(config.surfaces)), config).settings.encoding_name
+    hits = {policy: [0] * len(budgets) for policy in POLICIES}
+    cuts = dict.fromkeys(POLICIES, 0)
+    gold_total = split_total = 0
+    queries = list(dataset.queries.items())[:limit]
+    for done, (query_id, text) in enumerate(queries, start=1):
+        candidates = retriever.invoke(text)
+        relevant = {d for d, rel in dataset.qrels[query_id].items() if rel > 0}
+        rationales = dataset.rationales.get(query_id, {})
+        needs, split = _evidence_by_chunk(candidates, relevant, rationales)
+        gold_total += len(needs) + len(split)
+        split_total += len(split)
+        evidence = {i: s for chunks in needs.values() for i, s in chunks.items()}
+        for policy in POLICIES:
+            result = policy_survival(
+                candidates,
+                policy,
+                budgets,
+                encoding,
+                question=text,
+                evidence=evidence,
+                id_key=retriever.id_key,
+            )
+            for position, kept in enumerate(result.evidence):
+                kept_set = set(kept)
+                hits[policy][position] += sum(
+                    set(chunks) <= kept_set for chunks in needs.values()
+                )
+            cuts[policy] += sum(result.bad_cuts)
+        if progress:
+            progress(f"queries ({chunk_size}-token chunks)", done, len(queries))
+    index.close()
+    return ChunkedSurvival(
+        chunk_size=chunk_size,
+        k=k,
+        evidence_gold=gold_total,
+        split_evidence=split_total,
+        evidence_survival=_shares(hits, gold_total),
+        mid_sentence_cuts={p: n for p, n in cuts.items() if p != "naive slice"},
+    )
+
+
+def _evidence_by_chunk(
+    candidates: Sequence[Document],
+    relevant: set[str],
+    rationales: dict[str, list[str]],
+) -> tuple[dict[str, dict[int, list[str]]], set[str]]:
+    """Per gold document found: which candidate chunk holds each evidence sentence.
+
+    Each sentence goes to the first (best-ranked) chunk holding it whole; a
+    document with a sentence no chunk holds whole is returned apart.
+    """
+    found = {_doc_id(d) for d in candidates} & relevant & set(rationales)
+    needs: dict[str, dict[int, list[str]]] = {}
+    split: set[str] = set()
+    for doc_id in found:
+        chunks: dict[int, list[str]] = {}
+        for sentence in rationales[doc_id]:
+            holder = next(
+                (
+                    i
+                    for i, d in enumerate(candidates)
+                    if _doc_id(d) == doc_id and sentence in d.page_content
+                ),
+                None,
+            )
+            if holder is None:
+                split.add(doc_id)
+                break
+            chunks.setdefault(holder, []).append(sentence)
+        else:
+            needs[doc_id] = chunks
+    return needs, split
+
+
+def _chunk_index(
+    dataset: BeirDataset,
+    config: RagBudgetConfig,
+    chunk_size: int,
+    progress: Progress | None,
+) -> HybridIndex:
+    """The corpus in a HybridIndex of `chunk_size`-token chunks, built once."""
+    overlap = min(config.index.chunk_overlap, chunk_size // 4)
+    settings = config.index.model_copy(
+        update={"chunk_size": chunk_size, "chunk_overlap": overlap}
+    )
+    chunked = config.model_copy(update={"index": settings})
+    key = corpus_fingerprint(
+        dataset.corpus, f"{config.embedding.model} {settings.model_dump_json()}"
+    )
+    folder = cache_root() / f"{dataset.name}-chunks{chunk_size}-{key}"
+    complete = folder / "ragbudget_complete"
+    index = HybridIndex.open(folder / "index", chunked)
+    if not complete.is_file():
+        total = len(dataset.corpus)
+        done = iter(range(1, total + 1))
+        index.upsert(
+            dataset.corpus,
+            on_document=(
+                (
+                    lambda _: progress(
+                        f"indexing {chunk_size}-token chunks", next(done), total
+                    )
+                )
+                if progress
+                else None
+            ),
+        )
+        atomic_write_text(complete, str(index.chunk_count))
+    return index

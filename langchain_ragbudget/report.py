@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.table import Table
 
 from langchain_ragbudget.errors import require
-from langchain_ragbudget.evaluation import EvalReport
+from langchain_ragbudget.evaluation import ChunkedSurvival, EvalReport
 
 QUALITY_START = "<!-- ragbudget-eval:start -->"
 QUALITY_END = "<!-- ragbudget-eval:end -->"
@@ -133,7 +133,24 @@ def rich_tables(report: EvalReport) -> list[Table]:
                 evidence_rows(report),
             )
         )
+    tables += [
+        _budget_table(
+            _chunked_caption(item),
+            report.policy_budgets,
+            _budget_rows(item.evidence_survival),
+        )
+        for item in report.chunked
+    ]
     return tables
+
+
+def _chunked_caption(item: ChunkedSurvival) -> str:
+    return (
+        f"{item.chunk_size}-token chunks, {item.k} retrieved: evidence kept of "
+        f"{item.evidence_gold} gold documents found ({item.split_evidence} with an "
+        "evidence sentence no retrieved chunk holds whole); cut mid-sentence: "
+        + ", ".join(f"{p} {n}" for p, n in item.mid_sentence_cuts.items())
+    )
 
 
 def _cuts(report: EvalReport) -> str:
@@ -186,6 +203,16 @@ def to_markdown(report: EvalReport, command: str, plot: str | None = None) -> st
             "",
             _markdown_table(
                 ["policy", *map(str, report.policy_budgets)], evidence_rows(report)
+            ),
+        ]
+    for item in report.chunked:
+        parts += [
+            "",
+            f"The corpus indexed in {_chunked_caption(item)}:",
+            "",
+            _markdown_table(
+                ["policy", *map(str, report.policy_budgets)],
+                _budget_rows(item.evidence_survival),
             ),
         ]
     if plot:

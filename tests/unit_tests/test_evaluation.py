@@ -182,3 +182,39 @@ def test_malformed_rationales_are_named(beir_folder: Path) -> None:
     claims.write_text(json.dumps({"id": "q0", "evidence": {"x": [{"s": [0]}]}}) + "\n")
     with pytest.raises(DatasetError, match=r"claim q0, document x"):
         load_beir(beir_folder)
+
+
+@pytest.mark.needs_embedding_model
+@pytest.mark.needs_tiktoken
+def test_chunked_evaluation_counts_evidence_across_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_ragbudget.beir import BeirDataset
+    from langchain_ragbudget.config import load_config
+    from langchain_ragbudget.evaluation import chunk_k, evaluate_chunked
+    from langchain_ragbudget.sentences import sentences
+
+    monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(tmp_path / "cache"))
+    corpus = load_sample_corpus()
+    by_id = {doc.id: doc for doc in corpus}
+    questions = [q for q in load_sample_questions() if q["answer_ids"]][:3]
+    dataset = BeirDataset(
+        "northwind",
+        corpus,
+        {f"q{i}": q["question"] for i, q in enumerate(questions)},
+        {f"q{i}": {d: 1 for d in q["answer_ids"]} for i, q in enumerate(questions)},
+        {  # the last sentence of each answer passage stands in for its evidence
+            f"q{i}": {d: sentences(by_id[d].page_content)[-1:] for d in q["answer_ids"]}
+            for i, q in enumerate(questions)
+        },
+    )
+    first = evaluate_chunked(dataset, load_config(), 64, budgets=[128, 1024])
+    assert first.k == chunk_k(10, 64) == 40 and first.evidence_gold > 0
+    assert all(n == 0 for n in first.mid_sentence_cuts.values())
+    assert set(first.evidence_survival) == {"naive slice", "stop", "skip", "trim"}
+    for shares in first.evidence_survival.values():
+        assert all(share is not None and 0 <= share <= 1 for share in shares)
+    trim, skip = first.evidence_survival["trim"][1], first.evidence_survival["skip"][1]
+    assert trim is not None and skip is not None and trim >= skip
+    again = evaluate_chunked(dataset, load_config(), 64, budgets=[128, 1024])
+    assert again == first  # the cached index gives the same result
