@@ -1,9 +1,10 @@
-"""The context budget: whole passages into a per-surface token and count budget.
+"""The context budget: passages into a per-surface token and count budget.
 
-`ContextBudget` is a Runnable. Given documents (or a dict holding `documents`, as
-in an LCEL chain) it returns a `BudgetedContext`: the kept passages grouped into
+`ContextBudget` is a Runnable. Given documents (or a dict holding `documents`, and
+the `question`, as in an LCEL chain) it returns a `BudgetedContext`: the kept
+passages (whole, or shortened to whole sentences with `packing: trim`) grouped into
 citations, the exact text the chain will send, and a report naming every candidate
-that any stage dropped. The report also reaches callbacks, as the custom event
+that any stage dropped and every passage this stage shortened. The report also reaches callbacks, as the custom event
 `ragbudget_context_report` and as the metadata of a child run, so a tracer such as
 LangSmith shows the dropped ids.
 """
