@@ -157,9 +157,11 @@ class BudgetedContext:
 
 
 class ContextBudget(RunnableSerializable[Any, Any]):
-    """Pack whole passages, in rank order, into one surface's budget.
+    """Pack passages, in rank order, into one surface's budget.
 
-    Tokens are counted in the surface's tiktoken encoding on each passage exactly
+    Whole passages while they fit; with `packing: trim`, a passage that does not
+    fit is shortened to its most relevant whole sentences (recorded), the others
+    are dropped (recorded). Tokens are counted in the surface's tiktoken encoding on each passage exactly
     as `format` renders it (citation header included), once per text per process.
 
     A Runnable: documents in, a `BudgetedContext` out; or, in an LCEL chain, a dict
