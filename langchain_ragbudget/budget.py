@@ -4,9 +4,9 @@
 the `question`, as in an LCEL chain) it returns a `BudgetedContext`: the kept
 passages (whole, or shortened to whole sentences with `packing: trim`) grouped into
 citations, the exact text the chain will send, and a report naming every candidate
-that any stage dropped and every passage this stage shortened. The report also reaches callbacks, as the custom event
-`ragbudget_context_report` and as the metadata of a child run, so a tracer such as
-LangSmith shows the dropped ids.
+that any stage dropped and every passage this stage shortened. The report also
+reaches callbacks, as the custom event `ragbudget_context_report` and as the
+metadata of a child run, so a tracer such as LangSmith shows the dropped ids.
 """
 
 from __future__ import annotations
@@ -161,8 +161,9 @@ class ContextBudget(RunnableSerializable[Any, Any]):
 
     Whole passages while they fit; with `packing: trim`, a passage that does not
     fit is shortened to its most relevant whole sentences (recorded), the others
-    are dropped (recorded). Tokens are counted in the surface's tiktoken encoding on each passage exactly
-    as `format` renders it (citation header included), once per text per process.
+    are dropped (recorded). Tokens are counted in the surface's tiktoken encoding
+    on each passage exactly as `format` renders it (citation header included),
+    once per text per process.
 
     A Runnable: documents in, a `BudgetedContext` out; or, in an LCEL chain, a dict
     with `documents` in and the same dict with `context` added out. Every run also
