@@ -20,6 +20,8 @@ from langchain_ragbudget.factory import build_embeddings
 from langchain_ragbudget.index import HybridIndex
 from langchain_ragbudget.sparse import BM25Retriever
 
+pytestmark = [pytest.mark.needs_embedding_model, pytest.mark.needs_tiktoken]
+
 DOCUMENTS = {
     "guide/install.md": "Installing needs pip and a virtual environment. " * 8,
     "guide/upgrade.md": "Upgrading replaces the old wheel with the new one.",

@@ -16,6 +16,8 @@ from langchain_ragbudget.config import RagBudgetConfig
 from langchain_ragbudget.index import HybridIndex
 from langchain_ragbudget.loaders import is_blank, scan
 
+pytestmark = [pytest.mark.needs_embedding_model, pytest.mark.needs_tiktoken]
+
 
 def write(folder: Path, files: dict[str, str]) -> None:
     for name, text in files.items():
