@@ -24,6 +24,7 @@ from rich.table import Table
 from langchain_ragbudget.beir import load_corpus
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.config import load_config
+from langchain_ragbudget.inputs import _surrogate_at
 from langchain_ragbudget.relevance import terms
 from langchain_ragbudget.render import one_line, quote
 from langchain_ragbudget.sentences import sentence_spans
@@ -97,7 +98,8 @@ def main() -> None:
                 start = time.perf_counter()
                 budget.fit(docs, question=question)
                 warm.append(time.perf_counter() - start)
-                for cache in (count_tokens, sentence_spans, terms, quote, one_line):
+                caches = (count_tokens, sentence_spans, terms, quote, one_line)
+                for cache in (*caches, _surrogate_at):
                     cache.cache_clear()
                 start = time.perf_counter()
                 budget.fit(docs, question=question)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from langchain_core.documents import Document
@@ -32,14 +33,23 @@ def check_query(query: Any, name: str = "query") -> str:
 
 def check_text(text: str, name: str) -> None:
     """Refuse text that cannot be encoded as UTF-8 (a lone surrogate)."""
+    position = _surrogate_at(text)
+    if position is not None:
+        raise InvalidInputError(
+            f"{name} holds a lone surrogate {text[position]!r} at position "
+            f"{position}, which no model or file can take; decode the source text "
+            "with errors='replace'"
+        )
+
+
+@lru_cache(maxsize=100_000)
+def _surrogate_at(text: str) -> int | None:
+    """Where `text` cannot be encoded as UTF-8, or None; once per text."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InvalidInputError(
-            f"{name} holds a lone surrogate {text[exc.start]!r} at position "
-            f"{exc.start}, which no model or file can take; decode the source text "
-            "with errors='replace'"
-        ) from None
+        return exc.start
+    return None
 
 
 def check_documents(documents: Any, name: str = "documents") -> Sequence[Document]:
