@@ -272,11 +272,12 @@ class HybridRetriever(BaseRetriever):
             issues += _score_issues(name, by_key)
         entered: dict[str, Document] = {}
         ledger = RunLedger(entered)
+        reference = ledger.reference()
         labels = [(rank_key(name), score_key(name)) for name in names]
         kept: list[Document] = []
         cut: list[DropRecord] = []
         for rank, item in enumerate(fused, 1):
-            document = self._merge(item, rank, firsts, labels, ledger)
+            document = self._merge(item, rank, firsts, labels, reference)
             entered[item.key] = document
             if rank <= k:
                 kept.append(document)
@@ -302,7 +303,7 @@ class HybridRetriever(BaseRetriever):
         fused_rank: int,
         firsts: list[dict[str, tuple[Document, Any]]],
         labels: list[tuple[str, str]],
-        ledger: RunLedger,
+        reference: str,
     ) -> Document:
         """One document for `item`: metadata of every retriever that returned it."""
         present = [
@@ -323,7 +324,7 @@ class HybridRetriever(BaseRetriever):
                 metadata.pop(score_label, None)
         metadata[FUSED_SCORE] = float(item.score)
         metadata[FUSED_RANK] = fused_rank
-        metadata[LEDGER_KEY] = ledger.reference()
+        metadata[LEDGER_KEY] = reference
         return present[0][0][0].model_copy(
             update={"id": item.key, "metadata": metadata}
         )

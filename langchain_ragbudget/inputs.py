@@ -94,6 +94,8 @@ def finite_score(value: Any) -> float | None:
 
     Booleans are not scores, and neither are strings that look like numbers.
     """
+    if type(value) is float:  # the common case, checked first: it is hot
+        return value if math.isfinite(value) else None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return None
     score = float(value)
