@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.callbacks import (
@@ -30,6 +31,7 @@ from langchain_ragbudget.inputs import check_documents, check_query, finite_scor
 from langchain_ragbudget.ledger import (
     LEDGER_KEY,
     CandidateList,
+    DeferredDropRecord,
     DropReason,
     DropRecord,
     RunLedger,
@@ -277,18 +279,18 @@ class HybridRetriever(BaseRetriever):
         kept: list[Document] = []
         cut: list[DropRecord] = []
         for rank, item in enumerate(fused, 1):
-            document = self._merge(item, rank, firsts, labels, reference)
-            entered[item.key] = document
             if rank <= k:
+                document = self._merge(item, rank, firsts, labels, reference)
+                entered[item.key] = document
                 kept.append(document)
-            else:
+            else:  # recorded now, its merged document built only if read
                 cut.append(
-                    DropRecord(
-                        key=item.key,
-                        stage=Stage.FUSION,
-                        reason=DropReason.FUSION_CUT,
-                        rank=rank,
-                        document=document,
+                    DeferredDropRecord(
+                        item.key,
+                        Stage.FUSION,
+                        DropReason.FUSION_CUT,
+                        rank,
+                        partial(self._merge, item, rank, firsts, labels, reference),
                         detail=f"fused rank {rank} is past k={k}",
                     )
                 )

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -119,6 +119,41 @@ class DropRecord:
             "tokens": self.tokens,
             "detail": self.detail,
         }
+
+
+class DeferredDropRecord(DropRecord):
+    """A drop record whose document is built only when someone reads it.
+
+    Fusion cuts most of its candidates; building each one's merged document (the
+    metadata of every retriever, its ranks and scores) would cost more than the
+    fusion itself, and most are never looked at.
+    """
+
+    _make: Callable[[], Document]
+    _built: Document | None
+
+    def __init__(
+        self,
+        key: str,
+        stage: Stage,
+        reason: DropReason,
+        rank: int,
+        make: Callable[[], Document],
+        tokens: int | None = None,
+        detail: str = "",
+    ) -> None:
+        values = {"key": key, "stage": stage, "reason": reason, "rank": rank}
+        values |= {"tokens": tokens, "detail": detail, "_make": make, "_built": None}
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    @property
+    def document(self) -> Document:
+        """The dropped candidate, built on first read and kept."""
+        if self._built is None:
+            object.__setattr__(self, "_built", self._make())
+        assert self._built is not None
+        return self._built
 
 
 @dataclass(frozen=True)
@@ -226,14 +261,15 @@ class CandidateList(list[Document]):
 class RunLedger:
     """Every candidate that entered one query's pipeline, and every record made.
 
-    Fusion opens it with all fused candidates; later stages add their records. The
-    budget reconciles: a candidate that entered and is neither among its input nor
-    in any record was removed by a step this package did not write. Safe to add to
-    from several threads.
+    Fusion opens it with the candidates it hands on and the records of those it
+    cut; later stages add their records. The budget reconciles: a candidate that
+    entered and is neither among its input nor in any record was removed by a step
+    this package did not write. Safe to add to from several threads.
 
     Attributes:
         run_id: A random hex id, the text of `metadata["ragbudget_run"]`.
-        entered: Every fused candidate, by key, as fusion handed it on.
+        entered: The candidates fusion handed on, by key (those it cut are in its
+            records from the start).
     """
 
     def __init__(self, entered: dict[str, Document]) -> None:
