@@ -221,3 +221,20 @@ def test_input_documents_are_not_mutated() -> None:
     source = doc("a", score=1.0)
     HybridRetriever(retrievers=[ListRetriever(documents=[source])]).invoke("q")
     assert source.metadata == {"score": 1.0}
+
+
+def test_a_cut_candidate_is_built_only_when_read_and_then_in_full() -> None:
+    from langchain_ragbudget.ledger import DeferredDropRecord
+
+    docs = [doc(f"d{i}", score=float(10 - i)) for i in range(5)]
+    results = HybridRetriever(retrievers=[ListRetriever(documents=docs)], k=2).invoke(
+        "q"
+    )
+    assert isinstance(results, CandidateList)
+    record = results.drops[0]
+    assert isinstance(record, DeferredDropRecord) and record._built is None
+    built = record.document
+    assert built.id == "d2" and built.metadata["fused_rank"] == 3
+    assert built.metadata["list_rank"] == 3 and built.metadata["list_score"] == 8.0
+    assert record.document is built  # built once
+    assert record.to_dict()["id"] == "d2" and record.source is None
