@@ -26,7 +26,7 @@ from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.config import load_config
 from langchain_ragbudget.inputs import _surrogate_at
 from langchain_ragbudget.relevance import terms
-from langchain_ragbudget.render import one_line, quote
+from langchain_ragbudget.render import ContextFormat, one_line, quote
 from langchain_ragbudget.sentences import sentence_spans
 from langchain_ragbudget.tokens import count_tokens
 
@@ -99,7 +99,7 @@ def main() -> None:
                 budget.fit(docs, question=question)
                 warm.append(time.perf_counter() - start)
                 caches = (count_tokens, sentence_spans, terms, quote, one_line)
-                for cache in (*caches, _surrogate_at):
+                for cache in (*caches, _surrogate_at, ContextFormat._header):
                     cache.cache_clear()
                 start = time.perf_counter()
                 budget.fit(docs, question=question)

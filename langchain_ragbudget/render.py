@@ -118,19 +118,29 @@ class ContextFormat:
     def render_header(self, citation: int, best: Document) -> str:
         """The header line of a citation, showing its best passage's score."""
         meta = best.metadata
-        title = meta.get("title")
         score = ""
         for key in self.score_keys:
             value = meta.get(key)
             if isinstance(value, int | float) and math.isfinite(value):
                 score = f" | {key.removesuffix('_score')} {value:.2f}"
                 break
-        source = one_line(document_source(best) or "unknown source")
-        shown_title = one_line(str(title)) if title else ""
+        title = meta.get("title")
+        return self._header(
+            citation, document_source(best), str(title) if title else "", score
+        )
+
+    @lru_cache(maxsize=100_000)  # noqa: B019 (formats are few, frozen and hashable)
+    def _header(self, citation: int, source: str | None, title: str, score: str) -> str:
+        shown_source = one_line(source or "unknown source")
+        shown_title = one_line(title) if title else ""
         return self.header.format(
             citation=citation,
-            source=source,
-            title=f" | {shown_title}" if shown_title and shown_title != source else "",
+            source=shown_source,
+            title=(
+                f" | {shown_title}"
+                if shown_title and shown_title != shown_source
+                else ""
+            ),
             score=score,
         )
 
