@@ -89,6 +89,11 @@ def _parser() -> argparse.ArgumentParser:
         "--k", type=_positive, default=10, help="k of hit@k and recall@k"
     )
     evaluate.add_argument(
+        "--keep-identical-ids",
+        action="store_true",
+        help="count a hit whose id is the query's own (BEIR leaves it out)",
+    )
+    evaluate.add_argument(
         "--chunk-size",
         type=_positive,
         action="append",
@@ -407,6 +412,7 @@ def run_eval(
             k=args.k,
             limit=args.limit,
             progress=report,
+            ignore_identical_ids=not args.keep_identical_ids,
         )
         result.chunked = [
             evaluate_chunked(dataset, config, size, limit=args.limit, progress=report)

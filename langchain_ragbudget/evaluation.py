@@ -38,7 +38,13 @@ from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.identity import document_key
 from langchain_ragbudget.index import HybridIndex
 from langchain_ragbudget.ledger import CandidateList
-from langchain_ragbudget.metrics import hit_at_k, mrr_at_k, ndcg_at_k, recall_at_k
+from langchain_ragbudget.metrics import (
+    hit_at_k,
+    mrr_at_k,
+    ndcg_at_k,
+    recall_at_k,
+    without_query_itself,
+)
 from langchain_ragbudget.rerank import FlashRankRerank
 from langchain_ragbudget.survival import POLICIES, policy_survival
 
@@ -172,8 +178,13 @@ class _Accumulator:
     surface_evidence: Counter[str] = field(default_factory=Counter)
     surface_evidence_kept: Counter[str] = field(default_factory=Counter)
 
+    ignore_query: str | None = None  # the query id, while BEIR's rule applies
+
     def rank(self, stage: str, docs: Sequence[Document], rel: dict[str, int]) -> None:
-        self.rankings.setdefault(stage, []).append(([_doc_id(d) for d in docs], rel))
+        ranked = [_doc_id(d) for d in docs]
+        if self.ignore_query is not None:
+            ranked = without_query_itself(ranked, self.ignore_query)
+        self.rankings.setdefault(stage, []).append((ranked, rel))
 
 
 def evaluate(
@@ -186,6 +197,7 @@ def evaluate(
     budgets: Sequence[int] = DEFAULT_BUDGETS,
     reranker: FlashRankRerank | None = None,
     progress: Progress | None = None,
+    ignore_identical_ids: bool = True,
 ) -> EvalReport:
     """Run the configured pipeline over `dataset` and measure every stage.
 
@@ -200,6 +212,8 @@ def evaluate(
             model is missing, the rerank row says "skipped" and the budget works on
             the fused list.
         progress: Called with (stage, done, total) as work advances.
+        ignore_identical_ids: As BEIR's evaluator does by default, leave out of
+            the quality metrics a hit whose id is the query's own id.
 
     Returns:
         The report: quality per stage, gold survival per surface, policies by
@@ -221,6 +235,7 @@ def evaluate(
     for done, (query_id, text) in enumerate(queries, start=1):
         relevant = {doc: rel for doc, rel in dataset.qrels[query_id].items() if rel > 0}
         rationales = dataset.rationales.get(query_id, {})
+        acc.ignore_query = query_id if ignore_identical_ids else None
         candidates = stages.run(acc, text, relevant, rationales)
         _compare_policies(
             acc,

@@ -57,3 +57,13 @@ def ndcg_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int) -> flo
         for position, gain in enumerate(ideal_gains[:k], start=1)
     )
     return dcg / ideal if ideal > 0 else 0.0
+
+
+def without_query_itself(ranked: Sequence[str], query_id: str) -> list[str]:
+    """`ranked` minus the document whose id is the query's own (BEIR's default).
+
+    BEIR's evaluator ignores such a hit (`ignore_identical_ids=True`): on datasets
+    whose queries are also corpus documents, finding the query itself is no
+    retrieval at all.
+    """
+    return [doc_id for doc_id in ranked if doc_id != query_id]

@@ -218,3 +218,16 @@ def test_chunked_evaluation_counts_evidence_across_chunks(
     assert trim is not None and skip is not None and trim >= skip
     again = evaluate_chunked(dataset, load_config(), 64, budgets=[128, 1024])
     assert again == first  # the cached index gives the same result
+
+
+def test_the_harness_leaves_out_the_query_itself_unless_told() -> None:
+    from langchain_core.documents import Document
+
+    from langchain_ragbudget.evaluation import _Accumulator
+
+    hits = [Document(id="q1", page_content="a"), Document(id="d2", page_content="b")]
+    acc = _Accumulator(ignore_query="q1")
+    acc.rank("fusion", hits, {"d2": 1})
+    acc.ignore_query = None  # --keep-identical-ids
+    acc.rank("fusion", hits, {"d2": 1})
+    assert [ranked for ranked, _ in acc.rankings["fusion"]] == [["d2"], ["q1", "d2"]]

@@ -3,7 +3,13 @@ import random
 import pytest
 import pytrec_eval
 
-from langchain_ragbudget.metrics import hit_at_k, mrr_at_k, ndcg_at_k, recall_at_k
+from langchain_ragbudget.metrics import (
+    hit_at_k,
+    mrr_at_k,
+    ndcg_at_k,
+    recall_at_k,
+    without_query_itself,
+)
 
 
 def test_hand_computed_example() -> None:
@@ -55,3 +61,46 @@ def test_agrees_with_trec_eval() -> None:
         assert hit_at_k(ranked, rel, 10) == pytest.approx(
             expected["success_10"], abs=1e-6
         )
+
+
+def test_queries_in_the_corpus_are_ignored_as_beir_does() -> None:
+    # BEIR's EvaluateRetrieval.evaluate(..., ignore_identical_ids=True) pops the hit
+    # whose id is the query id from each run, then scores with pytrec_eval.
+    rng = random.Random(11)
+    docs = [f"d{i}" for i in range(40)]
+    run: dict[str, dict[str, float]] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    ours: dict[str, list[str]] = {}
+    identical = 0
+    for _ in range(60):
+        query_id = rng.choice(docs)  # every query is also a corpus document
+        ranked = rng.sample(docs, rng.randint(2, 30))
+        if query_id not in ranked and rng.random() < 0.7:
+            ranked.insert(rng.randint(0, 3), query_id)  # retrieved near the top
+        identical += query_id in ranked
+        ours[query_id] = ranked
+        run[query_id] = {
+            doc: float(len(ranked) - i)
+            for i, doc in enumerate(ranked)
+            if doc != query_id  # BEIR's rule
+        }
+        pool = [doc for doc in docs if doc != query_id]
+        qrels[query_id] = {doc: 1 for doc in rng.sample(pool, rng.randint(1, 5))}
+    assert identical > 20  # the case is really exercised
+    measures = {"ndcg_cut_10", "recall_10", "recip_rank"}
+    reference = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+    differs = 0
+    for query_id, ranked in ours.items():
+        rel, expected = qrels[query_id], reference[query_id]
+        kept = without_query_itself(ranked, query_id)
+        assert ndcg_at_k(kept, rel, 10) == pytest.approx(
+            expected["ndcg_cut_10"], abs=1e-6
+        )
+        assert recall_at_k(kept, rel, 10) == pytest.approx(
+            expected["recall_10"], abs=1e-6
+        )
+        assert mrr_at_k(kept, rel, len(kept)) == pytest.approx(
+            expected["recip_rank"], abs=1e-6
+        )
+        differs += ndcg_at_k(ranked, rel, 10) != pytest.approx(ndcg_at_k(kept, rel, 10))
+    assert differs > 0  # keeping the query's own hit would change the numbers
