@@ -567,7 +567,7 @@ class HybridIndex:
         Batching matters: one Chroma write per document cost a quarter of ingest.
         """
         if self._pending_deletes:
-            self.vectorstore.delete(ids=self._pending_deletes)
+            _delete_all(self.vectorstore, self._pending_deletes)
             for chunk_id in self._pending_deletes:
                 self._dense_hashes.pop(chunk_id, None)
             self._pending_deletes = []
@@ -588,7 +588,7 @@ class HybridIndex:
     def sync_check(self) -> SyncReport:
         """Compare the chunk ids and text hashes of the two sides."""
         try:
-            found = self.vectorstore.get(include=["metadatas"])
+            found = _get_all(self.vectorstore, ["metadatas"])
         except Exception as exc:  # chromadb raises its own types for a broken store
             raise IndexLoadError(
                 f"{self.directory / CHROMA_DIR / CHROMA_DB}: the vector store cannot "
@@ -655,7 +655,7 @@ class HybridIndex:
             or chunk_id not in dense_hashes
         )
         if removed or stale:
-            self.vectorstore.delete(ids=removed + stale)
+            _delete_all(self.vectorstore, removed + stale)
         add_documents(self.vectorstore, [merged.chunks[key] for key in written])
         self._records = merged.records
         self._chunks = merged.chunks
@@ -1021,17 +1021,18 @@ def _check_hnsw(chroma: Path) -> None:
                 f"{segment / 'header.bin'} is damaged ({len(header)} bytes, "
                 f"{_HNSW_HEADER_SIZE} expected); {repair}"
             )
-        max_elements, size_per_element = struct.unpack_from("<12xQ8xQ", header)
-        expected = {
-            "data_level0.bin": max_elements * size_per_element,
-            "length.bin": 4 * max_elements,
-        }
-        for name, size in expected.items():
+        # Two layouts are seen on disk: a file sized for the segment's capacity
+        # (max_elements, small segments, count still 0 in the header) or for
+        # the elements it holds (count, once the segment has grown).
+        capacity, count, size_per_element = struct.unpack_from("<12xQQQ", header)
+        for name, unit in (("data_level0.bin", size_per_element), ("length.bin", 4)):
             found = (segment / name).stat().st_size
-            if found != size:
+            sizes = {capacity * unit, count * unit} - ({0} if count else set())
+            if found not in sizes:
+                shown = " or ".join(str(size) for size in sorted(sizes))
                 raise IndexLoadError(
                     f"{segment / name} is truncated or damaged ({found} bytes, "
-                    f"{size} expected); {repair}"
+                    f"{shown} expected); {repair}"
                 )
 
 
@@ -1083,7 +1084,7 @@ def _open_dense(
 def _dense_documents(store: Chroma) -> dict[str, Document]:
     """Every chunk the vector store holds, with its text and metadata."""
     try:
-        found = store.get(include=["documents", "metadatas"])
+        found = _get_all(store, ["documents", "metadatas"])
     except Exception as exc:
         raise IndexLoadError(
             f"the vector store cannot be read ({type(exc).__name__}: {exc})"
@@ -1254,3 +1255,29 @@ def _save_sparse(
     publish_folder(staging, directory / version)
     atomic_write_text(directory / CURRENT, version)
     _remove_superseded(directory, directory / version)
+
+
+GET_PAGE = 5000  # records per read: chromadb passes every id of a read to SQLite
+
+
+def _get_all(store: Chroma, include: list[str]) -> dict[str, list[Any]]:
+    """Every record of the store, read in pages.
+
+    One unpaged `get` fails past SQLite's limit of 32,766 variables ("too many
+    SQL variables"), i.e. on any collection of more than about 32,000 chunks.
+    """
+    out: dict[str, list[Any]] = {"ids": [], **{name: [] for name in include}}
+    offset = 0
+    while True:
+        page = store.get(include=include, limit=GET_PAGE, offset=offset)
+        for name in out:
+            out[name].extend(page[name] or [])
+        if len(page["ids"]) < GET_PAGE:
+            return out
+        offset += GET_PAGE
+
+
+def _delete_all(store: Chroma, ids: list[str]) -> None:
+    """Delete `ids` in pages, for the same SQLite limit as `_get_all`."""
+    for start in range(0, len(ids), GET_PAGE):
+        store.delete(ids=ids[start : start + GET_PAGE])
