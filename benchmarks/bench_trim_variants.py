@@ -54,22 +54,22 @@ def cases(folder: str) -> list[Case]:
     return out
 
 
-def evidence_kept(all_cases: list[Case], **kwargs: Any) -> list[float]:
+def evidence_hits(case: Case, **kwargs: Any) -> list[int]:
+    """Gold passages of one query whose evidence `trim` keeps, per budget."""
+    text, documents, evidence = case
+    result = policy_survival(
+        documents, "trim", BUDGETS, ENCODING, question=text, evidence=evidence, **kwargs
+    )
+    return [len(kept) for kept in result.evidence]
+
+
+def percent(all_cases: list[Case], hits: list[list[int]]) -> list[float]:
     total = sum(len(evidence) for _, _, evidence in all_cases)
-    hits = [0] * len(BUDGETS)
-    for text, documents, evidence in all_cases:
-        result = policy_survival(
-            documents,
-            "trim",
-            BUDGETS,
-            ENCODING,
-            question=text,
-            evidence=evidence,
-            **kwargs,
-        )
-        for position, kept in enumerate(result.evidence):
-            hits[position] += len(kept)
-    return [100 * n / total for n in hits]
+    return [100 * sum(column) / total for column in zip(*hits, strict=True)]
+
+
+def evidence_kept(all_cases: list[Case], **kwargs: Any) -> list[float]:
+    return percent(all_cases, [evidence_hits(case, **kwargs) for case in all_cases])
 
 
 @contextmanager
@@ -101,43 +101,30 @@ def later_prior(question: str | None, sentences: Sequence[str]) -> list[float]:
     return [score + 0.3 * i / last for i, score in enumerate(base)]
 
 
-def with_list_idf(all_cases: list[Case]) -> Callable[[list[Case]], list[float]]:
-    """IDF over the candidate list instead of the passage's sentences."""
+def with_list_idf(all_cases: list[Case]) -> list[float]:
+    """`trim` with the IDF over the candidate list, not the passage's sentences."""
+    hits = []
+    for case in all_cases:
+        documents = case[1]
+        frequency: Counter[str] = Counter()
+        for document in documents:
+            frequency.update(terms(document.page_content))
 
-    def run(selected: list[Case]) -> list[float]:
-        total = sum(len(evidence) for _, _, evidence in selected)
-        hits = [0] * len(BUDGETS)
-        for text, documents, evidence in selected:
-            frequency: Counter[str] = Counter()
-            for document in documents:
-                frequency.update(terms(document.page_content))
+        def scored(
+            question: str | None,
+            sentences: Sequence[str],
+            n: int = len(documents),
+            frequency: Counter[str] = frequency,
+        ) -> list[float]:
+            wanted = terms(question or "")
+            return [
+                sum(math.log(1 + n / frequency[t]) for t in terms(s) & wanted)
+                for s in sentences
+            ]
 
-            def scored(
-                question: str | None,
-                sentences: Sequence[str],
-                n: int = len(documents),
-                frequency: Counter[str] = frequency,
-            ) -> list[float]:
-                wanted = terms(question or "")
-                return [
-                    sum(math.log(1 + n / frequency[t]) for t in terms(s) & wanted)
-                    for s in sentences
-                ]
-
-            with patched("sentence_relevance", scored):
-                result = policy_survival(
-                    documents,
-                    "trim",
-                    BUDGETS,
-                    ENCODING,
-                    question=text,
-                    evidence=evidence,
-                )
-            for position, kept in enumerate(result.evidence):
-                hits[position] += len(kept)
-        return [100 * n / total for n in hits]
-
-    return run
+        with patched("sentence_relevance", scored):
+            hits.append(evidence_hits(case))
+    return percent(all_cases, hits)
 
 
 def where_lost(all_cases: list[Case], budget: int) -> Counter[str]:
@@ -194,7 +181,7 @@ def main() -> None:
     ):
         with patched("sentence_relevance", scorer):
             row(name, evidence_kept(all_cases))
-    row("  relevance: IDF over the list", with_list_idf(all_cases)(all_cases))
+    row("  relevance: IDF over the list", with_list_idf(all_cases))
     for budget in (384, 1024):
         print(f"where the evidence goes at {budget} tokens:")
         for what, n in sorted(where_lost(all_cases, budget).items()):

@@ -225,11 +225,6 @@ def _in_scope(doc_id: str, scope: str) -> bool:
     return scope == "." or doc_id == scope or doc_id.startswith(scope + "/")
 
 
-def _names(names: Sequence[str], limit: int = 5) -> str:
-    shown = ", ".join(names[:limit])
-    return shown + (f" (+{len(names) - limit} more)" if len(names) > limit else "")
-
-
 def run_index(args: argparse.Namespace, console: Console) -> int:
     """`ragbudget index PATH`: ingest, then print a summary.
 
@@ -306,11 +301,13 @@ def _refuse_large_prune(
     gone: Sequence[str], total: int, scope: str, root: Path
 ) -> None:
     """Without --yes, --prune removes a handful of documents or a small share."""
+    from langchain_ragbudget.views import name_list
+
     if len(gone) > PRUNE_HANDFUL and len(gone) > PRUNE_SHARE * total:
         raise InvalidInputError(
             f"--prune would remove {len(gone)} of the {total} indexed documents "
             f"(those under {scope if scope != '.' else root} whose file is gone, "
-            f"e.g. {_names(gone, 3)}); nothing was indexed or removed. Check the "
+            f"e.g. {name_list(gone, 3)}); nothing was indexed or removed. Check the "
             "path, or add --yes to remove them."
         )
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -46,7 +46,7 @@ from langchain_ragbudget.metrics import (
     without_query_itself,
 )
 from langchain_ragbudget.rerank import FlashRankRerank
-from langchain_ragbudget.survival import POLICIES, policy_survival
+from langchain_ragbudget.survival import POLICIES, PolicySurvival, policy_survival
 
 DEFAULT_BUDGETS = (256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
 Progress = Callable[[str, int, int], None]
@@ -453,22 +453,39 @@ def _compare_policies(
     }
     acc.policy_gold += len(gold)
     acc.evidence_gold += len(evidence)
-    for policy in POLICIES:
-        result = policy_survival(
-            candidates,
-            policy,
-            budgets,
-            encoding,
-            question=question,
-            evidence=evidence,
-            id_key=id_key,
-        )
+    for policy, result in _every_policy(
+        candidates, budgets, encoding, question, evidence, id_key
+    ):
         for position, (ids, evidence_ids) in enumerate(
             zip(result.passages, result.evidence, strict=True)
         ):
             acc.policy_hits[policy][position] += len(gold.intersection(ids))
             acc.evidence_hits[policy][position] += len(evidence_ids)
         acc.bad_cuts[policy] = acc.bad_cuts.get(policy, 0) + sum(result.bad_cuts)
+
+
+def _every_policy(
+    candidates: Sequence[Document],
+    budgets: Sequence[int],
+    encoding: str,
+    question: str,
+    evidence: dict[int, list[str]],
+    id_key: str | None,
+) -> Iterator[tuple[str, PolicySurvival]]:
+    """Each packing policy on the same candidate list, at every budget."""
+    for policy in POLICIES:
+        yield (
+            policy,
+            policy_survival(
+                candidates,
+                policy,
+                budgets,
+                encoding,
+                question=question,
+                evidence=evidence,
+                id_key=id_key,
+            ),
+        )
 
 
 def _quality(stage: str, acc: _Accumulator, k: int) -> StageQuality:
@@ -574,16 +591,9 @@ def evaluate_chunked(
         gold_total += len(needs) + len(split)
         split_total += len(split)
         evidence = {i: s for chunks in needs.values() for i, s in chunks.items()}
-        for policy in POLICIES:
-            result = policy_survival(
-                candidates,
-                policy,
-                budgets,
-                encoding,
-                question=text,
-                evidence=evidence,
-                id_key=retriever.id_key,
-            )
+        for policy, result in _every_policy(
+            candidates, budgets, encoding, text, evidence, retriever.id_key
+        ):
             for position, kept in enumerate(result.evidence):
                 kept_set = set(kept)
                 hits[policy][position] += sum(

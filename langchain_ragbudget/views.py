@@ -207,10 +207,8 @@ def _files_by_outcome(
     for column in ("outcome", "reason", "files", "names"):
         table.add_column(column, justify="right" if column == "files" else "left")
     for (outcome, reason), names in groups.items():
-        shown = ", ".join(names[:5]) + (
-            f" (+{len(names) - 5} more)" if len(names) > 5 else ""
-        )
-        table.add_row(outcome, reason, str(len(names)), Text(one_line(shown, 400)))
+        shown = one_line(name_list(names), 400)
+        table.add_row(outcome, reason, str(len(names)), Text(shown))
     return table
 
 
@@ -230,3 +228,9 @@ def _named_lines(
     ]
     lines += [f"note: {one_line(n.path)}: {n.problem}" for n in summary.notes]
     return lines
+
+
+def name_list(names: Sequence[str], limit: int = 5) -> str:
+    """The first `limit` names, and how many more there are."""
+    shown = ", ".join(names[:limit])
+    return shown + (f" (+{len(names) - limit} more)" if len(names) > limit else "")

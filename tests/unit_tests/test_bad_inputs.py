@@ -17,12 +17,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
-from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableLambda
 from langchain_core.vectorstores import InMemoryVectorStore
+from list_retriever import ListRetriever
 from pydantic import ValidationError
 
 from langchain_ragbudget import (
@@ -43,15 +42,6 @@ from langchain_ragbudget.fusion import weighted_rrf
 from langchain_ragbudget.ledger import CandidateList, DropReason
 
 pytestmark = pytest.mark.needs_tiktoken  # the budget counts tokens
-
-
-class ListRetriever(BaseRetriever):
-    documents: list[Document]
-
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
-    ) -> list[Document]:
-        return self.documents
 
 
 def docs(*texts: str, **metadata: Any) -> list[Document]:

@@ -13,14 +13,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import (
     RunnableLambda,
     RunnableParallel,
     RunnablePassthrough,
 )
+from list_retriever import ListRetriever
 
 from langchain_ragbudget import HybridRetriever, load_config
 from langchain_ragbudget.budget import ContextBudget
@@ -50,15 +49,6 @@ POOL = [
     for i in range(8)
     for j in range(3)
 ]
-
-
-class ListRetriever(BaseRetriever):
-    documents: list[Document]
-
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
-    ) -> list[Document]:
-        return self.documents
 
 
 def check_ledger(entered: set[str], state: dict, sources: dict[str, Document]) -> None:

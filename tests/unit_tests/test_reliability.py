@@ -11,16 +11,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
-from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import (
     RunnableLambda,
     RunnableParallel,
     RunnablePassthrough,
 )
+from list_retriever import ListRetriever
 
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.chain import create_budgeted_stuff_chain
@@ -30,17 +29,6 @@ from langchain_ragbudget.ledger import CandidateList, DropReason, Stage, ledger_
 from langchain_ragbudget.render import one_line
 
 pytestmark = pytest.mark.needs_tiktoken  # the budget counts tokens
-
-
-class ListRetriever(BaseRetriever):
-    """Returns its list as given: duplicates, collisions and odd scores included."""
-
-    documents: list[Document]
-
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
-    ) -> list[Document]:
-        return self.documents
 
 
 def hybrid(*lists: list[Document], k: int = 10) -> HybridRetriever:
