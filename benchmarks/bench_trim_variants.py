@@ -127,6 +127,24 @@ def with_list_idf(all_cases: list[Case]) -> list[float]:
     return percent(all_cases, hits)
 
 
+def with_oracle_relevance(all_cases: list[Case]) -> list[float]:
+    """`trim` told which sentences hold the evidence: the ceiling of any relevance."""
+    hits = []
+    for case in all_cases:
+        marked = [s for sentences in case[2].values() for s in sentences]
+
+        def scored(
+            question: str | None,
+            sentences: Sequence[str],
+            marked: list[str] = marked,
+        ) -> list[float]:
+            return [float(any(m in s or s in m for m in marked)) for s in sentences]
+
+        with patched("sentence_relevance", scored):
+            hits.append(evidence_hits(case))
+    return percent(all_cases, hits)
+
+
 def where_lost(all_cases: list[Case], budget: int) -> Counter[str]:
     outcome: Counter[str] = Counter()
     for text, documents, evidence in all_cases:
@@ -182,6 +200,7 @@ def main() -> None:
         with patched("sentence_relevance", scorer):
             row(name, evidence_kept(all_cases))
     row("  relevance: IDF over the list", with_list_idf(all_cases))
+    row("  relevance: oracle (ceiling)", with_oracle_relevance(all_cases))
     for budget in (384, 1024):
         print(f"where the evidence goes at {budget} tokens:")
         for what, n in sorted(where_lost(all_cases, budget).items()):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -283,7 +284,9 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         tokens_used = sum(count_tokens(block, encoding) for block in blocks)
         upstream, skipped, issues = records_of(documents, scoped)
         budget_drops = [
-            self._drop_record(documents[i], i + 1, reason, items[i].tokens, result)
+            self._drop_record(
+                documents[i], i + 1, reason, items[i].counted_tokens, result
+            )
             for i, reason in result.dropped
         ]
         report = BudgetReport(
@@ -316,19 +319,20 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         )
 
     def _measure(self, documents: Sequence[Document]) -> list[PackItem]:
-        """Each passage as the packer sees it: rendered tokens, its header's cost."""
+        """Each passage as the packer sees it; tokens are counted when it is weighed."""
         fmt, encoding = self.format, self.settings.encoding_name
         first_seen: dict[str, int] = {}
         items = []
         for document in documents:
             group = fmt.group_of(document, self.id_key)
             number = first_seen.setdefault(group, len(first_seen) + 1)
-            header = fmt.render_header(number, document)
             items.append(
                 PackItem(
-                    tokens=count_tokens(fmt.render_passage(document), encoding),
+                    tokens=partial(_rendered_tokens, fmt, document, encoding),
                     group=group,
-                    group_tokens=count_tokens(header, encoding),
+                    group_tokens=partial(
+                        _header_tokens, fmt, number, document, encoding
+                    ),
                     content_key=document.page_content,
                 )
             )
@@ -371,7 +375,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         document: Document,
         rank: int,
         reason: DropReason,
-        tokens: int,
+        tokens: int | None,
         result: PackResult,
     ) -> DropRecord:
         settings = self.settings
@@ -490,6 +494,16 @@ def _question_of(input: Any) -> str | None:
     """The question, when the budget runs in a `{question, documents}` chain."""
     question = input.get("question") if isinstance(input, dict) else None
     return question if isinstance(question, str) and question.strip() else None
+
+
+def _rendered_tokens(fmt: ContextFormat, document: Document, encoding: str) -> int:
+    return count_tokens(fmt.render_passage(document), encoding)
+
+
+def _header_tokens(
+    fmt: ContextFormat, number: int, document: Document, encoding: str
+) -> int:
+    return count_tokens(fmt.render_header(number, document), encoding)
 
 
 class _Shortener:

@@ -20,19 +20,53 @@ from langchain_ragbudget.ledger import DropReason
 Policy = Literal["skip", "stop", "trim"]
 
 
-@dataclass(frozen=True)
+Count = int | Callable[[], int]
+
+
 class PackItem:
     """One candidate passage, as the packer sees it.
 
     `tokens` is the rendered passage; `group_tokens` the header its citation group
     costs if this passage is the group's first kept one; equal `content_key`s (the
-    passage text) mark duplicates.
+    passage text) mark duplicates. Either count may be given as a function, called
+    once on first use: the packer reads counts only for a passage it weighs, so a
+    candidate past `max_docs`, a duplicate, or one after `stop` is never counted.
     """
 
-    tokens: int
-    group: str
-    group_tokens: int
-    content_key: str
+    __slots__ = ("_group_tokens", "_tokens", "content_key", "group")
+
+    def __init__(
+        self, tokens: Count, group: str, group_tokens: Count, content_key: str
+    ) -> None:
+        self._tokens = tokens
+        self.group = group
+        self._group_tokens = group_tokens
+        self.content_key = content_key
+
+    @property
+    def tokens(self) -> int:
+        """The rendered passage's tokens (counted now if not yet)."""
+        if callable(self._tokens):
+            self._tokens = self._tokens()
+        return self._tokens
+
+    @property
+    def group_tokens(self) -> int:
+        """The citation header's tokens (counted now if not yet)."""
+        if callable(self._group_tokens):
+            self._group_tokens = self._group_tokens()
+        return self._group_tokens
+
+    @property
+    def counted_tokens(self) -> int | None:
+        """`tokens` if the packer has weighed this passage, else `None`."""
+        return None if callable(self._tokens) else self._tokens
+
+    def __repr__(self) -> str:
+        return (
+            f"PackItem(tokens={self.counted_tokens}, group={self.group!r}, "
+            f"content_key={self.content_key[:20]!r})"
+        )
 
 
 @dataclass(frozen=True)
@@ -89,9 +123,6 @@ def pack(
     over_budget = False
     stopped = False
     for index, item in enumerate(items):
-        header = 0 if item.group in groups else item.group_tokens
-        cost = item.tokens + header
-        chosen: tuple[int, ...] = ()
         if item.content_key in contents:
             dropped.append((index, DropReason.DUPLICATE))
             continue
@@ -101,6 +132,9 @@ def pack(
         if stopped:
             dropped.append((index, DropReason.MAX_TOKENS))
             continue
+        header = 0 if item.group in groups else item.group_tokens
+        cost = item.tokens + header
+        chosen: tuple[int, ...] = ()
         room = max_tokens - used - header
         if max_passage_tokens is not None:
             room = min(room, max_passage_tokens)

@@ -34,6 +34,28 @@ def test_max_docs_and_duplicates_have_their_own_reasons() -> None:
     assert result.dropped == ((1, DropReason.DUPLICATE), (3, DropReason.MAX_DOCS))
 
 
+def test_passages_never_weighed_are_never_counted() -> None:
+    counted: list[str] = []
+
+    def lazy(name: str, tokens: int) -> PackItem:
+        def count() -> int:
+            counted.append(name)
+            return tokens
+
+        return PackItem(count, name, lambda: 1, name)
+
+    items = [lazy("a", 5), lazy("a-again", 5), lazy("b", 5), lazy("c", 5)]
+    items[1].content_key = "a"  # a duplicate of the first
+    result = pack(items, max_tokens=100, max_docs=2)
+    assert result.kept == (0, 2)
+    assert counted == ["a", "b"]  # the duplicate and the one past max_docs: never
+    assert [i.counted_tokens for i in items] == [5, None, 5, None]
+    stop = [lazy("x", 50), lazy("y", 60), lazy("z", 5)]
+    counted.clear()
+    pack(stop, max_tokens=100, max_docs=9, policy="stop")
+    assert counted == ["x", "y"]  # z comes after the stop
+
+
 def test_min_docs_keeps_an_oversized_top_passage_and_says_so() -> None:
     result = pack([item(500), item(10)], max_tokens=100, max_docs=5, min_docs=1)
     assert result.kept == (0,) and result.over_budget and result.tokens_used == 500
