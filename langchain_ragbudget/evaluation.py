@@ -28,7 +28,7 @@ from langchain_ragbudget.cache import (
     corpus_fingerprint,
 )
 from langchain_ragbudget.config import RagBudgetConfig
-from langchain_ragbudget.errors import require
+from langchain_ragbudget.errors import MissingExtraError, require
 from langchain_ragbudget.factory import (
     build_budget,
     build_embeddings,
@@ -36,6 +36,13 @@ from langchain_ragbudget.factory import (
     build_reranker,
 )
 from langchain_ragbudget.files import atomic_write_text, cache_root
+from langchain_ragbudget.html_tables import (
+    display,
+    element,
+    key_values,
+    png_image,
+    table,
+)
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.identity import document_key
 from langchain_ragbudget.index import HybridIndex
@@ -151,6 +158,35 @@ class EvalReport:
             row["survival"] = item.survival
             row["evidence_survival"] = item.evidence_survival
         return data
+
+    def __repr__(self) -> str:
+        surfaces = ", ".join(item.surface for item in self.survival) or "none"
+        return (
+            f"EvalReport({self.dataset!r}, {self.n_queries} queries, "
+            f"{self.n_documents} documents, k={self.k}, {len(self.quality)} stages, "
+            f"surfaces: {surfaces})"
+        )
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the run, every table, and the survival plot inline."""
+        summary: list[tuple[str, object]] = [
+            ("dataset", self.dataset),
+            ("queries", self.n_queries),
+            ("documents", self.n_documents),
+            ("settings", self.settings or "-"),
+        ]
+        parts = [key_values(summary, caption="evaluation")]
+        parts += [
+            table(item.header, item.rows, caption=item.title, numeric=item.numeric)
+            for item in report_tables(self)
+        ]
+        try:
+            plot = survival_png(self)
+        except MissingExtraError as error:
+            parts.append(element("p", f"No survival plot: {error}"))
+        else:
+            parts.append(png_image(plot, "gold survival against the token budget"))
+        return display("EvalReport", parts)
 
 
 @dataclass(frozen=True)
