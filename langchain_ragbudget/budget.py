@@ -40,6 +40,7 @@ from langchain_ragbudget.config import (
 )
 from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.evidence import Evidence, assess_evidence
+from langchain_ragbudget.html_tables import Markup, display, element, folded, key_values
 from langchain_ragbudget.identity import document_key, with_metadata
 from langchain_ragbudget.inputs import check_documents
 from langchain_ragbudget.ledger import (
@@ -53,6 +54,15 @@ from langchain_ragbudget.ledger import (
     ledgers_of,
     records_of,
     scope_ledgers,
+)
+from langchain_ragbudget.ledger_tables import (
+    TEXT,
+    citations_table,
+    document_entry,
+    drop_counts,
+    evidence_table,
+    issues_table,
+    skipped_table,
 )
 from langchain_ragbudget.packing import (
     PackItem,
@@ -136,6 +146,23 @@ class BudgetReport:
             "trimmed": [record.to_dict() for record in self.trimmed],
         }
 
+    def summary(self) -> str:
+        """One line: tokens of the budget, passages kept and shortened, drops."""
+        over = ", over budget" if self.over_budget else ""
+        return (
+            f"surface {self.surface!r}, {self.tokens_used} of {self.max_tokens} "
+            f"tokens{over}, {len(self.kept_ids)} kept ({len(self.trimmed)} shortened), "
+            + drop_counts((record.stage, record.reason) for record in self.drops)
+        )
+
+    def __repr__(self) -> str:
+        return f"BudgetReport({self.summary()})"
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the settings, then every candidate kept or dropped."""
+        kept = [{"id": key} for key in self.kept_ids]
+        return display("BudgetReport", _report_parts(self, kept))
+
 
 @dataclass(frozen=True)
 class BudgetedContext:
@@ -155,6 +182,78 @@ class BudgetedContext:
     text: str
     report: BudgetReport
     evidence: Evidence
+
+    def kept_entries(self) -> list[dict[str, Any]]:
+        """Per kept passage, in prompt order: id, source, tokens, ranks and scores."""
+        return [
+            document_entry(d, tokens=d.metadata.get(CONTEXT_TOKENS))
+            for d in self.documents
+        ]
+
+    def __repr__(self) -> str:
+        return (
+            f"BudgetedContext({len(self.documents)} passages in "
+            f"{len(self.citations)} citations, {self.report.summary()})"
+        )
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the report's tables, the citations, the text sent."""
+        kept = [
+            {**entry, TEXT: document.page_content}
+            for entry, document in zip(self.kept_entries(), self.documents, strict=True)
+        ]
+        sent = folded(
+            f"the context as sent ({self.report.tokens_used} tokens)",
+            element("div", self.text, "rb-text"),
+        )
+        return display(
+            "BudgetedContext",
+            [
+                *_report_parts(self.report, kept, self.evidence),
+                citations_table([c.to_dict() for c in self.citations]),
+                sent,
+            ],
+        )
+
+
+def _report_parts(
+    report: BudgetReport,
+    kept: list[dict[str, Any]],
+    evidence: Evidence | None = None,
+) -> list[Markup]:
+    """The summary, the evidence table, skipped stages and score issues."""
+    summary: list[tuple[str, object]] = [
+        ("surface", report.surface),
+        ("tokens", f"{report.tokens_used} of {report.max_tokens} ({report.encoding})"),
+        ("passages", f"{len(report.kept_ids)} kept of max_docs={report.max_docs}"),
+        ("shortened", len(report.trimmed)),
+        ("packing / order", f"{report.packing} / {report.order}"),
+        (
+            "over budget",
+            f"yes (min_docs={report.min_docs})" if report.over_budget else "no",
+        ),
+        ("drops", drop_counts((r.stage, r.reason) for r in report.drops)),
+    ]
+    if evidence is not None:
+        summary.append(("evidence", evidence.describe()))
+    dropped = [
+        {**record.to_entry(), TEXT: record.document.page_content}
+        for record in report.drops
+    ]
+    parts = [
+        key_values(summary, caption="budget"),
+        evidence_table(
+            kept,
+            dropped,
+            [record.to_dict() for record in report.trimmed],
+            fold_stage=Stage.FUSION,
+        ),
+    ]
+    if report.skipped:
+        parts.append(skipped_table([skip.to_dict() for skip in report.skipped]))
+    if report.issues:
+        parts.append(issues_table([issue.to_dict() for issue in report.issues]))
+    return parts
 
 
 class ContextBudget(RunnableSerializable[Any, Any]):

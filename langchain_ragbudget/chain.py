@@ -27,10 +27,15 @@ from pydantic import BaseModel
 
 from langchain_ragbudget.budget import BudgetedContext, BudgetReport
 from langchain_ragbudget.evidence import Evidence
-from langchain_ragbudget.identity import document_key
+from langchain_ragbudget.html_tables import display, element, key_values
 from langchain_ragbudget.ledger import DropReason, Stage
+from langchain_ragbudget.ledger_tables import (
+    citations_table,
+    drop_counts,
+    evidence_table,
+    skipped_table,
+)
 from langchain_ragbudget.render import one_line
-from langchain_ragbudget.scores import CONTEXT_TOKENS, scores_of
 
 DEFAULT_PROMPT = ChatPromptTemplate.from_messages(
     [
@@ -101,6 +106,37 @@ class BudgetedAnswer(BaseModel):
     def text(self) -> str:
         """The answer followed by its warnings, one per line."""
         return "\n".join([self.answer, *self.warnings])
+
+    def __repr__(self) -> str:
+        drops = drop_counts((d.get("stage"), d.get("reason")) for d in self.dropped)
+        return (
+            f"BudgetedAnswer({one_line(self.answer, 60)!r}, "
+            f"{len(self.warnings)} warning(s), {len(self.citations)} citation(s), "
+            f"{len(self.kept)} kept ({len(self.shortened)} shortened), {drops}, "
+            f"{self.tokens_used} of {self.max_tokens} tokens ({self.surface!r}))"
+        )
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: answer, warnings, then citations and every candidate."""
+        evidence = Evidence(**self.evidence).describe()
+        summary: list[tuple[str, object]] = [
+            ("surface", self.surface),
+            ("tokens", f"{self.tokens_used} of {self.max_tokens}"),
+            ("evidence", evidence),
+            ("answer cut at the output limit", "yes" if self.truncated else "no"),
+        ]
+        parts = [
+            element("div", self.answer, "rb-text"),
+            *(element("div", line, "rb-warning") for line in self.warnings),
+            key_values(summary, caption="answer"),
+            citations_table(self.citations),
+            evidence_table(
+                self.kept, self.dropped, self.shortened, fold_stage=Stage.FUSION
+            ),
+        ]
+        if self.skipped_stages:
+            parts.append(skipped_table(self.skipped_stages))
+        return display("BudgetedAnswer", parts)
 
 
 def prompt_inputs(question: str, context: BudgetedContext) -> dict[str, str]:
@@ -246,25 +282,9 @@ def build_answer(
     return BudgetedAnswer(
         answer=answer,
         warnings=warnings,
-        citations=[
-            {
-                "number": c.number,
-                "document": c.group,
-                "source": c.source,
-                "passages": [document_key(d) for d in c.documents],
-            }
-            for c in context.citations
-        ],
-        kept=[
-            {
-                "id": document_key(d),
-                "source": d.metadata.get("source"),
-                "tokens": d.metadata.get(CONTEXT_TOKENS),
-                **scores_of(d),
-            }
-            for d in context.documents
-        ],
-        dropped=[{**r.to_dict(), **scores_of(r.document)} for r in report.drops],
+        citations=[citation.to_dict() for citation in context.citations],
+        kept=context.kept_entries(),
+        dropped=[record.to_entry() for record in report.drops],
         shortened=[r.to_dict() for r in report.trimmed],
         skipped_stages=[s.to_dict() for s in report.skipped],
         weak_evidence=context.evidence.weak,

@@ -10,6 +10,7 @@ lists at several budgets.
 
 from __future__ import annotations
 
+import io
 import math
 import statistics
 from collections import Counter
@@ -27,6 +28,7 @@ from langchain_ragbudget.cache import (
     corpus_fingerprint,
 )
 from langchain_ragbudget.config import RagBudgetConfig
+from langchain_ragbudget.errors import MissingExtraError, require
 from langchain_ragbudget.factory import (
     build_budget,
     build_embeddings,
@@ -34,6 +36,13 @@ from langchain_ragbudget.factory import (
     build_reranker,
 )
 from langchain_ragbudget.files import atomic_write_text, cache_root
+from langchain_ragbudget.html_tables import (
+    display,
+    element,
+    key_values,
+    png_image,
+    table,
+)
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.identity import document_key
 from langchain_ragbudget.index import HybridIndex
@@ -149,6 +158,242 @@ class EvalReport:
             row["survival"] = item.survival
             row["evidence_survival"] = item.evidence_survival
         return data
+
+    def __repr__(self) -> str:
+        surfaces = ", ".join(item.surface for item in self.survival) or "none"
+        return (
+            f"EvalReport({self.dataset!r}, {self.n_queries} queries, "
+            f"{self.n_documents} documents, k={self.k}, {len(self.quality)} stages, "
+            f"surfaces: {surfaces})"
+        )
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the run, every table, and the survival plot inline."""
+        summary: list[tuple[str, object]] = [
+            ("dataset", self.dataset),
+            ("queries", self.n_queries),
+            ("documents", self.n_documents),
+            ("settings", self.settings or "-"),
+        ]
+        parts = [key_values(summary, caption="evaluation")]
+        parts += [
+            table(item.header, item.rows, caption=item.title, numeric=item.numeric)
+            for item in report_tables(self)
+        ]
+        try:
+            plot = survival_png(self)
+        except MissingExtraError as error:
+            parts.append(element("p", f"No survival plot: {error}"))
+        else:
+            parts.append(png_image(plot, "gold survival against the token budget"))
+        return display("EvalReport", parts)
+
+
+@dataclass(frozen=True)
+class ReportTable:
+    """One table of a report as text, which the terminal, Markdown and HTML draw.
+
+    Attributes:
+        title: What the table shows.
+        header: The column names.
+        rows: The cells.
+        numeric: Indices of the columns aligned right.
+    """
+
+    title: str
+    header: list[str]
+    rows: list[list[str]]
+    numeric: tuple[int, ...] = ()
+
+
+def _num(value: float | None, digits: int = 4) -> str:
+    return "skipped" if value is None else f"{value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def quality_header(k: int) -> list[str]:
+    """The columns of the quality table."""
+    return ["stage", f"hit@{k}", "MRR@10", f"recall@{k}", "nDCG@10"]
+
+
+def quality_rows(report: EvalReport) -> list[list[str]]:
+    """One row per stage: stage, hit@k, MRR@10, recall@k, nDCG@10."""
+    return [
+        [
+            row.stage + (f" ({row.note})" if row.note else ""),
+            _num(row.hit),
+            _num(row.mrr),
+            _num(row.recall),
+            _num(row.ndcg),
+        ]
+        for row in report.quality
+    ]
+
+
+SURVIVAL_HEADER = [
+    "surface",
+    "budget",
+    "gold retrieved",
+    "gold in prompt",
+    "gold evidence in prompt",
+    "gold dropped (stage/reason)",
+    "tokens mean / p50 / max",
+    "over budget",
+    "silent drops",
+]
+
+
+def survival_rows(report: EvalReport) -> list[list[str]]:
+    """One row per surface: budget, gold found, gold kept, drops, tokens, silent."""
+    rows = []
+    for item in report.survival:
+        dropped = ", ".join(
+            f"{n} {why}" for why, n in sorted(item.gold_dropped.items())
+        )
+        rows.append(
+            [
+                item.surface,
+                f"{item.max_docs} docs / {item.max_tokens} tok",
+                str(item.gold_retrieved),
+                f"{item.gold_kept} ({_pct(item.survival)})",
+                f"{item.evidence_kept} of {item.evidence_retrieved} "
+                f"({_pct(item.evidence_survival)})",
+                dropped or "none",
+                f"{item.tokens_mean:.0f} / {item.tokens_p50:.0f} / {item.tokens_max}",
+                str(item.over_budget),
+                str(item.silent_drops),
+            ]
+        )
+    return rows
+
+
+def budget_header(report: EvalReport) -> list[str]:
+    """The columns of a table by packing policy: the policy, then each budget."""
+    return ["policy", *map(str, report.policy_budgets)]
+
+
+def budget_rows(by_policy: dict[str, list[float | None]]) -> list[list[str]]:
+    """One row per packing policy: the share kept at each budget."""
+    return [
+        [policy, *(_pct(v) for v in values)] for policy, values in by_policy.items()
+    ]
+
+
+def chunked_caption(item: ChunkedSurvival) -> str:
+    """What a chunked evidence table measured: chunks, k, gold, mid-sentence cuts."""
+    return (
+        f"{item.chunk_size}-token chunks, {item.k} retrieved: evidence kept of "
+        f"{item.evidence_gold} gold documents found ({item.split_evidence} with an "
+        "evidence sentence no retrieved chunk holds whole); cut mid-sentence: "
+        + ", ".join(f"{p} {n}" for p, n in item.mid_sentence_cuts.items())
+    )
+
+
+def mid_sentence_note(report: EvalReport) -> str:
+    """The mid-sentence count per policy, for the evidence table's caption."""
+    counts = ", ".join(f"{p} {n}" for p, n in report.mid_sentence_cuts.items())
+    return f"kept texts cut mid-sentence: {counts}"
+
+
+def report_tables(report: EvalReport) -> list[ReportTable]:
+    """Every table of the report: quality, survival, policies, evidence, chunks."""
+    budgets = budget_header(report)
+    right = tuple(range(1, len(budgets)))
+    tables = [
+        ReportTable(
+            f"{report.dataset}: quality per stage ({report.n_queries} queries)",
+            quality_header(report.k),
+            quality_rows(report),
+            (1, 2, 3, 4),
+        ),
+        ReportTable(
+            "gold-passage survival into the prompt",
+            SURVIVAL_HEADER,
+            survival_rows(report),
+        ),
+        ReportTable(
+            "gold survival by packing policy and token budget "
+            f"({report.policy_encoding})",
+            budgets,
+            budget_rows(report.policy_survival),
+            right,
+        ),
+    ]
+    if report.evidence_gold:
+        tables.append(
+            ReportTable(
+                "gold evidence sentences in the context, by policy and token budget "
+                f"({report.evidence_gold} gold passages with marked evidence; "
+                f"{mid_sentence_note(report)})",
+                budgets,
+                budget_rows(report.evidence_survival),
+                right,
+            )
+        )
+    tables += [
+        ReportTable(
+            chunked_caption(item), budgets, budget_rows(item.evidence_survival), right
+        )
+        for item in report.chunked
+    ]
+    return tables
+
+
+def _points(
+    budgets: list[int], values: list[float | None]
+) -> tuple[list[int], list[float]]:
+    pairs = [(b, v) for b, v in zip(budgets, values, strict=True) if v is not None]
+    return [b for b, _ in pairs], [v for _, v in pairs]
+
+
+def survival_png(report: EvalReport) -> bytes:
+    """The survival plot as PNG: gold kept against the token budget, per policy.
+
+    Drawn on a bare matplotlib `Figure`, not through pyplot, so it neither switches
+    a notebook's backend nor leaves a figure open; text from the data is drawn as
+    written (a `$` in a dataset's name is not read as math).
+
+    Raises:
+        MissingExtraError: matplotlib (the `eval` extra) is not installed.
+    """
+    require("matplotlib", "eval", "the survival plot")
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(6.4, 4.0), dpi=120)
+    axis = figure.subplots()
+    for policy, values in report.policy_survival.items():
+        points = _points(report.policy_budgets, values)
+        (line,) = axis.plot(*points, marker="o", label=policy)
+        if report.evidence_gold:
+            axis.plot(
+                *_points(report.policy_budgets, report.evidence_survival[policy]),
+                linestyle="--",
+                color=line.get_color(),
+                label=f"{policy}: evidence",
+            )
+    axis.set_xscale("log", base=2)
+    axis.set_xlabel(
+        f"context budget (tokens, {report.policy_encoding})", parse_math=False
+    )
+    axis.set_ylabel(
+        "gold kept whole (evidence kept: dashed)"
+        if report.evidence_gold
+        else "gold passages kept whole"
+    )
+    axis.set_ylim(0, 1.02)
+    axis.set_title(
+        f"{report.dataset}: does the gold passage survive the budget?",
+        parse_math=False,
+    )
+    axis.grid(True, alpha=0.3)
+    axis.legend()
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
 
 
 def _doc_id(document: Document) -> str:

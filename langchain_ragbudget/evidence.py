@@ -43,6 +43,18 @@ class Evidence:
             "threshold": self.threshold,
         }
 
+    def describe(self) -> str:
+        """The check in words, e.g. `weak: top rerank_score 0.12 < threshold 0.30`."""
+        if self.weak is None:
+            return "unknown: no kept passage has a score with a threshold"
+        if self.score is None or self.threshold is None:
+            return "weak: no passage reached the context"
+        verdict, sign = ("weak", "<") if self.weak else ("strong", ">=")
+        return (
+            f"{verdict}: top {self.score_key} {self.score:.2f} {sign} "
+            f"threshold {self.threshold:.2f}"
+        )
+
 
 def assess_evidence(
     documents: Sequence[Document], thresholds: Mapping[str, float | None]

@@ -28,7 +28,17 @@ from langchain_core.documents import Document
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 
+from langchain_ragbudget.html_tables import display, element
 from langchain_ragbudget.identity import document_source
+from langchain_ragbudget.ledger_tables import (
+    TEXT,
+    document_entry,
+    drop_counts,
+    evidence_table,
+    issues_table,
+    skipped_table,
+)
+from langchain_ragbudget.scores import scores_of
 
 LEDGER_KEY = "ragbudget_run"
 SCOPE_KEY = "ragbudget_ledgers"  # in RunnableConfig["configurable"]: one list per call
@@ -119,6 +129,10 @@ class DropRecord:
             "tokens": self.tokens,
             "detail": self.detail,
         }
+
+    def to_entry(self) -> dict[str, Any]:
+        """`to_dict` plus the candidate's ranks and scores: a row of the evidence."""
+        return {**self.to_dict(), **scores_of(self.document)}
 
 
 class DeferredDropRecord(DropRecord):
@@ -256,6 +270,45 @@ class CandidateList(list[Document]):
         self.drops: list[DropRecord] = list(drops)
         self.skipped: list[StageSkip] = list(skipped)
         self.issues: list[ScoreIssue] = list(issues)
+
+    def _summary(self) -> str:
+        """One line: documents, drops by stage and reason, skipped stages, issues."""
+        parts = [
+            f"{len(self)} document{'' if len(self) == 1 else 's'}",
+            drop_counts((record.stage, record.reason) for record in self.drops),
+        ]
+        if self.skipped:
+            stages = ", ".join(str(skip.stage) for skip in self.skipped)
+            parts.append(f"skipped: {stages}")
+        if self.issues:
+            parts.append(f"{len(self.issues)} score issue(s)")
+        return ", ".join(parts)
+
+    def __repr__(self) -> str:
+        return f"CandidateList({self._summary()})"
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the candidates and every drop behind them."""
+        candidates = [{**document_entry(d), TEXT: d.page_content} for d in self]
+        dropped = [
+            {**record.to_entry(), TEXT: record.document.page_content}
+            for record in self.drops
+        ]
+        parts = [
+            element("p", self._summary()),
+            evidence_table(
+                (),
+                dropped,
+                candidates=candidates,
+                fold_stage=Stage.FUSION,
+                caption="candidates, and the drops behind them",
+            ),
+        ]
+        if self.skipped:
+            parts.append(skipped_table([skip.to_dict() for skip in self.skipped]))
+        if self.issues:
+            parts.append(issues_table([issue.to_dict() for issue in self.issues]))
+        return display("CandidateList", parts)
 
 
 class RunLedger:

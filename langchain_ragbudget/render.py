@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from langchain_core.documents import Document
 
@@ -48,6 +48,15 @@ class Citation:
     def source(self) -> str | None:
         """The document's source (file, URL...) as its first passage names it."""
         return document_source(self.documents[0])
+
+    def to_dict(self) -> dict[str, Any]:
+        """Number, document, source and passage ids (`BudgetedAnswer.citations`)."""
+        return {
+            "number": self.number,
+            "document": self.group,
+            "source": self.source,
+            "passages": [document_key(d) for d in self.documents],
+        }
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,16 @@ def rank_key(retriever: str) -> str:
     return f"{retriever}{_RANK}"
 
 
+def is_score_key(key: str) -> bool:
+    """Whether a metadata key holds a score (`dense_score`, `fused_score`...)."""
+    return key.endswith(_SCORE)
+
+
+def score_label(key: str) -> str:
+    """A score key's short name for a table column: `dense_score` -> `dense`."""
+    return key.removesuffix(_SCORE)
+
+
 def scores_of(document: Document) -> dict[str, Any]:
     """The rank and score fields of a document's metadata, for tables and reports."""
     return {

@@ -1,0 +1,185 @@
+"""HTML for notebook displays: tables, collapsed texts, an inline image; all escaped.
+
+Jupyter shows an object through its `_repr_html_`. The objects that hold the ledger
+(candidate list, budgeted context, answer, evaluation report) build their displays
+from these functions, so escaping happens in one place: every value that is not
+`Markup` made here goes through `html.escape` (quotes included), and a passage, id or
+source holding `<script>` or markup shows as text. No value from data ever lands in
+an attribute or in the style sheet. Stdlib only, so the lowest layer can use it.
+
+The look is plain and theme-neutral: text keeps the notebook's colours, and the row
+colours of kept, shortened and dropped candidates are translucent, so they read on
+JupyterLab's light and dark themes alike; a status column says the same in words.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from collections.abc import Iterable, Sequence
+
+PREVIEW_CHARS = 80
+_SURROGATE = re.compile("[\ud800-\udfff]")
+ROOT_CLASS = "ragbudget"
+
+# Cell backgrounds, not row backgrounds: JupyterLab stripes and highlights rows with
+# selectors of its own; a cell's background paints over them whatever their weight.
+_STYLE = """<style>
+.ragbudget table { border-collapse: collapse; margin: 0.3em 0 0.9em; }
+.ragbudget table caption { text-align: left; font-weight: bold; padding: 0.2em 0; }
+.ragbudget table th, .ragbudget table td {
+  text-align: left; vertical-align: top; padding: 0.2em 0.5em;
+  border: 1px solid rgba(128, 128, 128, 0.35); overflow-wrap: anywhere;
+}
+.ragbudget table td.rb-num { text-align: right; font-variant-numeric: tabular-nums; }
+.ragbudget table tr.rb-kept > td { background: rgba(46, 160, 67, 0.14); }
+.ragbudget table tr.rb-shortened > td { background: rgba(210, 153, 34, 0.20); }
+.ragbudget table tr.rb-dropped > td { background: rgba(248, 81, 73, 0.14); }
+.ragbudget .rb-text { white-space: pre-wrap; max-width: 60em; }
+.ragbudget .rb-warning { border-left: 3px solid rgba(210, 153, 34, 0.9);
+  padding-left: 0.5em; margin: 0.2em 0; white-space: pre-wrap; }
+.ragbudget details > summary { cursor: pointer; }
+</style>"""
+
+
+class Markup(str):
+    """HTML built by this module: inserted as it is; any other `str` is escaped."""
+
+
+def escape(value: object) -> Markup:
+    """`value` as HTML text: markup characters and quotes escaped; Markup kept.
+
+    A lone surrogate cannot travel in the notebook's UTF-8 JSON, so it shows as
+    U+FFFD instead of breaking the display.
+    """
+    if isinstance(value, Markup):
+        return value
+    text = value if isinstance(value, str) else str(value)
+    text = _SURROGATE.sub("\ufffd", text)
+    return Markup(html.escape(text, quote=True))
+
+
+def element(tag: str, content: object, css_class: str = "") -> Markup:
+    """`<tag class="css_class">content</tag>`, with `content` escaped.
+
+    Args:
+        tag: A tag name written by the caller, never one taken from data.
+        content: The text (escaped) or Markup (kept) inside.
+        css_class: A class name written by the caller, or "" for none.
+
+    Returns:
+        The element.
+    """
+    attribute = f' class="{escape(css_class)}"' if css_class else ""
+    return Markup(f"<{tag}{attribute}>{escape(content)}</{tag}>")
+
+
+def join(parts: Iterable[object]) -> Markup:
+    """The parts one after another, each escaped unless it is Markup."""
+    return Markup("".join(escape(part) for part in parts))
+
+
+def collapsible(text: str, preview: int = PREVIEW_CHARS) -> Markup:
+    """A text shown whole when short, else folded behind its first words.
+
+    Args:
+        text: The text (a passage, a detail); escaped.
+        preview: Characters of the one-line preview shown while folded.
+
+    Returns:
+        The text, or a `<details>` element whose summary is the preview.
+    """
+    flat = " ".join(text.split())
+    if len(text) <= preview and flat == text:
+        return escape(text)
+    shown = flat[:preview].rstrip() + ("…" if len(flat) > preview else "")
+    return Markup(
+        f"<details><summary>{escape(shown)}</summary>"
+        f"{element('div', text, 'rb-text')}</details>"
+    )
+
+
+def table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    *,
+    caption: str = "",
+    row_classes: Sequence[str] | None = None,
+    numeric: Iterable[int] = (),
+) -> Markup:
+    """A table; every cell escaped unless it is Markup.
+
+    Args:
+        headers: The column names.
+        rows: One sequence of cells per row, as many as `headers`.
+        caption: Shown above the table, naming it.
+        row_classes: One CSS class per row (e.g. `rb-dropped`), or None.
+        numeric: Indices of the columns aligned right.
+
+    Returns:
+        The table.
+
+    Raises:
+        ValueError: A row has more or fewer cells than `headers`, or
+            `row_classes` does not have one class per row.
+    """
+    if row_classes is not None and len(row_classes) != len(rows):
+        raise ValueError(f"{len(row_classes)} row classes for {len(rows)} rows")
+    right = set(numeric)
+    head = "".join(f"<th>{escape(name)}</th>" for name in headers)
+    body = []
+    for i, row in enumerate(rows):
+        if len(row) != len(headers):
+            raise ValueError(f"row {i} has {len(row)} cells for {len(headers)} columns")
+        cells = "".join(
+            element("td", cell, "rb-num" if j in right else "")
+            for j, cell in enumerate(row)
+        )
+        css = f' class="{escape(row_classes[i])}"' if row_classes else ""
+        body.append(f"<tr{css}>{cells}</tr>")
+    title = f"<caption>{escape(caption)}</caption>" if caption else ""
+    return Markup(
+        f"<table>{title}<thead><tr>{head}</tr></thead>"
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def key_values(pairs: Sequence[tuple[str, object]], caption: str = "") -> Markup:
+    """A summary: one row per name (a row header) and its value; both escaped."""
+    body = "".join(
+        f"<tr>{element('th', name)}{element('td', value)}</tr>" for name, value in pairs
+    )
+    title = f"<caption>{escape(caption)}</caption>" if caption else ""
+    return Markup(f"<table>{title}<tbody>{body}</tbody></table>")
+
+
+def folded(summary: str, content: Markup) -> Markup:
+    """`content` folded behind a one-line `summary` (a long, secondary table)."""
+    return Markup(f"<details><summary>{escape(summary)}</summary>{content}</details>")
+
+
+def png_image(data: bytes, alt: str) -> Markup:
+    """A PNG inline, as a base64 data URL (a notebook keeps it in its output)."""
+    encoded = base64.b64encode(data).decode("ascii")
+    return Markup(
+        f'<img src="data:image/png;base64,{encoded}" alt="{escape(alt)}" '
+        'style="max-width: 100%">'
+    )
+
+
+def display(title: str, parts: Iterable[object]) -> Markup:
+    """The whole display: its title, then its parts, under one styled root.
+
+    Args:
+        title: The object shown, e.g. `BudgetedAnswer`; escaped.
+        parts: Tables, paragraphs... (Markup), or plain text (escaped).
+
+    Returns:
+        A `<div class="ragbudget">` holding the style sheet, the title and the
+        parts.
+    """
+    return Markup(
+        f'<div class="{ROOT_CLASS}">{_STYLE}{element("strong", title)}'
+        f"{join(parts)}</div>"
+    )
