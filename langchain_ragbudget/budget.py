@@ -399,7 +399,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         else:
             left = settings.max_tokens - result.tokens_used
             needs = f"{tokens} tokens" + (
-                f" + {header} for its citation header" if header else ""
+                f" + a {header}-token citation header" if header else ""
             )
             detail = f"needs {needs}; {left} left of {settings.max_tokens}"
         return DropRecord(

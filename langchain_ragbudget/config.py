@@ -390,7 +390,7 @@ class ConfigValue:
         if self.origin == Origin.FILE:
             return str(file)
         if self.origin == Origin.INHERITED:
-            return f"{DEFAULT_CONFIG_NAME} (surfaces.{DEFAULT_SURFACE})"
+            return f"inherited from {DEFAULT_CONFIG_NAME} surfaces.{DEFAULT_SURFACE}"
         return DEFAULT_CONFIG_NAME
 
 

@@ -395,7 +395,9 @@ def test_every_effective_value_says_where_it_came_from(tmp_path: Path) -> None:
         assert node == value
     sources = {v.key: v.source(effective.file) for v in effective.values}
     assert sources["retrieval.k"] == str(path)
-    assert sources["surfaces.voice.order"] == "config_default.yml (surfaces.chat)"
+    assert sources["surfaces.voice.order"] == (
+        "inherited from config_default.yml surfaces.chat"
+    )
     assert sources["retrieval.rrf_c"] == "config_default.yml"
 
 
