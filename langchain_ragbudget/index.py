@@ -51,9 +51,11 @@ import os
 import re
 import shutil
 import struct
+import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +65,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_ragbudget.chunking import Chunker
 from langchain_ragbudget.config import RagBudgetConfig, VectorStoreSettings, load_config
-from langchain_ragbudget.dense import add_documents
+from langchain_ragbudget.dense import add_documents, connect_chroma_server
 from langchain_ragbudget.errors import (
     IndexLoadError,
     IndexRepairError,
@@ -203,6 +205,87 @@ class IngestSummary:
     chunks_deleted: int = 0
 
 
+@dataclass
+class IndexInspection:
+    """What an index folder holds, read without changing it (`HybridIndex.inspect`).
+
+    Attributes:
+        directory: The index folder.
+        documents: Source documents in the committed records (None: unreadable).
+        bm25_chunks: Chunks on the BM25 side (None: unreadable).
+        vector_chunks: Chunks in the vector store (None: unreadable).
+        manifest: The manifest (or, if it is damaged, its copy in the committed
+            records): format, embedding model, chunking, root folder.
+        committed_version: The BM25 version folder `CURRENT` names (or the one
+            `open` would recover), None when nothing is committed.
+        other_versions: Other version folders (an unfinished or superseded save).
+        moved_aside: `damaged-*` entries a repair left for the user to delete.
+        sync: How the two sides compare; None when a side cannot be read.
+        sizes: Bytes on disk per top-level entry of the folder.
+        problems: Damage and mismatches found, each naming its file and what to do.
+    """
+
+    directory: Path
+    documents: int | None = None
+    bm25_chunks: int | None = None
+    vector_chunks: int | None = None
+    manifest: dict[str, Any] = field(default_factory=dict)
+    committed_version: str | None = None
+    other_versions: list[str] = field(default_factory=list)
+    moved_aside: list[str] = field(default_factory=list)
+    sync: SyncReport | None = None
+    sizes: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        """True when nothing is damaged and both sides hold the same chunks."""
+        return not self.problems and self.sync is not None and self.sync.in_sync
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes on disk of the whole folder."""
+        return sum(self.sizes.values())
+
+    @property
+    def saved_at(self) -> str | None:
+        """When the committed version was saved (UTC, ISO 8601), from its name."""
+        key = _version_key(self.committed_version or "")
+        if key is None:
+            return None
+        return datetime.fromtimestamp(key[0] / 1e9, UTC).isoformat(timespec="seconds")
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable view, for `ragbudget inspect --json`."""
+        sync = self.sync
+        return {
+            "directory": str(self.directory),
+            "healthy": self.healthy,
+            "documents": self.documents,
+            "chunks": {"bm25": self.bm25_chunks, "vector_store": self.vector_chunks},
+            "embedding_model": self.manifest.get("embedding_model"),
+            "chunking": self.manifest.get("chunking"),
+            "root": self.manifest.get("root"),
+            "versions": {
+                "manifest_format": self.manifest.get("format"),
+                "committed_bm25_version": self.committed_version,
+                "saved_at": self.saved_at,
+                "other_bm25_versions": self.other_versions,
+            },
+            "sync": None
+            if sync is None
+            else {
+                "in_sync": sync.in_sync,
+                "only_in_vector_store": sync.only_dense,
+                "only_in_bm25": sync.only_sparse,
+                "different_text": sync.differing,
+            },
+            "size_bytes": {"total": self.size_bytes, **self.sizes},
+            "moved_aside": self.moved_aside,
+            "problems": self.problems,
+        }
+
+
 class HybridIndex:
     """BM25 and a vector store over the same chunks, updated by source document.
 
@@ -322,6 +405,64 @@ class HybridIndex:
         if not index.sync_report.in_sync:
             logger.warning("index %s: %s", path, index.sync_report.summary())
         return index
+
+    @classmethod
+    def inspect(
+        cls, directory: str | Path, config: RagBudgetConfig | None = None
+    ) -> IndexInspection:
+        """Report what the index in `directory` holds, changing nothing.
+
+        Unlike `open`, it recovers nothing, creates nothing and removes nothing:
+        a missing `CURRENT`, a damaged manifest or a missing BM25 folder is
+        reported in `problems`. chromadb writes to its files when it opens them,
+        so the vector side is read from a temporary copy (a Chroma server is read
+        directly); the copy costs the vector store's size in temporary space.
+
+        Args:
+            directory: The index folder.
+            config: The configuration the index is used with (its embedding model
+                and chunking are compared with the manifest); defaults if None.
+
+        Returns:
+            Counts, manifest, versions, sync state, sizes and the problems found.
+
+        Raises:
+            IndexLoadError: `directory` does not exist, is a file, or holds no index.
+        """
+        config = config or load_config()
+        path = Path(directory)
+        if not _holds_index(path):
+            raise IndexLoadError(f"{path}: no index here ({MANIFEST} not found)")
+        found = IndexInspection(path, sizes=_sizes(path))
+        sparse = _read_sparse_tolerant(path, config)
+        found.problems += sparse.notes + sparse.problems
+        if sparse.version is not None:
+            found.committed_version = sparse.version.name
+        found.other_versions = sorted(
+            entry.name
+            for entry in path.iterdir()
+            if _version_key(entry.name) is not None
+            and entry.name != found.committed_version
+        )
+        found.moved_aside = sorted(
+            e.name for e in path.iterdir() if e.name.startswith("damaged-")
+        )
+        if sparse.records is not None:
+            found.documents = len(sparse.records)
+        if sparse.chunks_complete:
+            found.bm25_chunks = len(sparse.chunks)
+        found.manifest = _inspect_manifest(path, sparse.manifest_copy, found.problems)
+        if found.manifest:
+            try:
+                _check_manifest(path / MANIFEST, found.manifest, _manifest(config))
+            except IndexLoadError as exc:
+                found.problems.append(str(exc))
+        dense = _inspect_dense(path, config, found.problems, bool(sparse.chunks))
+        if dense is not None:
+            found.vector_chunks = len(dense)
+            if sparse.chunks_complete:
+                found.sync = _sync_report(dense, _hashes(sparse.chunks))
+        return found
 
     @classmethod
     def repair_directory(
@@ -588,33 +729,18 @@ class HybridIndex:
     def sync_check(self) -> SyncReport:
         """Compare the chunk ids and text hashes of the two sides."""
         try:
-            found = _get_all(self.vectorstore, ["metadatas"])
+            self._dense_hashes = _content_hashes(self.vectorstore)
         except Exception as exc:  # chromadb raises its own types for a broken store
             raise IndexLoadError(
                 f"{self.directory / CHROMA_DIR / CHROMA_DB}: the vector store cannot "
                 f"be read ({type(exc).__name__}: {exc}); run `ragbudget repair "
                 f"--index {self.directory}`"
             ) from exc
-        self._dense_hashes = {
-            chunk_id: (meta or {}).get("content_hash")
-            for chunk_id, meta in zip(found["ids"], found["metadatas"], strict=True)
-        }
         return self._compare()
 
     def _compare(self) -> SyncReport:
         """Sync report from the vector-side hashes known to this process (no query)."""
-        dense = self._dense_hashes
-        sparse = {
-            chunk_id: chunk.metadata.get("content_hash")
-            for chunk_id, chunk in self._chunks.items()
-        }
-        return SyncReport(
-            only_dense=sorted(set(dense) - set(sparse)),
-            only_sparse=sorted(set(sparse) - set(dense)),
-            differing=sorted(
-                key for key in set(dense) & set(sparse) if dense[key] != sparse[key]
-            ),
-        )
+        return _sync_report(self._dense_hashes, _hashes(self._chunks))
 
     def repair(self) -> SyncReport:
         """Bring the two sides together without losing data; returns what differed.
@@ -723,6 +849,109 @@ def _holds_index(path: Path) -> bool:
         names & {MANIFEST, CURRENT, CHROMA_DIR}
         or any(_VERSION.match(name) and not name.startswith(".") for name in names)
     )
+
+
+def _hashes(chunks: dict[str, Document]) -> dict[str, str | None]:
+    """Text hash by chunk id, as each chunk's metadata records it."""
+    return {key: chunk.metadata.get("content_hash") for key, chunk in chunks.items()}
+
+
+def _sync_report(
+    dense: dict[str, str | None], sparse: dict[str, str | None]
+) -> SyncReport:
+    """Compare two sides given as text hash by chunk id."""
+    return SyncReport(
+        only_dense=sorted(set(dense) - set(sparse)),
+        only_sparse=sorted(set(sparse) - set(dense)),
+        differing=sorted(
+            key for key in set(dense) & set(sparse) if dense[key] != sparse[key]
+        ),
+    )
+
+
+def _sizes(directory: Path) -> dict[str, int]:
+    """Bytes on disk per top-level entry; links are counted, never followed."""
+    sizes: dict[str, int] = {}
+    for entry in sorted(directory.iterdir()):
+        total = entry.lstat().st_size if not entry.is_dir() or entry.is_symlink() else 0
+        if entry.is_dir() and not entry.is_symlink():
+            for folder, _, names in os.walk(entry):
+                total += sum(os.lstat(os.path.join(folder, n)).st_size for n in names)
+        sizes[entry.name] = total
+    return sizes
+
+
+def _inspect_manifest(
+    directory: Path, copy: dict[str, Any] | None, problems: list[str]
+) -> dict[str, Any]:
+    """The manifest, or its committed copy when it is damaged (noted in problems)."""
+    path = directory / MANIFEST
+    try:
+        found = _read_json(path)
+        if isinstance(found, dict):
+            return dict(found)
+        problem = f"{path} is damaged (not a JSON object)"
+    except IndexLoadError as exc:
+        problem = str(exc)
+    if copy is not None:
+        problems.append(
+            f"{problem}; opening the index restores it from the copy in {RECORDS}"
+        )
+        return dict(copy)
+    problems.append(f"{problem}; run `ragbudget repair --index {directory}`")
+    return {}
+
+
+def _inspect_dense(
+    directory: Path, config: RagBudgetConfig, problems: list[str], expected: bool
+) -> dict[str, str | None] | None:
+    """Text hash by chunk id on the vector side, read without writing to it.
+
+    None (with a problem noted) when it cannot be read; an empty mapping when
+    there is no vector store yet and BM25 holds nothing either (`expected` false).
+    """
+    from chromadb import PersistentClient
+    from chromadb.config import Settings
+
+    settings = Settings(anonymized_telemetry=False)
+    database = directory / CHROMA_DIR / CHROMA_DB
+    repair = f"run `ragbudget repair --index {directory}`"
+    try:
+        if config.vector_store.host is not None:
+            client = connect_chroma_server(config.vector_store, settings)
+            collection = client.get_collection(config.vector_store.collection)
+            return _content_hashes(collection)
+        if not database.is_file():
+            if not expected:
+                return {}
+            raise IndexLoadError(f"{database} is missing: the vector side is gone")
+        _check_hnsw(directory / CHROMA_DIR)
+        with tempfile.TemporaryDirectory(prefix="ragbudget-inspect-") as temporary:
+            copy = Path(temporary) / CHROMA_DIR
+            shutil.copytree(directory / CHROMA_DIR, copy)
+            client = PersistentClient(path=str(copy), settings=settings)
+            try:
+                return _content_hashes(client.get_collection(COLLECTION))
+            finally:
+                _close_client(client)
+                _release_chroma(copy)
+    except IndexLoadError as exc:
+        problems.append(f"{str(exc).split('; run ')[0]}; {repair}")
+    except Exception as exc:  # chromadb raises its own types for a broken store
+        problems.append(
+            f"{database}: the vector store cannot be read "
+            f"({type(exc).__name__}: {exc}); {repair}"
+        )
+    return None
+
+
+def _content_hashes(store: Any) -> dict[str, str | None]:
+    """Text hash by chunk id of a Chroma store or a chromadb collection."""
+    found = _get_all(store, ["metadatas"])
+    return {
+        chunk_id: (meta or {}).get("content_hash")
+        for chunk_id, meta in zip(found["ids"], found["metadatas"], strict=True)
+    }
 
 
 def _read_json(path: Path) -> Any:
@@ -1098,7 +1327,11 @@ def _dense_documents(store: Chroma) -> dict[str, Document]:
 
 
 def _close_store(store: Any) -> None:
-    close = getattr(getattr(store, "_client", None), "close", None)
+    _close_client(getattr(store, "_client", None))
+
+
+def _close_client(client: Any) -> None:
+    close = getattr(client, "close", None)
     if callable(close):
         try:
             close()

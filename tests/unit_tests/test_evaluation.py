@@ -231,3 +231,23 @@ def test_the_harness_leaves_out_the_query_itself_unless_told() -> None:
     acc.ignore_query = None  # --keep-identical-ids
     acc.rank("fusion", hits, {"d2": 1})
     assert [ranked for ranked, _ in acc.rankings["fusion"]] == [["d2"], ["q1", "d2"]]
+
+
+@pytest.mark.needs_embedding_model
+@pytest.mark.needs_tiktoken
+def test_cli_eval_json_alone_prints_one_object_on_stdout(
+    beir_folder: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(tmp_path / "cache"))
+    config = tmp_path / "offline.yml"
+    config.write_text("rerank:\n  download: false\n")
+    argv = ["eval", str(beir_folder), "--config", str(config), "--limit", "2"]
+    assert main([*argv, "--surface", "chat", "--json"]) == 0
+    out, err = capsys.readouterr()
+    result = json.loads(out)  # nothing but the object on stdout
+    assert result["n_queries"] == 2
+    assert "budget:chat" in {row["stage"] for row in result["quality"]}
+    assert "nDCG" in err or "ndcg" in err.lower()  # the tables went to stderr
