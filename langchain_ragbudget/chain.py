@@ -61,6 +61,7 @@ WEAK_NOTE = (
 )
 _TRUNCATED_REASONS = {"length", "max_tokens", "MAX_TOKENS"}
 _MAX_NAMED = 12  # ids named in one warning line; the structured answer has them all
+ANSWER_RUN = "budgeted_stuff_chain"  # the run name of the stuff chain, for tracers
 
 
 class BudgetedAnswer(BaseModel):
@@ -342,7 +343,7 @@ def create_budgeted_stuff_chain(
                 ),
                 name="ragbudget_answer",
             )
-        ).with_config(run_name="budgeted_stuff_chain")
+        ).with_config(run_name=ANSWER_RUN)
     return _text_chain(generate)
 
 
@@ -394,7 +395,7 @@ def _text_chain(generate: Runnable[dict[str, Any], Any]) -> Runnable[Any, str]:
             yield _text_of(chunk)
         yield _warning_tail(_context_of(state), reply)
 
-    return RunnableGenerator(stream, astream, name="budgeted_stuff_chain")
+    return RunnableGenerator(stream, astream, name=ANSWER_RUN)
 
 
 def _merged(states: Iterator[dict[str, Any]]) -> dict[str, Any]:

@@ -433,7 +433,12 @@ def run_ask(args: argparse.Namespace, console: Console) -> None:
     console.print(pipeline_line(config, reranker))
     llm = chat_model(config, console)
     explained = explain(
-        args.question, index.as_retriever(), budget, reranker=reranker, llm=llm
+        args.question,
+        index.as_retriever(),
+        budget,
+        reranker=reranker,
+        llm=llm,
+        tracing=config.tracing,
     )
     if args.json:
         _print_json(

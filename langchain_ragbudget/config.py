@@ -224,6 +224,12 @@ class LlmSettings(_Strict):
     timeout: StrictFloat = Field(60.0, gt=0)
 
 
+class TracingSettings(_Strict):
+    """OpenTelemetry spans per stage (the `otel` extra); off unless switched on."""
+
+    otel: StrictBool = False
+
+
 class SurfaceSettings(_Strict):
     """The context budget of one surface (chat, search, an API...).
 
@@ -292,6 +298,7 @@ class RagBudgetConfig(_Strict):
             when the model is unavailable).
         index: Where a `HybridIndex` lives and how files are chunked.
         llm: The chat model for the demo and the CLI.
+        tracing: Whether chains built with it emit OpenTelemetry spans.
         surfaces: Each surface's context budget, by name.
         source: The file this configuration came from (used in error messages).
     """
@@ -303,6 +310,7 @@ class RagBudgetConfig(_Strict):
     rerank: RerankSettings = RerankSettings()
     index: IndexSettings = IndexSettings()
     llm: LlmSettings = LlmSettings()
+    tracing: TracingSettings = TracingSettings()
     surfaces: dict[str, SurfaceSettings]
     source: StrictStr = Field(DEFAULT_CONFIG_NAME, exclude=True)
 

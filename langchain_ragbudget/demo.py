@@ -51,6 +51,7 @@ def run_demo(
             build_budget(surface, config),
             reranker=reranker,
             llm=llm,
+            tracing=config.tracing,
         )
         show_explained(
             console,

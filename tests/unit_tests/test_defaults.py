@@ -17,6 +17,7 @@ from langchain_ragbudget.config import (
     RetrievalSettings,
     SparseSettings,
     SurfaceSettings,
+    TracingSettings,
     VectorStoreSettings,
     load_config,
 )
@@ -36,6 +37,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "index": IndexSettings,
     "rerank": RerankSettings,
     "llm": LlmSettings,
+    "tracing": TracingSettings,
 }
 
 
