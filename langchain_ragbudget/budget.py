@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -35,8 +36,8 @@ from langchain_ragbudget.config import (
     RagBudgetConfig,
     RetrievalSettings,
     SurfaceSettings,
+    as_config,
     default_of,
-    load_config,
 )
 from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.evidence import Evidence, assess_evidence
@@ -280,9 +281,9 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     Example:
         .. code-block:: python
 
-            from langchain_ragbudget import ContextBudget, load_config
+            from langchain_ragbudget import ContextBudget
 
-            budget = ContextBudget.from_config("chat", load_config("ragbudget.yml"))
+            budget = ContextBudget.from_config("ragbudget.yml", surface="chat")
             context = budget.fit(retriever.invoke("what lowers blood pressure?"))
             print(context.report.tokens_used, context.report.max_tokens)
             for record in context.report.drops:
@@ -298,22 +299,27 @@ class ContextBudget(RunnableSerializable[Any, Any]):
 
     @classmethod
     def from_config(
-        cls, surface: str = "chat", config: RagBudgetConfig | None = None, **kwargs: Any
+        cls,
+        config: RagBudgetConfig | str | Path | None = None,
+        *,
+        surface: str = "chat",
+        **kwargs: Any,
     ) -> ContextBudget:
-        """The budget of `surface` from a loaded config (defaults if None).
+        """The budget of `surface`, as the configuration describes it.
 
         Args:
+            config: A loaded configuration, a YAML file, or None for the shipped
+                defaults.
             surface: A key of the config's `surfaces`.
-            config: The loaded configuration; the shipped defaults if None.
             **kwargs: Further fields, e.g. `format`.
 
         Returns:
             The budget, with the config's `retrieval.id_key`.
 
         Raises:
-            ConfigError: The config has no such surface.
+            ConfigError: The file is invalid, or it has no such surface.
         """
-        config = config or load_config()
+        config = as_config(config)
         return cls(
             surface=surface,
             settings=config.surface(surface),

@@ -365,7 +365,7 @@ def load_config(path: str | Path | None = None) -> RagBudgetConfig:
 
             config = load_config("ragbudget.yml")
             print(config.surface("chat").max_tokens)
-            budget = ContextBudget.from_config("chat", config)
+            budget = ContextBudget.from_config(config, surface="chat")
     """
     return _load(path).config
 
@@ -518,6 +518,22 @@ def load_surface(name: str, path: str | Path | None = None) -> SurfaceSettings:
         ConfigError: The file is invalid or has no such surface.
     """
     return load_config(path).surface(name)
+
+
+def as_config(config: RagBudgetConfig | str | Path | None) -> RagBudgetConfig:
+    """The configuration a component's `from_config` was given, loaded if need be.
+
+    Args:
+        config: A loaded configuration, a YAML file merged over the defaults, or
+            None for the shipped defaults.
+
+    Returns:
+        The validated configuration.
+
+    Raises:
+        ConfigError: The file is invalid.
+    """
+    return config if isinstance(config, RagBudgetConfig) else load_config(config)
 
 
 def _default_text() -> str:

@@ -57,9 +57,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_chroma import Chroma
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
@@ -82,6 +81,9 @@ from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.identity import content_hash
 from langchain_ragbudget.loaders import FileError, check_content
 from langchain_ragbudget.sparse import BM25Retriever
+
+if TYPE_CHECKING:  # chromadb takes most of a second to import: only when used
+    from langchain_chroma import Chroma
 
 logger = logging.getLogger(__name__)
 
@@ -1290,6 +1292,8 @@ def _open_dense(
             f"{database}: the vector store cannot be opened "
             f"({type(exc).__name__}: {exc}); {repair}"
         ) from exc
+    from langchain_chroma import Chroma
+
     if not isinstance(store, Chroma):  # build_vector_store makes Chroma
         raise TypeError(f"expected a Chroma store, got {type(store)}")
     try:

@@ -85,8 +85,8 @@ def create_budgeted_rag_chain(
             chain = create_budgeted_rag_chain(
                 build_hybrid_retriever(documents, config),
                 llm,
-                budget=ContextBudget.from_config("chat", config),
-                reranker=FlashRankRerank.from_config(config.rerank),
+                budget=ContextBudget.from_config(config, surface="chat"),
+                reranker=FlashRankRerank.from_config(config),
                 structured=True,
                 tracing=config.tracing,  # `tracing: {otel: true}` in the YAML
             )

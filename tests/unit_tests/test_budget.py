@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -217,9 +218,16 @@ def test_list_in_context_out_and_bad_input_named() -> None:
         budget().invoke({"docs": []})
 
 
-def test_from_config_uses_the_surface() -> None:
-    stage = ContextBudget.from_config("search", load_config())
-    assert stage.surface == "search" and stage.settings.max_tokens == 4000
+def test_from_config_takes_a_config_a_file_or_nothing(tmp_path: Path) -> None:
+    yaml_file = tmp_path / "ragbudget.yml"
+    yaml_file.write_text("surfaces:\n  search:\n    max_tokens: 777\n")
+    loaded = ContextBudget.from_config(load_config(yaml_file), surface="search")
+    from_file = ContextBudget.from_config(yaml_file, surface="search")
+    assert loaded.surface == from_file.surface == "search"
+    assert (
+        loaded.settings == from_file.settings and from_file.settings.max_tokens == 777
+    )
+    assert ContextBudget.from_config().settings == load_config().surface("chat")
 
 
 def test_format_must_keep_token_counts_additive() -> None:
