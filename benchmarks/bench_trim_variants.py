@@ -29,6 +29,7 @@ from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.config import SurfaceSettings, load_config
 from langchain_ragbudget.evaluation import _doc_id, _Stages
 from langchain_ragbudget.factory import build_embeddings
+from langchain_ragbudget.progress import ProgressBars
 from langchain_ragbudget.relevance import sentence_relevance, terms
 from langchain_ragbudget.survival import policy_survival
 
@@ -39,7 +40,8 @@ Case = tuple[str, list[Document], dict[int, list[str]]]
 
 def cases(folder: str) -> list[Case]:
     dataset = load_beir(folder)
-    stages = _Stages.build(dataset, load_config(), ["chat"], None, None)
+    with ProgressBars(transient=True) as progress:  # embeds SciFact on a first run
+        stages = _Stages.build(dataset, load_config(), ["chat"], None, progress)
     hybrid = stages.hybrid
     out = []
     for query_id, text in dataset.queries.items():

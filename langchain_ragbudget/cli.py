@@ -7,13 +7,12 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from langchain_core.documents import Document
 from rich.console import Console
-from rich.progress import Progress, TaskID
 
 from langchain_ragbudget.config import DEFAULT_SURFACE
 from langchain_ragbudget.errors import InvalidInputError, RagBudgetError
@@ -390,27 +389,27 @@ def _refuse_large_prune(
 def _ingest(
     index: Any, ids: dict[str, Path], given: Path, console: Console
 ) -> tuple[Any, int]:
-    """Read and upsert the files; (summary, how many files could not be read).
+    """Read every file, then upsert them; (summary, files that could not be read).
 
-    A file that cannot be read is refused like an empty one, but counted apart:
-    it is a failure, where an empty file is an expected refusal.
+    Reading all files first gives each stage (reading, chunking, embedding) a bar
+    with its true total; the index holds every chunk in memory anyway. A file
+    that cannot be read is refused like an empty one, but counted apart: it is a
+    failure, where an empty file is an expected refusal.
     """
     from langchain_ragbudget.loaders import FileError, load_file
+    from langchain_ragbudget.progress import ProgressBars, StageProgress
 
     read_errors: list[FileError] = []
-
-    def documents() -> Iterator[Document]:
+    documents: list[Document] = []
+    with ProgressBars(console, transient=True) as progress:
+        read = StageProgress(progress, "reading files", len(ids)).start()
         for key, path in ids.items():
             try:
-                yield load_file(path, given, doc_id=key)
+                documents.append(load_file(path, given, doc_id=key))
             except ValueError as exc:
                 read_errors.append(FileError(key, str(exc)))
-
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task("indexing", total=len(ids))
-        summary = index.upsert(
-            documents(), on_document=lambda _: progress.advance(task)
-        )
+            read.advance()
+        summary = index.upsert(documents, progress=progress)
     summary.errors[:0] = read_errors
     return summary, len(read_errors)
 
@@ -537,6 +536,7 @@ def run_eval(
     from langchain_ragbudget.beir import load_beir
     from langchain_ragbudget.config import load_config
     from langchain_ragbudget.evaluation import evaluate, evaluate_chunked
+    from langchain_ragbudget.progress import ProgressBars
     from langchain_ragbudget.report import (
         plot_survival,
         rich_tables,
@@ -548,25 +548,18 @@ def run_eval(
     for surface in args.surface or []:
         config.surface(surface)  # an unknown surface fails before any work
     dataset = load_beir(args.data, args.split)
-    with Progress(console=console, transient=True) as progress:
-        tasks: dict[str, TaskID] = {}
-
-        def report(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = progress.add_task(stage, total=total)
-            progress.update(tasks[stage], completed=done)
-
+    with ProgressBars(console, transient=True) as progress:
         result = evaluate(
             dataset,
             config,
             surfaces=args.surface,
             k=args.k,
             limit=args.limit,
-            progress=report,
+            progress=progress,
             ignore_identical_ids=not args.keep_identical_ids,
         )
         result.chunked = [
-            evaluate_chunked(dataset, config, size, limit=args.limit, progress=report)
+            evaluate_chunked(dataset, config, size, limit=args.limit, progress=progress)
             for size in args.chunk_size or []
         ]
     for table in rich_tables(result):

@@ -53,7 +53,7 @@ import shutil
 import struct
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Sized
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -80,6 +80,7 @@ from langchain_ragbudget.files import atomic_write_text, publish_folder
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.identity import content_hash
 from langchain_ragbudget.loaders import FileError, check_content
+from langchain_ragbudget.progress import ProgressCallback, StageProgress
 from langchain_ragbudget.sparse import BM25Retriever
 
 if TYPE_CHECKING:  # chromadb takes most of a second to import: only when used
@@ -96,7 +97,8 @@ BM25_DOCUMENTS = "documents.jsonl"
 CHROMA_DIR = "chroma"
 CHROMA_DB = "chroma.sqlite3"
 COLLECTION = "ragbudget-index"
-FLUSH_CHUNKS = 1024  # pending chunks written (length-sorted) to the vector side at once
+CHUNKING = "chunking documents"  # progress stages of `upsert`
+EMBEDDING = "embedding chunks"
 _VERSION = re.compile(r"^\.?sparse-(\d+)-(\d+)(\.tmp)?$")
 _HNSW_FILES = ("header.bin", "data_level0.bin", "length.bin", "link_lists.bin")
 _HNSW_HEADER_SIZE = 100  # chromadb's hnswlib: int32 version, then the index header
@@ -589,7 +591,7 @@ class HybridIndex:
         self,
         documents: Iterable[Document],
         *,
-        on_document: Callable[[str], None] | None = None,
+        progress: ProgressCallback | None = None,
     ) -> IngestSummary:
         """Add new documents, replace changed ones, skip unchanged ones; then save.
 
@@ -599,9 +601,15 @@ class HybridIndex:
         An unchanged document whose chunks are missing from either side is re-added.
         A document counts as changed when its text or its metadata changed.
 
+        Every document is chunked before any chunk is embedded: embedding takes
+        nearly all the time, and so its progress has a true total from the start,
+        and the vector side gets all new chunks in one length-sorted run.
+
         Args:
-            documents: Whole source documents (chunked here), read lazily.
-            on_document: Called with each document id once it is handled.
+            documents: Whole source documents (chunked here).
+            progress: Hears `CHUNKING` (documents handled; the total when
+                `documents` has a length), then `EMBEDDING` (chunks embedded and
+                written, of all new chunks).
 
         Returns:
             What happened to each document; refused ones are in `errors`.
@@ -610,14 +618,12 @@ class HybridIndex:
             ValueError: A document has no id.
         """
         summary = IngestSummary()
+        total = len(documents) if isinstance(documents, Sized) else None
+        chunked = StageProgress(progress, CHUNKING, total).start()
         for document in documents:
-            doc_id = _doc_id(document)
-            self._upsert_one(doc_id, document, summary)
-            if len(self._pending_adds) >= FLUSH_CHUNKS:
-                self._flush()
-            if on_document is not None:
-                on_document(doc_id)
-        self.commit()
+            self._upsert_one(_doc_id(document), document, summary)
+            chunked.advance()
+        self.commit(progress)
         return summary
 
     def _upsert_one(
@@ -704,7 +710,7 @@ class HybridIndex:
                 self._pending_deletes.append(chunk_id)
         return len(chunk_ids)
 
-    def _flush(self) -> None:
+    def _flush(self, progress: ProgressCallback | None = None) -> None:
         """Write pending vector-side changes: deletes first, then adds in batches.
 
         Batching matters: one Chroma write per document cost a quarter of ingest.
@@ -715,14 +721,23 @@ class HybridIndex:
                 self._dense_hashes.pop(chunk_id, None)
             self._pending_deletes = []
         if self._pending_adds:
-            add_documents(self.vectorstore, list(self._pending_adds.values()))
+            embedded = StageProgress(progress, EMBEDDING, len(self._pending_adds))
+            add_documents(
+                self.vectorstore,
+                list(self._pending_adds.values()),
+                on_batch=embedded.start().advance,
+            )
             for chunk_id, chunk in self._pending_adds.items():
                 self._dense_hashes[chunk_id] = chunk.metadata.get("content_hash")
             self._pending_adds = {}
 
-    def commit(self) -> None:
-        """Write the vector side, then rebuild BM25 and save it atomically."""
-        self._flush()
+    def commit(self, progress: ProgressCallback | None = None) -> None:
+        """Write the vector side, then rebuild BM25 and save it atomically.
+
+        Args:
+            progress: Hears `EMBEDDING`, chunks embedded of those pending.
+        """
+        self._flush(progress)
         chunks = list(self._chunks.values())
         self._sparse = build_sparse_retriever(chunks, self.config) if chunks else None
         _save_sparse(self.directory, self._records, self._sparse, self._manifest)

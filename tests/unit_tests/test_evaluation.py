@@ -208,7 +208,19 @@ def test_chunked_evaluation_counts_evidence_across_chunks(
             for i, q in enumerate(questions)
         },
     )
-    first = evaluate_chunked(dataset, load_config(), 64, budgets=[128, 1024])
+    reports: list[tuple[str, int, int | None]] = []
+    first = evaluate_chunked(
+        dataset,
+        load_config(),
+        64,
+        budgets=[128, 1024],
+        progress=lambda *report: reports.append(report),
+    )
+    stage = "64-token chunks: embedding chunks"
+    embedded = [done for name, done, _ in reports if name == stage]
+    totals = {total for name, _, total in reports if name == stage}
+    assert embedded[0] == 0 and totals == {embedded[-1]} and embedded[-1] > 0
+    assert reports[-1] == ("queries (64-token chunks)", 3, 3)
     assert first.k == chunk_k(10, 64) == 40 and first.evidence_gold > 0
     assert all(n == 0 for n in first.mid_sentence_cuts.values())
     assert set(first.evidence_survival) == {"naive slice", "stop", "skip", "trim"}
@@ -216,8 +228,16 @@ def test_chunked_evaluation_counts_evidence_across_chunks(
         assert all(share is not None and 0 <= share <= 1 for share in shares)
     trim, skip = first.evidence_survival["trim"][1], first.evidence_survival["skip"][1]
     assert trim is not None and skip is not None and trim >= skip
-    again = evaluate_chunked(dataset, load_config(), 64, budgets=[128, 1024])
+    reports.clear()
+    again = evaluate_chunked(
+        dataset,
+        load_config(),
+        64,
+        budgets=[128, 1024],
+        progress=lambda *report: reports.append(report),
+    )
     assert again == first  # the cached index gives the same result
+    assert {stage for stage, _, _ in reports} == {"queries (64-token chunks)"}
 
 
 def test_the_harness_leaves_out_the_query_itself_unless_told() -> None:
