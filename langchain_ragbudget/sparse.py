@@ -242,11 +242,15 @@ class BM25Retriever(BaseRetriever):
                     ) from exc
 
     @classmethod
-    def load(cls, directory: str | Path, **overrides: Any) -> BM25Retriever:
+    def load(
+        cls, directory: str | Path, *, mmap: bool = False, **overrides: Any
+    ) -> BM25Retriever:
         """Read a retriever written by `save`; `overrides` may change e.g. `k`.
 
         Args:
             directory: A folder written by `save`.
+            mmap: Memory-map the score arrays instead of reading them (a large
+                index opens at once and its pages are shared between processes).
             **overrides: Fields to set instead of the saved ones.
 
         Returns:
@@ -264,7 +268,9 @@ class BM25Retriever(BaseRetriever):
         try:
             settings = json.loads(settings_file.read_text(encoding="utf-8"))
             retriever = cls(**{**settings, **overrides})
-            retriever._index = bm25s.BM25.load(str(path), show_progress=False)
+            retriever._index = bm25s.BM25.load(
+                str(path), mmap=mmap, show_progress=False
+            )
             with (path / _DOCUMENTS_FILE).open(encoding="utf-8") as lines:
                 retriever._documents = [
                     Document(
