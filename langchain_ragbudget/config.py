@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, cast
 
 import yaml
+from langchain_core.retrievers import BaseRetriever
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -54,7 +55,9 @@ PLACEHOLDERS = (
     "n/a",
 )
 # A built-in name, or "package.module:ClassName" of any LangChain implementation.
-_PROVIDER = r"^(fastembed|chroma|[A-Za-z_][\w.]*:[A-Za-z_]\w*)$"
+_CLASS_PATH = r"[A-Za-z_][\w.]*:[A-Za-z_]\w*"
+_PROVIDER = rf"^(fastembed|chroma|{_CLASS_PATH})$"
+_SPARSE_PROVIDER = rf"^(bm25s|{_CLASS_PATH})$"
 
 
 def default_of(settings: type[BaseModel], name: str) -> Any:
@@ -134,9 +137,23 @@ class RetrievalSettings(_Strict):
         return self
 
 
-class SparseSettings(_Strict):
-    """BM25 parameters for bm25s, and its tokenizer."""
+def _retriever_class(path: str) -> str:
+    if ":" in path and not issubclass(import_provider(path), BaseRetriever):
+        raise ValueError(f"{path!r} is not a LangChain BaseRetriever subclass")
+    return path
 
+
+class SparseSettings(_Strict):
+    """The sparse side: BM25 on bm25s (its parameters, its tokenizer), or any retriever.
+
+    `provider` names a LangChain retriever class as "package.module:Class" (BM25 on
+    Elasticsearch or OpenSearch, say); fusion, rerank and budget stay as they are.
+    """
+
+    provider: Annotated[StrictStr, AfterValidator(_retriever_class)] = Field(
+        "bm25s", pattern=_SPARSE_PROVIDER
+    )
+    options: _Options = Field(default_factory=dict)
     k1: StrictFloat = Field(1.5, gt=0)
     b: StrictFloat = Field(0.75, ge=0, le=1)
     method: BM25Method = "lucene"

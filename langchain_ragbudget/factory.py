@@ -21,6 +21,7 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
 from langchain_ragbudget.budget import ContextBudget
@@ -128,7 +129,21 @@ def build_vector_store(
 def build_sparse_retriever(
     documents: Sequence[Document], config: RagBudgetConfig
 ) -> BM25Retriever:
-    """BM25 over `documents` with the configured parameters and fetch size."""
+    """BM25 (bm25s) over `documents` with the configured parameters and fetch size.
+
+    Raises:
+        ConfigError: `sparse.provider` names another class: the on-disk index and
+            the corpus caches keep a bm25s side of their own, and would otherwise
+            ignore that setting in silence.
+    """
+    if config.sparse.provider != "bm25s":
+        raise ConfigError(
+            config.source,
+            "sparse.provider",
+            config.sparse.provider,
+            "the on-disk index and corpus caches keep their own bm25s side; a "
+            "class-path sparse retriever is used by build_hybrid_retriever",
+        )
     return BM25Retriever.from_documents(
         documents,
         k=config.retrieval.sparse.fetch_k,
@@ -140,8 +155,43 @@ def build_sparse_retriever(
     )
 
 
+def build_sparse_side(
+    documents: Sequence[Document], config: RagBudgetConfig
+) -> BaseRetriever:
+    """The configured sparse retriever: bm25s, or the `sparse.provider` class.
+
+    A class with `from_documents` indexes `documents` (as bm25s does); one without
+    is made with `options` alone, for a server that already holds the passages.
+    `retrieval.sparse.fetch_k` becomes its `k` when it has that field and `options`
+    does not set one.
+
+    Raises:
+        ConfigError: The class refuses `options` (named with the file and key).
+    """
+    settings = config.sparse
+    if settings.provider == "bm25s":
+        return build_sparse_retriever(documents, config)
+    provider = import_provider(settings.provider)
+    options = dict(settings.options)
+    if "k" in getattr(provider, "model_fields", {}):
+        options.setdefault("k", config.retrieval.sparse.fetch_k)
+    try:
+        if hasattr(provider, "from_documents"):
+            retriever: BaseRetriever = provider.from_documents(documents, **options)
+        else:
+            retriever = provider(**options)
+    except (TypeError, ValueError) as exc:  # pydantic's ValidationError included
+        raise ConfigError(
+            config.source,
+            "sparse.options",
+            settings.options,
+            f"{settings.provider} refused them: {type(exc).__name__}: {exc}",
+        ) from exc
+    return retriever
+
+
 def hybrid_retriever(
-    sparse: BM25Retriever,
+    sparse: BaseRetriever,
     vectorstore: VectorStore,
     config: RagBudgetConfig,
     docstore: Mapping[str, Document] | None = None,
@@ -150,7 +200,8 @@ def hybrid_retriever(
     """BM25 and dense search over `vectorstore`, fused as configured.
 
     Args:
-        sparse: A BM25 index over the same passages as `vectorstore`.
+        sparse: A sparse retriever (BM25, or any retriever) over the same
+            passages as `vectorstore`.
         vectorstore: Any LangChain vector store, filled.
         config: The loaded configuration (weights, fetch sizes, k, rrf_c, id_key).
         docstore: Passages by id, so a Chroma store is asked for ids and distances
@@ -183,7 +234,7 @@ def build_hybrid_retriever(
     *,
     vectorstore: VectorStore | None = None,
     embeddings: Embeddings | None = None,
-    sparse: BM25Retriever | None = None,
+    sparse: BaseRetriever | None = None,
 ) -> HybridRetriever:
     """BM25 + dense over `documents`, fused as configured.
 
@@ -193,7 +244,8 @@ def build_hybrid_retriever(
         vectorstore: A store already holding `documents`; when None, the configured
             Chroma is built and `documents` are added to it.
         embeddings: The embedding model for a new store (else built from config).
-        sparse: A BM25 index already built over `documents` (e.g. from a cache).
+        sparse: A sparse retriever already built over `documents` (e.g. BM25 from
+            a cache); when None, `sparse.provider` is built.
 
     Returns:
         The hybrid retriever. With Chroma and ids on every document, the dense side
@@ -208,6 +260,7 @@ def build_hybrid_retriever(
             documents are embedded into a new store).
         VectorStoreUnavailableError: The configured Chroma server cannot be
             reached.
+        ConfigError: The `sparse.provider` class refuses its `options`.
     """
     documents = check_passages(documents)
     config = config or load_config()
@@ -219,7 +272,7 @@ def build_hybrid_retriever(
     docstore = {doc.id: doc for doc in documents if doc.id is not None}
     use_docstore = is_chroma(vectorstore) and len(docstore) == len(documents)
     return hybrid_retriever(
-        sparse or build_sparse_retriever(documents, config),
+        sparse or build_sparse_side(documents, config),
         vectorstore,
         config,
         docstore if use_docstore else None,

@@ -46,6 +46,8 @@ def distinct_keys(lists: Sequence[Sequence[tuple[str, str]]]) -> list[list[str]]
     same text is the same candidate; with a different text it becomes `key#2` (then
     `#3`...), skipping any name already in use, so both candidates are kept apart.
     """
+    if _no_collision(lists):
+        return [[key for key, _ in pairs] for pairs in lists]
     taken = {key for pairs in lists for key, _ in pairs}
     texts: dict[str, dict[str, str]] = {}
     out: list[list[str]] = []
@@ -60,6 +62,20 @@ def distinct_keys(lists: Sequence[Sequence[tuple[str, str]]]) -> list[list[str]]
             keys.append(assigned)
         out.append(keys)
     return out
+
+
+def _no_collision(lists: Sequence[Sequence[tuple[str, str]]]) -> bool:
+    """Whether no key carries two texts: the common case, checked cheaply.
+
+    Both sides usually hand over the same text object, so `is` settles most pairs.
+    """
+    first: dict[str, str] = {}
+    for pairs in lists:
+        for key, text in pairs:
+            seen = first.setdefault(key, text)
+            if seen is not text and seen != text:
+                return False
+    return True
 
 
 def _fresh(key: str, taken: set[str]) -> str:

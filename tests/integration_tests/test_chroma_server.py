@@ -9,8 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from langchain_core.runnables import RunnableParallel, RunnablePassthrough
 
-from langchain_ragbudget import build_hybrid_retriever, load_config
+from langchain_ragbudget import ContextBudget, build_hybrid_retriever, load_config
 from langchain_ragbudget.sample import load_sample_corpus
 
 
@@ -53,3 +54,32 @@ def test_hybrid_retrieval_against_a_chroma_server(
     assert all(
         "dense_rank" in doc.metadata or "bm25_rank" in doc.metadata for doc in top
     )
+
+
+def test_budgeted_pipeline_on_a_chroma_server_with_a_class_path_sparse_side(
+    tmp_path: Path, chroma_port: int
+) -> None:
+    # Both sides moved by YAML alone: vectors to a real `chroma run`, the sparse side
+    # to langchain_community's BM25Retriever; fusion and the budget are unchanged.
+    path = tmp_path / "moved.yml"
+    path.write_text(
+        "sparse:\n  provider: langchain_community.retrievers:BM25Retriever\n"
+        f"vector_store:\n  host: 127.0.0.1\n  port: {chroma_port}\n  timeout: 10\n"
+        "  collection: moved\n"
+    )
+    config = load_config(path)
+    retriever = build_hybrid_retriever(load_sample_corpus(), config)
+    assert type(retriever.retrievers[0]).__module__.startswith("langchain_community")
+    chain = RunnableParallel(
+        question=RunnablePassthrough(), documents=retriever
+    ) | ContextBudget.from_config("chat", config)
+    result = chain.invoke("How long are application logs retained?")
+    context = result["context"]
+    assert "data-retention-policy::0" in context.report.kept_ids
+    fused = {
+        doc.id for doc in retriever.invoke("How long are application logs retained?")
+    }
+    dropped = {record.key for record in context.report.drops}
+    assert dropped and not dropped & set(context.report.kept_ids)
+    # every fused candidate is kept or named in a drop record: none vanished
+    assert fused <= set(context.report.kept_ids) | dropped

@@ -269,6 +269,25 @@ def test_direct_hits_and_traced_child_runs_give_the_same_result(
 
 
 @pytest.mark.needs_embedding_model
+async def test_async_direct_hits_equal_the_sync_ones(
+    embeddings: FastEmbedEmbeddings,
+) -> None:
+    corpus = load_sample_corpus()
+    hybrid = build_hybrid_retriever(corpus, load_config(), embeddings=embeddings)
+    for query in ("How long are application logs retained?", "refund policy"):
+        sync = hybrid.invoke(query, k=5)
+        not_sync = await hybrid.ainvoke(query, k=5)
+        assert [d.id for d in not_sync] == [d.id for d in sync]
+        assert [without_run(d.metadata) for d in not_sync] == [
+            without_run(d.metadata) for d in sync
+        ]
+        assert [r.to_dict() for r in drops_of(not_sync)] == [
+            r.to_dict() for r in drops_of(sync)
+        ]
+        assert len(drops_of(not_sync)) > 0
+
+
+@pytest.mark.needs_embedding_model
 def test_batch_from_threads_matches_one_by_one(
     embeddings: FastEmbedEmbeddings,
 ) -> None:

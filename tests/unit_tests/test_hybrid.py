@@ -7,6 +7,7 @@ exercised in test_standard.py and test_dense.py.
 
 import asyncio
 import json
+import threading
 
 import pytest
 from langchain_core.callbacks import (
@@ -18,7 +19,8 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import Field, ValidationError
 
 from langchain_ragbudget import CandidateList, DropReason, HybridRetriever, Stage
-from langchain_ragbudget.ledger import LEDGER_KEY
+from langchain_ragbudget.hybrid import ScoredSearch
+from langchain_ragbudget.ledger import LEDGER_KEY, drops_of
 
 
 class ListRetriever(BaseRetriever):
@@ -238,3 +240,81 @@ def test_a_cut_candidate_is_built_only_when_read_and_then_in_full() -> None:
     assert built.metadata["list_rank"] == 3 and built.metadata["list_score"] == 8.0
     assert record.document is built  # built once
     assert record.to_dict()["id"] == "d2" and record.source is None
+
+
+class HandOverRetriever(BaseRetriever):
+    """Hands over its hits directly (`ScoredSearch`) once `released` is set.
+
+    It records the thread each search runs in, and waits for an event that only a
+    coroutine on the event loop sets: a search run on the loop's own thread could
+    never see it set, so a blocked loop fails the test instead of passing slowly.
+    """
+
+    documents: list[Document]
+    released: threading.Event
+    threads: list[int] = Field(default_factory=list)
+
+    def scored_hits(
+        self, query: str, k: int | None = None
+    ) -> list[tuple[Document, float]]:
+        self.threads.append(threading.get_ident())
+        if not self.released.wait(timeout=10):
+            raise AssertionError("the event loop was blocked while searching")
+        return [
+            (d, float(len(self.documents) - i)) for i, d in enumerate(self.documents)
+        ]
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        raise AssertionError("a child run was not expected: nobody listens")
+
+
+async def test_async_direct_path_leaves_the_event_loop_free() -> None:
+    released = threading.Event()
+    one = HandOverRetriever(documents=[doc("a"), doc("b")], released=released)
+    two = HandOverRetriever(documents=[doc("b"), doc("c")], released=released)
+    hybrid = HybridRetriever(retrievers=[one, two], k=2)
+    assert all(isinstance(r, ScoredSearch) for r in hybrid.retrievers)
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        await asyncio.sleep(0)  # runs only if the query left the loop free
+        ticks += 1
+        released.set()
+
+    results, _ = await asyncio.gather(hybrid.ainvoke("q"), tick())
+    assert ticks == 1 and [d.id for d in results] == ["b", "a"]
+    assert [r.key for r in drops_of(results)] == ["c"]
+    # one hop off the loop for the whole query, not one per retriever
+    loop_thread = threading.get_ident()
+    assert len(set(one.threads + two.threads)) == 1
+    assert one.threads[0] != loop_thread
+
+
+async def test_async_direct_path_equals_the_sync_path() -> None:
+    released = threading.Event()
+    released.set()
+    docs = [doc(f"d{i}", source=f"s{i % 3}") for i in range(8)]
+    hybrid = HybridRetriever(
+        retrievers=[
+            HandOverRetriever(documents=docs, released=released),
+            HandOverRetriever(documents=docs[::-1], released=released),
+        ],
+        k=3,
+    )
+    sync, not_sync = hybrid.invoke("q"), await hybrid.ainvoke("q")
+    assert [d.id for d in sync] == [d.id for d in not_sync] == ["d0", "d7", "d1"]
+    assert [without_run(d.metadata) for d in sync] == [
+        without_run(d.metadata) for d in not_sync
+    ]
+    assert [r.to_dict() for r in drops_of(sync)] == [
+        r.to_dict() for r in drops_of(not_sync)
+    ]
+    assert len(drops_of(not_sync)) == 5
+
+
+def without_run(metadata: dict[str, object]) -> dict[str, object]:
+    """Metadata minus the run id, which differs from run to run by design."""
+    return {key: value for key, value in metadata.items() if key != LEDGER_KEY}

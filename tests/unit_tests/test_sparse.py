@@ -4,9 +4,12 @@ from pathlib import Path
 import bm25s
 import pytest
 import Stemmer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.documents import Document
 
 from langchain_ragbudget import BM25Retriever
+from langchain_ragbudget.sparse import TOKEN_PATTERN
 
 TEXTS = [
     "Runners were running in the marathon on Sunday.",
@@ -136,3 +139,49 @@ def test_from_texts_keeps_metadata_and_ids() -> None:
     )
     (top,) = retriever.invoke("bread")
     assert (top.id, top.metadata["s"]) == ("y", 2)
+
+
+@pytest.mark.parametrize(
+    ("stemmer", "stopwords"),
+    [("english", "en"), (None, None), ("english", ["marathon", "the"]), (None, "en")],
+)
+@settings(max_examples=150, deadline=None)
+@given(text=st.text(min_size=1, max_size=80) | st.sampled_from(TEXTS))
+def test_query_tokens_are_bm25s_tokens(
+    stemmer: str | None, stopwords: str | list[str] | None, text: str
+) -> None:
+    # The query path tokenizes without bm25s's batch machinery; bm25s stays the
+    # reference, on arbitrary Unicode, case and punctuation.
+    retriever = BM25Retriever(stemmer_language=stemmer, stopwords=stopwords)
+    reference = bm25s.tokenize(
+        [text],
+        token_pattern=TOKEN_PATTERN,
+        stopwords=stopwords,
+        stemmer=Stemmer.Stemmer(stemmer) if stemmer else None,
+        return_ids=False,
+        show_progress=False,
+    )[0]
+    assert retriever._query_tokens(text) == reference
+
+
+@pytest.mark.parametrize("method", ["lucene", "bm25+", "robertson"])
+def test_hits_equal_bm25s_retrieve(documents: list[Document], method: str) -> None:
+    retriever = BM25Retriever.from_documents(documents, k=5, method=method)
+    assert retriever._index is not None
+    for query in ("marathon running", "bread and salt", "rain run", "zzz unknown"):
+        tokens = bm25s.tokenize(
+            [query],
+            stopwords="en",
+            stemmer=Stemmer.Stemmer("english"),
+            return_ids=False,
+            show_progress=False,
+        )
+        positions, scores = retriever._index.retrieve(tokens, k=5, show_progress=False)
+        expected = [
+            (f"d{p}", s)
+            for p, s in zip(positions[0].tolist(), scores[0].tolist(), strict=True)
+            if s > 0
+        ]
+        hits = [(d.id, s) for d, s in retriever.scored_hits(query)]
+        assert hits == expected
+        assert query.startswith("zzz") or hits

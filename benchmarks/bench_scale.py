@@ -1,0 +1,401 @@
+"""How the hybrid grows: synthetic corpora of 10k, 100k and 1M chunks, and a server.
+
+The corpora are synthetic, and the report says so: each chunk is 3 to 6 SciFact
+sentences drawn at random (realistic words and lengths), and its vector is the real
+SciFact embedding of the abstract its first sentence came from, plus Gaussian noise
+(sigma 0.05 per dimension), re-normalised (embedding a million chunks here would
+take days). Queries are SciFact's test queries, embedded for real on every call.
+
+Each size runs in its own subprocess, twice: once to build (bm25s index saved, Chroma
+filled from the vectors; cached under the user cache folder) and once to serve (open
+the saved index with bm25s memory-mapped, then time queries), so peak RSS is measured
+per size and per phase. Per size: build time, peak RSS, load time, and p50/p95 of
+sparse, dense, hybrid and hybrid + budget (`chat` surface), and the stock
+EnsembleRetriever (rank_bm25 + Chroma) up to `--ensemble-max`. Then the server
+table: the 100k corpus through `ainvoke` at concurrency 1, 8, 32, embedded Chroma and
+a `chroma run` on loopback side by side.
+
+    make bench_scale                       # 10k, 100k, 1M and the server table
+    python benchmarks/bench_scale.py --sizes 10000 100000 --no-server
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import re
+import resource
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from langchain_core.documents import Document
+
+from langchain_ragbudget import DenseRetriever, build_embeddings
+from langchain_ragbudget.beir import load_beir
+from langchain_ragbudget.cache import cached_vector_store
+from langchain_ragbudget.config import load_config
+from langchain_ragbudget.factory import (
+    build_budget,
+    build_sparse_retriever,
+    build_vector_store,
+    hybrid_retriever,
+)
+from langchain_ragbudget.files import cache_root
+from langchain_ragbudget.sparse import BM25Retriever
+
+NOISE = 0.05
+SEED = 13
+ADD_BATCH = 5000
+SERVER_SIZE = 100_000
+CONCURRENCY = (1, 8, 32)
+RESULTS = Path(__file__).parent / "results"
+
+
+def scale_dir(size: int) -> Path:
+    return cache_root() / f"scale-{size}-seed{SEED}"
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {
+        "p50": statistics.median(ordered),
+        "p95": ordered[int(0.95 * (len(ordered) - 1))],
+    }
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def scifact_parts(data: str) -> tuple[list[list[str]], np.ndarray, list[str]]:
+    """SciFact's sentences per abstract, their real embeddings, the test queries."""
+    dataset = load_beir(data)
+    config = load_config()
+    store = cached_vector_store(
+        dataset.corpus,
+        config.embedding,
+        build_embeddings(config.embedding),
+        name=dataset.name,
+    )
+    found: Any = store._collection.get(include=["embeddings"])  # type: ignore[attr-defined]
+    by_id = dict(zip(found["ids"], found["embeddings"], strict=True))
+    sentences = [
+        [s for s in re.split(r"(?<=[.!?])\s+", doc.page_content) if len(s) > 20]
+        for doc in dataset.corpus
+    ]
+    vectors = np.asarray([by_id[doc.id] for doc in dataset.corpus], dtype=np.float32)
+    keep = [i for i, parts in enumerate(sentences) if parts]
+    return [sentences[i] for i in keep], vectors[keep], list(dataset.queries.values())
+
+
+def synthetic_chunks(
+    size: int, sentences: list[list[str]], vectors: np.ndarray
+) -> tuple[list[Document], np.ndarray]:
+    rng = random.Random(SEED)
+    noise = np.random.default_rng(SEED)
+    documents, sources = [], []
+    for i in range(size):
+        source = rng.randrange(len(sentences))
+        parts = [rng.choice(sentences[source])] + [
+            rng.choice(rng.choice(sentences)) for _ in range(rng.randint(2, 5))
+        ]
+        chunk_id = f"c{i}"
+        metadata = {"chunk_id": chunk_id, "doc_id": f"d{i // 4}", "source": "synth"}
+        documents.append(Document(" ".join(parts), metadata=metadata, id=chunk_id))
+        sources.append(source)
+    chunk_vectors = vectors[sources] + noise.normal(0, NOISE, (size, 384)).astype(
+        np.float32
+    )
+    chunk_vectors /= np.linalg.norm(chunk_vectors, axis=1, keepdims=True)
+    return documents, chunk_vectors
+
+
+def build(size: int, data: str) -> dict[str, Any]:
+    """Generate, index and save one corpus; the numbers of the build phase."""
+    import chromadb
+    from chromadb.config import Settings
+
+    folder = scale_dir(size)
+    shutil.rmtree(folder, ignore_errors=True)
+    sentences, vectors, _ = scifact_parts(data)
+    start = time.perf_counter()
+    documents, chunk_vectors = synthetic_chunks(size, sentences, vectors)
+    generated = time.perf_counter()
+    config = load_config()
+    sparse = build_sparse_retriever(documents, config)
+    sparse.save(folder / "bm25")
+    sparsed = time.perf_counter()
+    client = chromadb.PersistentClient(
+        str(folder / "chroma"), settings=Settings(anonymized_telemetry=False)
+    )
+    collection = client.create_collection("scale", metadata={"hnsw:space": "cosine"})
+    for begin in range(0, size, ADD_BATCH):
+        collection.add(
+            ids=[d.id or "" for d in documents[begin : begin + ADD_BATCH]],
+            embeddings=chunk_vectors[begin : begin + ADD_BATCH],
+        )
+    done = time.perf_counter()
+    numbers = {
+        "size": size,
+        "generate_s": generated - start,
+        "bm25_build_s": sparsed - generated,
+        "chroma_build_s": done - sparsed,
+        "build_peak_rss_mib": peak_rss_mib(),
+    }
+    (folder / "build.json").write_text(json.dumps(numbers))
+    return numbers
+
+
+def open_hybrid(size: int, host: str | None = None, port: int = 8000) -> Any:
+    """The hybrid over a built corpus: bm25s memory-mapped, Chroma embedded or not."""
+    from langchain_chroma import Chroma
+
+    config = load_config()
+    folder = scale_dir(size)
+    start = time.perf_counter()
+    sparse = BM25Retriever.load(folder / "bm25", mmap=True, k=100)
+    loaded = time.perf_counter() - start
+    embeddings = build_embeddings(config.embedding)
+    settings = config.vector_store.model_copy(
+        update={"collection": "scale", "persist_directory": str(folder / "chroma")}
+    )
+    if host is not None:
+        settings = settings.model_copy(
+            update={"host": host, "port": port, "persist_directory": None}
+        )
+    store = build_vector_store(settings, embeddings)
+    assert isinstance(store, Chroma)
+    docstore = {doc.id: doc for doc in sparse._documents if doc.id is not None}
+    hybrid = hybrid_retriever(sparse, store, config, docstore)
+    return hybrid, sparse, store, docstore, loaded, config
+
+
+def serve(size: int, queries: list[str], ensemble_max: int) -> dict[str, Any]:
+    """Open a built corpus and time every system on the same queries, rotated."""
+    hybrid, sparse, store, docstore, loaded, config = open_hybrid(size)
+    dense = DenseRetriever(vectorstore=store, k=100, docstore=docstore)
+    budget = build_budget("chat", config)
+    systems: dict[str, Any] = {
+        "sparse": lambda q: sparse.scored_hits(q, 100),
+        "dense": lambda q: dense.scored_hits(q, 100),
+        "hybrid": hybrid.invoke,
+        "hybrid + budget": lambda q: budget.fit(hybrid.invoke(q), question=q),
+    }
+    ensemble_note = f"not run above {ensemble_max:,} chunks"
+    if size <= ensemble_max:
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        from langchain_classic.retrievers import EnsembleRetriever
+        from langchain_community.retrievers import BM25Retriever as StockBM25
+
+        start = time.perf_counter()
+        stock = StockBM25.from_documents(sparse._documents, k=100)
+        chroma = store.as_retriever(search_kwargs={"k": 100})
+        ensemble = EnsembleRetriever(retrievers=[stock, chroma], weights=[0.5, 0.5])
+        systems["stock EnsembleRetriever"] = ensemble.invoke
+        ensemble_note = f"built in {time.perf_counter() - start:.1f} s"
+    order = list(systems)
+    for name in order:
+        systems[name](queries[0])
+    latencies: dict[str, list[float]] = {name: [] for name in order}
+    for turn, text in enumerate(queries):
+        shift = turn % len(order)
+        for name in order[shift:] + order[:shift]:
+            start = time.perf_counter()
+            systems[name](text)
+            latencies[name].append((time.perf_counter() - start) * 1000)
+    return {
+        "size": size,
+        "load_s": loaded,
+        "serve_peak_rss_mib": peak_rss_mib(),
+        "latency_ms": {name: percentiles(v) for name, v in latencies.items()},
+        "ensemble": ensemble_note,
+    }
+
+
+async def under_load(hybrid: Any, queries: list[str], level: int) -> dict[str, float]:
+    """Queries/s and p95 with `level` ainvokes in flight at once."""
+    pending = list(queries)
+    latencies: list[float] = []
+
+    async def worker() -> None:
+        while pending:
+            text = pending.pop()
+            start = time.perf_counter()
+            await hybrid.ainvoke(text)
+            latencies.append((time.perf_counter() - start) * 1000)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(level)))
+    elapsed = time.perf_counter() - start
+    return {"qps": len(queries) / elapsed, **percentiles(latencies)}
+
+
+def concurrency(size: int, queries: list[str], host: str | None, port: int) -> Any:
+    hybrid = open_hybrid(size, host, port)[0]
+    hybrid.invoke(queries[0])
+    return {
+        str(level): asyncio.run(under_load(hybrid, queries, level))
+        for level in CONCURRENCY
+    }
+
+
+def start_chroma_server(path: Path) -> tuple[subprocess.Popen[bytes], int]:
+    executable = shutil.which("chroma") or str(Path(sys.executable).with_name("chroma"))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    server = subprocess.Popen(
+        [executable, "run", "--path", str(path), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with socket.socket() as client:
+            if client.connect_ex(("127.0.0.1", port)) == 0:
+                return server, port
+        time.sleep(0.2)
+    server.terminate()
+    raise RuntimeError("chroma run did not start within 60 s")
+
+
+def child(args: argparse.Namespace) -> None:
+    """One phase of one size, in this process; prints its numbers as JSON."""
+    _, _, queries = scifact_parts(args.data)
+    queries = queries[: args.queries]
+    if args.phase == "build":
+        result: Any = build(args.size, args.data)
+    elif args.phase == "serve":
+        result = serve(args.size, queries, args.ensemble_max)
+    elif args.phase == "embedded":
+        result = concurrency(args.size, queries, None, 0)
+    else:
+        server, port = start_chroma_server(scale_dir(args.size) / "chroma")
+        try:
+            result = concurrency(args.size, queries, "127.0.0.1", port)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    print("RESULT " + json.dumps(result))
+
+
+def run_child(args: argparse.Namespace, phase: str, size: int) -> Any:
+    command = [sys.executable, __file__, "--child", phase, "--size", str(size)]
+    command += ["--data", args.data, "--queries", str(args.queries)]
+    command += ["--ensemble-max", str(args.ensemble_max)]
+    output = subprocess.run(command, check=True, capture_output=True, text=True)
+    line = next(x for x in output.stdout.splitlines() if x.startswith("RESULT "))
+    return json.loads(line.removeprefix("RESULT "))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--data",
+        default=os.environ.get("RAGBUDGET_SCIFACT_DIR", "../shared/data/scifact"),
+    )
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000]
+    )
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--ensemble-max", type=int, default=100_000)
+    parser.add_argument("--no-server", action="store_true")
+    parser.add_argument("--child", choices=["build", "serve", "embedded", "server"])
+    parser.add_argument("--size", type=int, default=0)
+    args = parser.parse_args()
+    if args.child:
+        args.phase = args.child
+        child(args)
+        return
+    rows = []
+    for size in args.sizes:
+        cached = scale_dir(size) / "build.json"
+        built = (
+            json.loads(cached.read_text())
+            if cached.is_file()
+            else run_child(args, "build", size)
+        )
+        row = {**built, **run_child(args, "serve", size)}
+        rows.append(row)
+        print_row(row)
+    server_rows = {}
+    if not args.no_server:
+        for phase in ("embedded", "server"):
+            server_rows[phase] = run_child(args, phase, SERVER_SIZE)
+            print(phase, json.dumps(server_rows[phase]))
+    RESULTS.mkdir(exist_ok=True)
+    report = {
+        "rows": rows,
+        "server": server_rows,
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}",
+        "load_average": os.getloadavg(),
+        "synthetic": f"SciFact sentences recombined; real SciFact vectors + "
+        f"N(0, {NOISE}) noise, re-normalised",
+    }
+    (RESULTS / "scale.json").write_text(json.dumps(report, indent=2))
+    plot(rows)
+
+
+def print_row(row: dict[str, Any]) -> None:
+    latency = row["latency_ms"]
+    cells = ", ".join(
+        f"{name} {v['p50']:.1f}/{v['p95']:.1f}" for name, v in latency.items()
+    )
+    print(
+        f"{row['size']:>9,} chunks: build {row['bm25_build_s']:.0f}+"
+        f"{row['chroma_build_s']:.0f} s (bm25s+Chroma), peak RSS build "
+        f"{row['build_peak_rss_mib']:.0f} MiB / serve {row['serve_peak_rss_mib']:.0f}"
+        f" MiB, load {row['load_s']:.2f} s; p50/p95 ms: {cells}; "
+        f"ensemble {row['ensemble']}",
+        flush=True,
+    )
+
+
+def plot(rows: list[dict[str, Any]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [row["size"] for row in rows]
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for name in rows[0]["latency_ms"]:
+        points = [(r["size"], r["latency_ms"].get(name)) for r in rows]
+        shown = [(s, v) for s, v in points if v is not None]
+        for stat, style in (("p50", "-o"), ("p95", ":x")):
+            left.plot(
+                [s for s, _ in shown],
+                [v[stat] for _, v in shown],
+                style,
+                label=f"{name} {stat}",
+            )
+    left.set(xscale="log", yscale="log", xlabel="chunks", ylabel="ms per query")
+    left.legend(fontsize=6)
+    right.plot(
+        sizes, [r["build_peak_rss_mib"] / 1024 for r in rows], "-o", label="build"
+    )
+    right.plot(
+        sizes, [r["serve_peak_rss_mib"] / 1024 for r in rows], "-o", label="serve"
+    )
+    right.set(xscale="log", xlabel="chunks", ylabel="peak RSS, GiB")
+    right.legend()
+    figure.suptitle("synthetic corpora (SciFact sentences, perturbed SciFact vectors)")
+    figure.tight_layout()
+    figure.savefig(RESULTS / "scale.png", dpi=120)
+
+
+if __name__ == "__main__":
+    main()
