@@ -1,4 +1,7 @@
-"""Evaluation reports: rich tables, a Markdown section, a survival plot (PNG)."""
+"""Evaluation reports: rich tables, a Markdown section, a survival plot (PNG).
+
+And the report of `ragbudget tune`: the settings compared and the gain.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from rich.table import Table
 
 from langchain_ragbudget.errors import require
 from langchain_ragbudget.evaluation import ChunkedSurvival, EvalReport
+from langchain_ragbudget.tuning import FOLDS, Interval, TuneReport
 
 QUALITY_START = "<!-- ragbudget-eval:start -->"
 QUALITY_END = "<!-- ragbudget-eval:end -->"
@@ -275,3 +279,59 @@ def plot_survival(report: EvalReport, path: Path) -> Path:
     figure.savefig(path)
     plt.close(figure)
     return path
+
+
+def _signed(value: float) -> str:
+    return f"{value:+.4f}"
+
+
+def _interval(interval: Interval, report: TuneReport) -> str:
+    return (
+        f"{_signed(interval.mean)} ({report.confidence:.0%} CI "
+        f"{_signed(interval.low)} .. {_signed(interval.high)})"
+    )
+
+
+def tune_table(report: TuneReport) -> Table:
+    """The current setting, the best of each method, and which one won."""
+    table = Table(
+        title=f"{report.dataset}: fusion tuned on split {report.tuned_split!r} "
+        f"({report.n_queries} queries, {report.grid_size} settings), measured on "
+        f"split {report.measured_split!r}"
+    )
+    for column in ("setting", "nDCG@10", "vs current", ""):
+        table.add_column(column, justify="left" if column == "setting" else "right")
+    rows = [("current", report.current), *(("", s) for s in report.by_method)]
+    for label, scored in rows:
+        marks = [label] if label else []
+        if scored.setting == report.best.setting:
+            marks.append("best")
+        table.add_row(
+            scored.setting.describe(),
+            f"{scored.ndcg:.4f}",
+            _signed(scored.ndcg - report.current.ndcg),
+            ", ".join(dict.fromkeys(marks)),
+        )
+    return table
+
+
+def tune_lines(report: TuneReport) -> list[str]:
+    """The gain with its interval, the held-out estimate, and where to measure."""
+    split = repr(report.tuned_split)
+    lines = [
+        f"gain of the best over current on split {split}: "
+        f"{_interval(report.gain, report)}; paired bootstrap over "
+        f"{report.n_queries} queries, {report.resamples} resamples",
+    ]
+    if report.held_out is not None and report.held_out_gain is not None:
+        lines.append(
+            f"held out ({FOLDS}-fold cross-validation on split {split}, each fold "
+            f"tuned on the others): nDCG@10 {report.held_out:.4f}, gain "
+            f"{_interval(report.held_out_gain, report)}"
+        )
+    lines.append(
+        f"measured on the queries that tuned it (split {split}): the gain above is "
+        "optimistic; measure on the test split with `ragbudget eval DATA --config "
+        "TUNED.yml`"
+    )
+    return lines
