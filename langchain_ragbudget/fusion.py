@@ -234,14 +234,10 @@ def score_fusion(
     for ranks in per_list:
         for key in ranks:
             fused.setdefault(key, 0.0)
-    for key in fused:
-        fused[key] = (
-            math.fsum(
-                weight * by_key.get(key, 0.0)
-                for weight, by_key in zip(weights, normalised, strict=True)
-            )
-            / total
-        )
+    for weight, by_key in zip(weights, normalised, strict=True):
+        share = weight / total
+        for key, value in by_key.items():
+            fused[key] += share * value
     order = sorted(fused, key=fused.__getitem__, reverse=True)  # stable
     return [
         Fused(
