@@ -21,7 +21,7 @@ endif
 export ANONYMIZED_TELEMETRY := False
 export HF_HUB_DISABLE_TELEMETRY := 1
 
-.PHONY: help demo test integration_tests bench bench_scale bench_ingest eval lint format check_imports clean
+.PHONY: help demo test integration_tests bench bench_scale bench_ingest eval tune lint format check_imports clean
 
 help:  ## Show the targets
 	@grep -E '^[a-z_]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -47,6 +47,7 @@ bench: $(STAMP)  ## SciFact: retrieval, the hybrid against its floor, the budget
 	$(BIN)/python benchmarks/bench_breakdown.py --k 100
 	$(BIN)/python benchmarks/bench_breakdown.py --int8
 	$(BIN)/python benchmarks/bench_budget.py
+	$(BIN)/python benchmarks/bench_fusion.py
 
 bench_scale: $(STAMP)  ## Synthetic 10k/100k/1M chunks and a Chroma server (long; BENCHMARKS.md)
 	nice -n 10 $(BIN)/python benchmarks/bench_scale.py
@@ -54,11 +55,15 @@ bench_scale: $(STAMP)  ## Synthetic 10k/100k/1M chunks and a Chroma server (long
 bench_ingest: $(STAMP)  ## Ingest all of SciFact into a fresh index (a few minutes)
 	$(BIN)/python benchmarks/bench_ingest.py
 
-eval: $(STAMP)  ## Evaluate every stage on SciFact (and chunked: ~25 min the first time); rewrites BENCHMARKS.md
-	$(BIN)/ragbudget eval $${RAGBUDGET_SCIFACT_DIR:-../shared/data/scifact} \
+eval: $(STAMP)  ## Evaluate every stage on SciFact (and chunked: ~25 min the first time); rewrites BENCHMARKS.md; CONFIG=tuned.yml to measure another setting
+	$(BIN)/ragbudget eval $${RAGBUDGET_SCIFACT_DIR:-../shared/data/scifact} $(if $(CONFIG),--config $(CONFIG)) \
 		--chunk-size 64 --chunk-size 128 --chunk-size 256 \
 		--json benchmarks/results/scifact_eval.json \
 		--plot benchmarks/results/scifact_survival.png --update BENCHMARKS.md
+
+tune: $(STAMP)  ## Tune fusion on SciFact's train split; then: make eval CONFIG=benchmarks/results/scifact_tuned.yml
+	$(BIN)/ragbudget tune $${RAGBUDGET_SCIFACT_DIR:-../shared/data/scifact} --split train \
+		--out benchmarks/results/scifact_tuned.yml
 
 lint: $(STAMP)  ## ruff check, ruff format --diff, mypy, the import layers contract
 	$(BIN)/ruff check .

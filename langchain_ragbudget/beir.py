@@ -141,6 +141,14 @@ def load_rationales(
     return rationales
 
 
+def judged_id(document: Document) -> str:
+    """The id qrels judge a retrieved document by: its source document's id.
+
+    A chunk carries its document's id in `doc_id`; a whole document is its own.
+    """
+    return str(document.metadata.get("doc_id") or document.id)
+
+
 def load_corpus(folder: Path) -> list[Document]:
     """corpus.jsonl or corpus.jsonl.gz as Documents with id, doc_id, title, source."""
     path = folder / "corpus.jsonl"

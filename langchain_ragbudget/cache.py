@@ -24,8 +24,14 @@ from langchain_ragbudget.config import (
     VectorStoreSettings,
 )
 from langchain_ragbudget.dense import add_documents
-from langchain_ragbudget.factory import build_sparse_retriever, build_vector_store
+from langchain_ragbudget.factory import (
+    build_embeddings,
+    build_hybrid_retriever,
+    build_sparse_retriever,
+    build_vector_store,
+)
 from langchain_ragbudget.files import atomic_write_text, cache_root
+from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.progress import ProgressCallback, StageProgress
 from langchain_ragbudget.sparse import BM25Retriever
 
@@ -101,3 +107,27 @@ def cached_vector_store(
         json.dumps({"documents": len(documents), "model": embedding.model, "key": key}),
     )
     return store
+
+
+def cached_hybrid_retriever(
+    documents: Sequence[Document],
+    config: RagBudgetConfig,
+    *,
+    name: str = "corpus",
+    root: Path | None = None,
+    progress: ProgressCallback | None = None,
+) -> HybridRetriever:
+    """BM25 and dense over `documents` from the caches above, fused as configured.
+
+    The harness and `ragbudget tune` share it, so both search the same indexes.
+    """
+    store = cached_vector_store(
+        documents,
+        config.embedding,
+        build_embeddings(config.embedding),
+        name=name,
+        root=root,
+        progress=progress,
+    )
+    sparse = cached_sparse_retriever(documents, config, name=name, root=root)
+    return build_hybrid_retriever(documents, config, vectorstore=store, sparse=sparse)

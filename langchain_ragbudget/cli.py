@@ -1,4 +1,4 @@
-"""`ragbudget` command line: demo, eval, index, ask, repair, inspect, config."""
+"""`ragbudget` command line: demo, eval, tune, index, ask, repair, inspect, config."""
 
 from __future__ import annotations
 
@@ -121,6 +121,31 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="replace the eval section of this Markdown file (e.g. BENCHMARKS.md)",
     )
+    tune = command(
+        "tune", "choose the fusion method, weights and c on labelled (train) queries"
+    )
+    tune.add_argument("data", type=Path, help="BEIR folder: corpus, queries, qrels/")
+    tune.add_argument(
+        "--split", default="train", help="qrels/<split>.tsv to tune on (train)"
+    )
+    tune.add_argument(
+        "--out", type=Path, help="write the tuned `retrieval:` section here (YAML)"
+    )
+    tune.add_argument(
+        "--json", action="store_true", help="print the results as JSON on stdout"
+    )
+    tune.add_argument("--limit", type=_positive, help="tune on the first N queries")
+    tune.add_argument(
+        "--keep-identical-ids",
+        action="store_true",
+        help="count a hit whose id is the query's own (BEIR leaves it out)",
+    )
+    tune.add_argument(
+        "--allow-test-split",
+        action="store_true",
+        help="tune on the test split (or one sharing its queries) anyway; its "
+        "numbers then say nothing about new queries",
+    )
     index = command("index", "ingest a folder of text/Markdown/HTML/PDF", index=True)
     index.add_argument("path", type=Path, help="a folder (or one file) to ingest")
     index.add_argument(
@@ -210,6 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_demo(args.config, console)
         elif args.command == "eval":
             run_eval(args, console, argv)
+        elif args.command == "tune":
+            run_tune(args, console)
         elif args.command == "index":
             return run_index(args, console)
         elif args.command == "ask":
@@ -581,6 +608,48 @@ def run_eval(
         )
         update_section(args.update, to_markdown(result, shown, relative))
         console.print(f"updated: {args.update}")
+
+
+def run_tune(args: argparse.Namespace, console: Console) -> None:
+    """`ragbudget tune`: search fusion settings, print the gain, write the YAML.
+
+    With `--json` the tables are left out and progress goes to stderr, so stdout
+    is JSON only.
+    """
+    from langchain_ragbudget.config import load_config
+    from langchain_ragbudget.files import atomic_write_text
+    from langchain_ragbudget.progress import ProgressBars
+    from langchain_ragbudget.report import tune_lines, tune_table
+    from langchain_ragbudget.tuning import check_split, tune, tuned_yaml
+
+    config = load_config(args.config)
+    check_split(args.data, args.split, allow_test=args.allow_test_split)
+    shown = Console(stderr=True) if args.json else console
+    with ProgressBars(shown, transient=True) as progress:
+        result = tune(
+            args.data,
+            config,
+            split=args.split,
+            allow_test_split=args.allow_test_split,
+            limit=args.limit,
+            ignore_identical_ids=not args.keep_identical_ids,
+            progress=progress,
+        )
+    text = tuned_yaml(result)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(args.out, text)
+    if args.json:
+        data = {**result.to_dict(), "yaml": text, "out": args.out and str(args.out)}
+        print(json.dumps(data, indent=2))
+        return
+    console.print(tune_table(result))
+    for line in tune_lines(result):
+        console.print(line, highlight=False, markup=False)
+    if args.out:
+        console.print(f"tuned settings: {args.out}", highlight=False, markup=False)
+    else:
+        console.print(text, highlight=False, markup=False)
 
 
 def _fail(message: str, code: int, debug: bool) -> int:

@@ -45,6 +45,7 @@ DEFAULT_CONFIG_NAME = "config_default.yml"
 DEFAULT_SURFACE = "chat"
 BM25Method = Literal["robertson", "atire", "bm25l", "bm25+", "lucene"]
 QueryPrecision = Literal["float32", "int8"]
+FusionMethod = Literal["rrf", "minmax", "dbsf"]  # fusion.py says what each does
 PLACEHOLDERS = (
     "__debezium_unavailable_value",
     "placeholder",
@@ -122,9 +123,14 @@ class RetrieverSettings(_Strict):
 
 
 class RetrievalSettings(_Strict):
-    """Hybrid retrieval: final k, the fusion constant and each retriever's share."""
+    """Hybrid retrieval: final k, the fusion method and each retriever's share.
+
+    `fusion` is `rrf` (by rank, with `rrf_c`), `minmax` or `dbsf` (by score,
+    normalised per query); `ragbudget tune` picks one on labelled queries.
+    """
 
     k: StrictInt = Field(10, ge=1)
+    fusion: FusionMethod = "rrf"
     rrf_c: StrictFloat = Field(60.0, ge=0)
     id_key: StrictStr | None = "chunk_id"
     sparse: RetrieverSettings = RetrieverSettings()

@@ -20,19 +20,13 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from langchain_ragbudget.beir import BeirDataset
+from langchain_ragbudget.beir import BeirDataset, judged_id
 from langchain_ragbudget.budget import BudgetedContext, ContextBudget
-from langchain_ragbudget.cache import (
-    cached_sparse_retriever,
-    cached_vector_store,
-    corpus_fingerprint,
-)
+from langchain_ragbudget.cache import cached_hybrid_retriever, corpus_fingerprint
 from langchain_ragbudget.config import RagBudgetConfig
 from langchain_ragbudget.errors import MissingExtraError, require
 from langchain_ragbudget.factory import (
     build_budget,
-    build_embeddings,
-    build_hybrid_retriever,
     build_reranker,
 )
 from langchain_ragbudget.files import atomic_write_text, cache_root
@@ -125,7 +119,7 @@ class EvalReport:
         policy_survival: Per policy, the share of gold passages kept at each budget.
         policy_encoding: The tiktoken encoding the policies were compared in.
         settings: The retrieval settings measured (fusion k, fetch k, weights,
-            rrf_c, rerank model).
+            fusion, rrf_c, rerank model).
         evidence_gold: Gold passages with marked evidence sentences.
         evidence_survival: Per policy, the share of those with every evidence
             sentence in the prompt, at each budget.
@@ -397,7 +391,7 @@ def survival_png(report: EvalReport) -> bytes:
 
 
 def _doc_id(document: Document) -> str:
-    return str(document.metadata.get("doc_id") or document.id)
+    return judged_id(document)
 
 
 def _mean(values: list[float]) -> float:
@@ -523,16 +517,11 @@ class _Stages:
                 budgets[f"{name} (skip)"] = budget.model_copy(
                     update={"settings": before}
                 )
-        store = cached_vector_store(
+        hybrid = cached_hybrid_retriever(
             dataset.corpus,
-            config.embedding,
-            build_embeddings(config.embedding),
+            config,
             name=dataset.name,
             progress=progress,
-        )
-        sparse = cached_sparse_retriever(dataset.corpus, config, name=dataset.name)
-        hybrid = build_hybrid_retriever(
-            dataset.corpus, config, vectorstore=store, sparse=sparse
         )
         return cls(hybrid, reranker or build_reranker(config), budgets)
 
@@ -609,6 +598,7 @@ def _report(
             "fusion_k": retrieval.k,
             "fetch_k": [retrieval.sparse.fetch_k, retrieval.dense.fetch_k],
             "weights": [retrieval.sparse.weight, retrieval.dense.weight],
+            "fusion": retrieval.fusion,
             "rrf_c": retrieval.rrf_c,
             "rerank": config.rerank.model if stages.reranks else None,
         },

@@ -203,7 +203,8 @@ def hybrid_retriever(
         sparse: A sparse retriever (BM25, or any retriever) over the same
             passages as `vectorstore`.
         vectorstore: Any LangChain vector store, filled.
-        config: The loaded configuration (weights, fetch sizes, k, rrf_c, id_key).
+        config: The loaded configuration (weights, fetch sizes, k, fusion, rrf_c,
+            id_key).
         docstore: Passages by id, so a Chroma store is asked for ids and distances
             only (the sparse side already holds the texts).
         **overrides: HybridRetriever fields to set instead (e.g. `k`).
@@ -222,6 +223,7 @@ def hybrid_retriever(
         "names": list(RETRIEVER_NAMES),
         "weights": [retrieval.sparse.weight, retrieval.dense.weight],
         "k": retrieval.k,
+        "fusion": retrieval.fusion,
         "rrf_c": retrieval.rrf_c,
         "id_key": retrieval.id_key,
     }

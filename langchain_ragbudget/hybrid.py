@@ -1,4 +1,4 @@
-"""Hybrid retrieval: any number of LangChain retrievers fused by weighted RRF.
+"""Hybrid retrieval: any number of LangChain retrievers fused by rank or by score.
 
 Unlike the stock EnsembleRetriever it keeps the metadata of every retriever that
 returned a document, does not let a document repeated in one list inflate its score,
@@ -24,9 +24,9 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, model_validator
 
-from langchain_ragbudget.config import RetrievalSettings, default_of
+from langchain_ragbudget.config import FusionMethod, RetrievalSettings, default_of
 from langchain_ragbudget.errors import InvalidInputError
-from langchain_ragbudget.fusion import Fused, validate_weights, weighted_rrf
+from langchain_ragbudget.fusion import SCORE_METHODS, Fused, fuse, validate_weights
 from langchain_ragbudget.identity import distinct_keys, document_key
 from langchain_ragbudget.inputs import check_documents, check_query, finite_score
 from langchain_ragbudget.ledger import (
@@ -44,20 +44,24 @@ from langchain_ragbudget.ledger import (
 from langchain_ragbudget.scores import (
     FUSED_RANK,
     FUSED_SCORE,
+    FUSION_METHOD,
+    normalised_key,
     rank_key,
     score_key,
 )
 
 FUSION_RUN = "ragbudget_fusion"  # the child run fusion makes when callbacks listen
+_Labels = tuple[str, str, str]  # a retriever's rank, score and normalised keys
 
 
 class HybridRetriever(BaseRetriever):
-    """Fuse sparse, dense (or any) retrievers with weighted reciprocal rank fusion.
+    """Fuse sparse, dense (or any) retrievers by weighted RRF or normalised scores.
 
     Each returned document carries `<name>_rank` and `<name>_score` for every
     retriever that returned it, plus `fused_score` and `fused_rank`, all plain
-    Python numbers. The result is a `CandidateList` whose `drops` name the
-    candidates fused below `k`.
+    Python numbers. With `fusion` set to `minmax` or `dbsf` it also carries
+    `fusion_method` and `<name>_normalised`, the score the fusion used. The
+    result is a `CandidateList` whose `drops` name the candidates fused below `k`.
 
     With a callback handler attached (a tracer, say), each retriever runs as a child
     run, and so does the fusion (`ragbudget_fusion`, its output the `CandidateList`
@@ -77,7 +81,10 @@ class HybridRetriever(BaseRetriever):
             class names if None (`BM25Retriever` -> `bm25`).
         fetch_k: Per retriever, the `k` to invoke it with (None: its own `k`).
         k: How many fused candidates to return; the rest become drop records.
-        rrf_c: The RRF constant c (`score = sum w / (c + rank)`).
+        fusion: `rrf` (by rank), `minmax` or `dbsf` (by each retriever's score,
+            normalised per query; see `fusion`). A score that is missing or not
+            finite counts 0 under a score method, and is reported.
+        rrf_c: The RRF constant c (`score = sum w / (c + rank)`); `rrf` only.
         id_key: The metadata key that identifies a passage when `Document.id` is
             unset.
         score_key: The metadata key each retriever writes its score to.
@@ -113,6 +120,7 @@ class HybridRetriever(BaseRetriever):
     names: list[str] | None = None
     fetch_k: list[int | None] | None = None
     k: int = Field(default_of(RetrievalSettings, "k"), ge=1)
+    fusion: FusionMethod = default_of(RetrievalSettings, "fusion")
     rrf_c: float = Field(
         default_of(RetrievalSettings, "rrf_c"), ge=0, allow_inf_nan=False
     )
@@ -291,17 +299,20 @@ class HybridRetriever(BaseRetriever):
 
         Keys come from `distinct_keys`, so two texts under one id are two candidates;
         each fused copy carries its key as `Document.id`, so every later stage names
-        it the same way. Non-finite scores are left out and listed as issues.
+        it the same way. Non-finite scores are left out and listed as issues (under
+        a score method, missing ones too: they count 0).
         """
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
-        keys = distinct_keys(
-            [
-                [(document_key(doc, self.id_key), doc.page_content) for doc, _ in pairs]
-                for pairs in hits
-            ]
+        keys = hit_keys(hits, self.id_key)
+        by_score = self.fusion in SCORE_METHODS
+        fused = fuse(
+            self.fusion,
+            keys,
+            self.resolved_weights,
+            scores=hit_scores(hits) if by_score else None,
+            c=self.rrf_c,
         )
-        fused = weighted_rrf(keys, self.resolved_weights, self.rrf_c)
         # reversed: the first occurrence of a key in each list wins
         firsts = [
             {
@@ -313,11 +324,13 @@ class HybridRetriever(BaseRetriever):
         names = self.resolved_names
         issues = list(upstream.issues)
         for name, by_key in zip(names, firsts, strict=True):
-            issues += _score_issues(name, by_key)
+            issues += _score_issues(name, by_key, missing_too=by_score)
         entered: dict[str, Document] = {}
         ledger = RunLedger(entered)
         reference = ledger.reference()
-        labels = [(rank_key(name), score_key(name)) for name in names]
+        labels = [
+            (rank_key(name), score_key(name), normalised_key(name)) for name in names
+        ]
         kept: list[Document] = []
         cut: list[DropRecord] = []
         for rank, item in enumerate(fused, 1):
@@ -346,26 +359,37 @@ class HybridRetriever(BaseRetriever):
         item: Fused,
         fused_rank: int,
         firsts: list[dict[str, tuple[Document, Any]]],
-        labels: list[tuple[str, str]],
+        labels: list[_Labels],
         reference: str,
     ) -> Document:
         """One document for `item`: metadata of every retriever that returned it."""
+        normalised = item.normalised or (None,) * len(labels)
         present = [
-            (by_key[item.key], rank, label)
-            for by_key, rank, label in zip(firsts, item.ranks, labels, strict=True)
+            (by_key[item.key], rank, label, norm)
+            for by_key, rank, label, norm in zip(
+                firsts, item.ranks, labels, normalised, strict=True
+            )
             if rank is not None
         ]
         metadata: dict[str, Any] = {}
-        for (doc, _), _, _ in reversed(present):  # the first retriever's values win
+        for (doc, _), _, _, _ in reversed(present):  # the first retriever's win
             metadata.update(doc.metadata)
         metadata.pop(self.score_key, None)
-        for (_, score), rank, (rank_label, score_label) in present:
+        for (_, score), rank, (rank_label, score_label, norm_label), norm in present:
             metadata[rank_label] = rank
             value = finite_score(score)
             if value is not None:
                 metadata[score_label] = value
             else:
                 metadata.pop(score_label, None)
+            if norm is not None:
+                metadata[norm_label] = norm
+            else:
+                metadata.pop(norm_label, None)
+        if item.normalised:
+            metadata[FUSION_METHOD] = self.fusion
+        else:  # RRF: the ranks above are all it used
+            metadata.pop(FUSION_METHOD, None)
         metadata[FUSED_SCORE] = float(item.score)
         metadata[FUSED_RANK] = fused_rank
         metadata[LEDGER_KEY] = reference
@@ -374,14 +398,37 @@ class HybridRetriever(BaseRetriever):
         )
 
 
+def hit_keys(
+    hits: Sequence[Sequence[tuple[Document, Any]]], id_key: str | None
+) -> list[list[str]]:
+    """Each retriever's hits as the keys fusion ranks (`distinct_keys`)."""
+    return distinct_keys(
+        [
+            [(document_key(doc, id_key), doc.page_content) for doc, _ in pairs]
+            for pairs in hits
+        ]
+    )
+
+
+def hit_scores(
+    hits: Sequence[Sequence[tuple[Document, Any]]],
+) -> list[list[float | None]]:
+    """Each retriever's hit scores as score fusion reads them: finite, else None."""
+    return [[finite_score(score) for _, score in pairs] for pairs in hits]
+
+
 def _score_issues(
-    name: str, by_key: dict[str, tuple[Document, Any]]
+    name: str, by_key: dict[str, tuple[Document, Any]], *, missing_too: bool
 ) -> list[ScoreIssue]:
-    """A score that is present but not a finite number is reported, not used."""
+    """A score that is present but not a finite number is reported, not used.
+
+    With `missing_too` (score-based fusion, where a missing score counts 0), an
+    absent score is reported as well.
+    """
     return [
         ScoreIssue(Stage.FUSION, key, score_key(name), repr(score))
         for key, (_, score) in by_key.items()
-        if score is not None and finite_score(score) is None
+        if (score is not None or missing_too) and finite_score(score) is None
     ]
 
 

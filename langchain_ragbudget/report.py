@@ -2,6 +2,8 @@
 
 The rows, titles and plot come from `evaluation` (which the notebook display
 draws too); this module only lays them out for the terminal and for files.
+
+And the report of `ragbudget tune`: the settings compared and the gain.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from langchain_ragbudget.evaluation import (
     survival_png,
     survival_rows,
 )
+from langchain_ragbudget.tuning import FOLDS, Interval, TuneReport
 
 QUALITY_START = "<!-- ragbudget-eval:start -->"
 QUALITY_END = "<!-- ragbudget-eval:end -->"
@@ -115,3 +118,59 @@ def plot_survival(report: EvalReport, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     return path
+
+
+def _signed(value: float) -> str:
+    return f"{value:+.4f}"
+
+
+def _interval(interval: Interval, report: TuneReport) -> str:
+    return (
+        f"{_signed(interval.mean)} ({report.confidence:.0%} CI "
+        f"{_signed(interval.low)} .. {_signed(interval.high)})"
+    )
+
+
+def tune_table(report: TuneReport) -> Table:
+    """The current setting, the best of each method, and which one won."""
+    table = Table(
+        title=f"{report.dataset}: fusion tuned on split {report.tuned_split!r} "
+        f"({report.n_queries} queries, {report.grid_size} settings), measured on "
+        f"split {report.measured_split!r}"
+    )
+    for column in ("setting", "nDCG@10", "vs current", ""):
+        table.add_column(column, justify="left" if column == "setting" else "right")
+    rows = [("current", report.current), *(("", s) for s in report.by_method)]
+    for label, scored in rows:
+        marks = [label] if label else []
+        if scored.setting == report.best.setting:
+            marks.append("best")
+        table.add_row(
+            scored.setting.describe(),
+            f"{scored.ndcg:.4f}",
+            _signed(scored.ndcg - report.current.ndcg),
+            ", ".join(dict.fromkeys(marks)),
+        )
+    return table
+
+
+def tune_lines(report: TuneReport) -> list[str]:
+    """The gain with its interval, the held-out estimate, and where to measure."""
+    split = repr(report.tuned_split)
+    lines = [
+        f"gain of the best over current on split {split}: "
+        f"{_interval(report.gain, report)}; paired bootstrap over "
+        f"{report.n_queries} queries, {report.resamples} resamples",
+    ]
+    if report.held_out is not None and report.held_out_gain is not None:
+        lines.append(
+            f"held out ({FOLDS}-fold cross-validation on split {split}, each fold "
+            f"tuned on the others): nDCG@10 {report.held_out:.4f}, gain "
+            f"{_interval(report.held_out_gain, report)}"
+        )
+    lines.append(
+        f"measured on the queries that tuned it (split {split}): the gain above is "
+        "optimistic; measure on the test split with `ragbudget eval DATA --config "
+        "TUNED.yml`"
+    )
+    return lines

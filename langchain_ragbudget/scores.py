@@ -1,11 +1,12 @@
 """The metadata keys stages write and later stages read, named once.
 
 Fusion writes `<name>_rank` and `<name>_score` for each retriever plus the fused
-score and rank; rerank writes its score and rank; the budget writes the tokens a
-kept passage costs and those of the citation header it paid for. The renderer, the
-weak-evidence check, the views and the evaluation read them through these names, so
-renaming one is a one-line change and a key that no stage writes is caught where the
-configuration is wired (`factory.build_budget`).
+score and rank; score-based fusion also writes its method and each retriever's
+normalised score (`<name>_normalised`); rerank writes its score and rank; the
+budget writes the tokens a kept passage costs and those of the citation header it
+paid for. The renderer, the weak-evidence check, the views and the evaluation read
+them through these names, so renaming one is a one-line change and a key that no
+stage writes is caught where the configuration is wired (`factory.build_budget`).
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ SPARSE = "bm25"  # the package's BM25 retriever inside a HybridRetriever
 DENSE = "dense"  # its vector-store retriever
 FUSED_SCORE = "fused_score"
 FUSED_RANK = "fused_rank"
+FUSION_METHOD = "fusion_method"  # written by the score-based methods
 RERANK_SCORE = "rerank_score"
 RERANK_RANK = "rerank_rank"
 CONTEXT_TOKENS = "context_tokens"
 HEADER_TOKENS = "header_tokens"  # the citation header a passage paid for (or needed)
 _SCORE = "_score"
 _RANK = "_rank"
+_NORMALISED = "_normalised"
 
 
 def score_key(retriever: str) -> str:
@@ -46,10 +49,18 @@ def score_label(key: str) -> str:
     return key.removesuffix(_SCORE)
 
 
+def normalised_key(retriever: str) -> str:
+    """The metadata key of one retriever's normalised score, e.g. `dense_normalised`.
+
+    Its own suffix, so it can never equal another retriever's score or rank key.
+    """
+    return f"{retriever}{_NORMALISED}"
+
+
 def scores_of(document: Document) -> dict[str, Any]:
     """The rank and score fields of a document's metadata, for tables and reports."""
     return {
         key: value
         for key, value in document.metadata.items()
-        if key.endswith((_SCORE, _RANK))
+        if key.endswith((_SCORE, _RANK, _NORMALISED)) or key == FUSION_METHOD
     }

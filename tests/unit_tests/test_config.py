@@ -66,6 +66,12 @@ def test_user_yaml_merges_over_defaults(tmp_path: Path) -> None:
             -1,
             "greater than or equal to 0",
         ),
+        (
+            "retrieval:\n  fusion: borda\n",
+            "retrieval.fusion",
+            "borda",
+            "'rrf', 'minmax' or 'dbsf'",
+        ),
     ],
 )
 def test_errors_name_file_key_and_value(
@@ -131,6 +137,8 @@ BAD_CONFIGS: list[tuple[str, str | bytes, str, str]] = [
     ("minus-inf-floor", "rerank:\n  score_floor: -.inf\n", "rerank.score_floor",
      "-inf"),
     ("inf-rrf-c", "retrieval:\n  rrf_c: .inf\n", "retrieval.rrf_c", "inf"),
+    ("fusion-upper-case", "retrieval:\n  fusion: RRF\n", "retrieval.fusion", "RRF"),
+    ("fusion-null", "retrieval:\n  fusion: ~\n", "retrieval.fusion", "None"),
     ("nan-weak-evidence", "surfaces:\n  chat:\n    weak_evidence:\n"
      "      rerank_score: .nan\n", "surfaces.chat.weak_evidence.rerank_score", "nan"),
     ("nan-score-floor", "rerank:\n  score_floor: .NaN\n", "rerank.score_floor", "nan"),

@@ -93,6 +93,7 @@ def default(model: type[BaseModel], name: str) -> Any:
         (BM25Retriever, "stemmer_language", SparseSettings, "stemmer"),
         (BM25Retriever, "stopwords", SparseSettings, "stopwords"),
         (HybridRetriever, "k", RetrievalSettings, "k"),
+        (HybridRetriever, "fusion", RetrievalSettings, "fusion"),
         (HybridRetriever, "rrf_c", RetrievalSettings, "rrf_c"),
         (HybridRetriever, "id_key", RetrievalSettings, "id_key"),
         (FlashRankRerank, "id_key", RetrievalSettings, "id_key"),
