@@ -16,7 +16,7 @@ estimate: each fold's setting chosen on the other folds, measured on its own.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.fusion import FUSION_METHODS, fuse
 from langchain_ragbudget.hybrid import HybridRetriever, hit_keys, hit_scores
 from langchain_ragbudget.metrics import ndcg_at_k, without_query_itself
+from langchain_ragbudget.progress import ProgressCallback
 
 TEST_SPLIT = "test"
 SPARSE_SHARES = tuple(i / 20 for i in range(21))  # sparse weight; dense gets 1 - it
@@ -40,7 +41,6 @@ CONFIDENCE = 0.95
 FOLDS = 5
 SEED = 0  # bootstrap and folds: the same run prints the same interval
 NDCG_AT = 10
-Progress = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,7 @@ def tune(
     allow_test_split: bool = False,
     limit: int | None = None,
     ignore_identical_ids: bool = True,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
 ) -> TuneReport:
     """Search fusion method, weights and c on one labelled split of a BEIR folder.
 
@@ -245,7 +245,7 @@ def search(
     dataset: str,
     split: str,
     ignore_identical_ids: bool = True,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
 ) -> TuneReport:
     """Score every grid setting on `runs` and report the best against `current`.
 
@@ -271,7 +271,7 @@ def retrieve_lists(
     hybrid: HybridRetriever,
     *,
     limit: int | None = None,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
 ) -> list[QueryLists]:
     """Run each retriever once per query and keep what fusion reads."""
     queries = list(dataset.queries.items())[:limit]
@@ -337,7 +337,7 @@ def ndcg_matrix(
     grid: Sequence[FusionSetting],
     k: int,
     ignore_identical_ids: bool,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
 ) -> np.ndarray:
     """nDCG@10 per setting (rows) and query (columns)."""
     matrix = np.empty((len(grid), len(runs)))

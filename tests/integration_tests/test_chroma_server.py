@@ -72,7 +72,7 @@ def test_budgeted_pipeline_on_a_chroma_server_with_a_class_path_sparse_side(
     assert type(retriever.retrievers[0]).__module__.startswith("langchain_community")
     chain = RunnableParallel(
         question=RunnablePassthrough(), documents=retriever
-    ) | ContextBudget.from_config("chat", config)
+    ) | ContextBudget.from_config(config, surface="chat")
     result = chain.invoke("How long are application logs retained?")
     context = result["context"]
     assert "data-retention-policy::0" in context.report.kept_ids
