@@ -68,7 +68,7 @@ tune: $(STAMP)  ## Tune fusion on SciFact's train split; then: make eval CONFIG=
 lint: $(STAMP)  ## ruff check, ruff format --diff, mypy, the import layers contract
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --diff .
-	$(BIN)/mypy langchain_ragbudget tests benchmarks
+	$(BIN)/mypy langchain_ragbudget tests benchmarks docs
 	$(BIN)/lint-imports
 
 format: $(STAMP)  ## Apply ruff fixes and formatting
