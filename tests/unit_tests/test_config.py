@@ -130,8 +130,18 @@ BAD_CONFIGS: list[tuple[str, str | bytes, str, str]] = [
     ("minus-inf-floor", "rerank:\n  score_floor: -.inf\n", "rerank.score_floor",
      "-inf"),
     ("inf-rrf-c", "retrieval:\n  rrf_c: .inf\n", "retrieval.rrf_c", "inf"),
-    ("nan-weak-evidence", "surfaces:\n  chat:\n    weak_evidence:\n"
-     "      rerank_score: .nan\n", "surfaces.chat.weak_evidence.rerank_score", "nan"),
+    ("nan-weak-evidence", "surfaces:\n  chat:\n    weak_evidence:\n      thresholds:\n"
+     "        rerank_score: .nan\n",
+     "surfaces.chat.weak_evidence.thresholds.rerank_score", "nan"),
+    ("weak-evidence-flat", "surfaces:\n  chat:\n    weak_evidence:\n"
+     "      rerank_score: 0.3\n", "surfaces.chat.weak_evidence", "rerank_score"),
+    ("weak-evidence-unknown-method", "surfaces:\n  chat:\n    weak_evidence:\n"
+     "      method: magic\n", "surfaces.chat.weak_evidence.method", "magic"),
+    ("combined-without-model", "surfaces:\n  chat:\n    weak_evidence:\n"
+     "      method: combined\n", "surfaces.chat.weak_evidence", "combined"),
+    ("combined-threshold-over-1", "surfaces:\n  chat:\n    weak_evidence:\n"
+     "      combined: {coefficients: {dense_top: 1}, intercept: 0, threshold: 2}\n",
+     "surfaces.chat.weak_evidence.combined.threshold", "2"),
     ("nan-score-floor", "rerank:\n  score_floor: .NaN\n", "rerank.score_floor", "nan"),
     ("inf-timeout", "llm:\n  timeout: .inf\n", "llm.timeout", "inf"),
     ("inf-in-options", "embedding:\n  options: {scale: .inf}\n",
@@ -156,8 +166,8 @@ BAD_CONFIGS: list[tuple[str, str | bytes, str, str]] = [
     ("duplicate-nested", "surfaces:\n  chat:\n    max_docs: 3\n    max_docs: 4\n",
      "surfaces.chat.max_docs", "4"),
     ("duplicate-depth-4", "surfaces:\n  chat:\n    weak_evidence:\n"
-     "      rerank_score: 0.3\n      rerank_score: 0.9\n",
-     "surfaces.chat.weak_evidence.rerank_score", "0.9"),
+     "      precision: 0.3\n      precision: 0.9\n",
+     "surfaces.chat.weak_evidence.precision", "0.9"),
     ("duplicate-in-flow", "retrieval: {k: 3, k: 4}\n", "retrieval.k", "4"),
     ("surfaces-a-list", "surfaces: [1, 2]\n", "surfaces", "[1, 2]"),
     ("surfaces-null", "surfaces:\n", "surfaces", "None"),
@@ -299,7 +309,8 @@ def test_ints_for_floats_and_nulls_load(tmp_path: Path) -> None:
         "embedding: {threads: null, options: {scale: 1.5}}\n"
         "rerank: {score_floor: 0, download_timeout: 5}\n"
         "llm: {model: null, temperature: 1.0e-1, timeout: 10}\n"
-        "surfaces:\n  chat:\n    weak_evidence: {rerank_score: null, dense_score: 1}\n",
+        "surfaces:\n  chat:\n    weak_evidence:\n"
+        "      thresholds: {rerank_score: null, dense_score: 1}\n",
     )
     config = load_config(path)
     assert config.retrieval.rrf_c == 60.0 and type(config.retrieval.rrf_c) is float
@@ -308,7 +319,7 @@ def test_ints_for_floats_and_nulls_load(tmp_path: Path) -> None:
     assert config.sparse.stemmer is None and config.sparse.stopwords == ["the", "a"]
     assert config.rerank.score_floor == 0.0
     assert config.llm.temperature == pytest.approx(0.1)
-    assert config.surface("chat").weak_evidence == {
+    assert config.surface("chat").weak_evidence.thresholds == {
         "rerank_score": None,
         "dense_score": 1.0,
     }
@@ -339,4 +350,6 @@ def test_programmatic_settings_are_strict_too() -> None:
     with pytest.raises(ValidationError):
         SurfaceSettings(max_docs=True, max_tokens=10)
     with pytest.raises(ValidationError):
-        SurfaceSettings(max_docs=1, max_tokens=10, weak_evidence={"x": float("nan")})
+        SurfaceSettings(
+            max_docs=1, max_tokens=10, weak_evidence={"thresholds": {"x": float("nan")}}
+        )
