@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
 from rich.table import Table
 
 from langchain_ragbudget.errors import require
-from langchain_ragbudget.evaluation import ChunkedSurvival, EvalReport
+from langchain_ragbudget.evaluation import ChunkedSurvival, EvalReport, WeakEvidence
 
 QUALITY_START = "<!-- ragbudget-eval:start -->"
 QUALITY_END = "<!-- ragbudget-eval:end -->"
@@ -88,6 +89,40 @@ def evidence_rows(report: EvalReport) -> list[list[str]]:
     return _budget_rows(report.evidence_survival)
 
 
+WEAK_HEADER = [
+    "method",
+    "AUROC",
+    "threshold (fitted)",
+    "weak-flag precision",
+    "weak-flag recall",
+    "precision on the fitting split",
+]
+
+
+def weak_rows(weak: WeakEvidence) -> list[list[str]]:
+    """One row per weak-evidence method: AUROC, threshold, the flag's quality."""
+    return [
+        [
+            row.method,
+            f"{row.auroc:.3f}",
+            f"{row.threshold:.3f}",
+            _pct(row.precision),
+            _pct(row.recall),
+            _pct(row.train_precision),
+        ]
+        for row in weak.methods
+    ]
+
+
+def _weak_caption(weak: WeakEvidence) -> str:
+    return (
+        f"weak evidence: {weak.n_measured} questions measured twice (as is, and "
+        f"with their judged-relevant documents removed); fitted on {weak.fit_split} "
+        f"({weak.n_fit} questions) for a weak-flag precision of "
+        f"{weak.target_precision:.0%}"
+    )
+
+
 def _budget_table(title: str, budgets: list[int], rows: list[list[str]]) -> Table:
     table = Table(title=title)
     table.add_column("policy")
@@ -133,6 +168,13 @@ def rich_tables(report: EvalReport) -> list[Table]:
                 evidence_rows(report),
             )
         )
+    if report.weak_evidence is not None:
+        weak = Table(title=_weak_caption(report.weak_evidence))
+        for column in WEAK_HEADER:
+            weak.add_column(column, justify="left" if column == "method" else "right")
+        for row in weak_rows(report.weak_evidence):
+            weak.add_row(*row)
+        tables.append(weak)
     tables += [
         _budget_table(
             _chunked_caption(item),
@@ -165,7 +207,12 @@ def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def to_markdown(report: EvalReport, command: str, plot: str | None = None) -> str:
+def to_markdown(
+    report: EvalReport,
+    command: str,
+    plot: str | None = None,
+    calibration_plot: str | None = None,
+) -> str:
     """The quality section of BENCHMARKS.md for this report."""
     k = report.k
     parts = [
@@ -217,6 +264,18 @@ def to_markdown(report: EvalReport, command: str, plot: str | None = None) -> st
         ]
     if plot:
         parts += ["", f"![gold survival against the budget]({plot})"]
+    if report.weak_evidence is not None:
+        parts += [
+            "",
+            f"The weak-evidence signal: {_weak_caption(report.weak_evidence)}. AUROC: "
+            "answerable questions scored above unanswerable ones; precision and "
+            "recall of the weak flag on this 50/50 mix at the threshold chosen on "
+            "the fitting split:",
+            "",
+            _markdown_table(WEAK_HEADER, weak_rows(report.weak_evidence)),
+        ]
+        if calibration_plot:
+            parts += ["", f"![reliability of the combined signal]({calibration_plot})"]
     return "\n".join(parts) + "\n"
 
 
@@ -275,3 +334,47 @@ def plot_survival(report: EvalReport, path: Path) -> Path:
     figure.savefig(path)
     plt.close(figure)
     return path
+
+
+def plot_calibration(weak: WeakEvidence, path: Path) -> Path:
+    """Write a PNG reliability diagram of the combined weak-evidence signal."""
+    require("matplotlib", "eval", "the calibration plot")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    predicted, observed = weak.reliability
+    figure, axis = plt.subplots(figsize=(4.8, 4.4), dpi=120)
+    axis.plot([0, 1], [0, 1], linestyle=":", color="grey", label="perfectly calibrated")
+    axis.plot(predicted, observed, marker="o", label="combined signal")
+    axis.axvline(
+        weak.model.threshold, linestyle="--", color="tab:red", label="weak below"
+    )
+    axis.set_xlabel("predicted probability the answer is among the candidates")
+    axis.set_ylabel("observed share answerable")
+    axis.set_xlim(0, 1)
+    axis.set_ylim(0, 1.02)
+    axis.set_title(f"weak evidence: reliability ({weak.n_measured} questions x 2)")
+    axis.grid(True, alpha=0.3)
+    axis.legend(loc="upper left")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    plt.close(figure)
+    return path
+
+
+def weak_evidence_yaml(weak: WeakEvidence, surfaces: list[str]) -> str:
+    """A YAML to merge over a configuration: the combined method on `surfaces`."""
+    section = {
+        "method": "combined",
+        "precision": weak.target_precision,
+        "combined": weak.model.model_dump(),
+    }
+    header = (
+        f"# written by `ragbudget eval`: the combined weak-evidence signal, "
+        f"{_weak_caption(weak)}\n"
+    )
+    body = {"surfaces": {name: {"weak_evidence": section} for name in surfaces}}
+    return header + yaml.safe_dump(body, sort_keys=False)
