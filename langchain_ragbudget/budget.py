@@ -430,7 +430,9 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             citations=citations,
             text="".join(blocks),
             report=report,
-            evidence=assess_evidence(kept, settings.weak_evidence),
+            evidence=assess_evidence(
+                kept, settings.weak_evidence, candidates=documents, question=question
+            ),
         )
 
     def _measure(self, documents: Sequence[Document]) -> list[PackItem]:

@@ -282,7 +282,7 @@ def _evidence_warning(evidence: Evidence, surface: str) -> list[str]:
     """Weak or unknown evidence; nothing when the top score clears its threshold."""
     if evidence.weak and evidence.score is not None:
         return [
-            f"[warning: weak evidence: top {one_line(str(evidence.score_key))} "
+            f"[warning: weak evidence: {one_line(evidence.measure)} "
             f"{evidence.score:.2f} is below the {surface} threshold "
             f"{evidence.threshold:.2f}; the answer may not be supported by the "
             "documents]"

@@ -8,6 +8,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,22 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         help="also measure evidence survival with the corpus indexed in chunks of "
         "this many tokens (repeatable; indexes are cached)",
+    )
+    evaluate.add_argument(
+        "--weak-fit",
+        metavar="SPLIT",
+        help="fit the combined weak-evidence signal on qrels/SPLIT.tsv (e.g. train) "
+        "and report its AUROC beside the single threshold's",
+    )
+    evaluate.add_argument(
+        "--calibration-plot",
+        type=Path,
+        help="with --weak-fit: write the combined signal's reliability diagram (PNG)",
+    )
+    evaluate.add_argument(
+        "--weak-evidence-yaml",
+        type=Path,
+        help="with --weak-fit: write the fitted model as a YAML to load with --config",
     )
     evaluate.add_argument(
         "--json",
@@ -563,18 +580,26 @@ def run_eval(
     from langchain_ragbudget.beir import load_beir
     from langchain_ragbudget.config import load_config
     from langchain_ragbudget.evaluation import evaluate, evaluate_chunked
+    from langchain_ragbudget.files import atomic_write_text
     from langchain_ragbudget.progress import ProgressBars
     from langchain_ragbudget.report import (
+        plot_calibration,
         plot_survival,
         rich_tables,
         to_markdown,
         update_section,
+        weak_evidence_yaml,
     )
 
     config = load_config(args.config)
     for surface in args.surface or []:
         config.surface(surface)  # an unknown surface fails before any work
     dataset = load_beir(args.data, args.split)
+    weak_fit = (  # named by its split in the report; same corpus as `dataset`
+        replace(load_beir(args.data, args.weak_fit), name=f"{args.weak_fit} split")
+        if args.weak_fit
+        else None
+    )
     with ProgressBars(console, transient=True) as progress:
         result = evaluate(
             dataset,
@@ -584,6 +609,7 @@ def run_eval(
             limit=args.limit,
             progress=progress,
             ignore_identical_ids=not args.keep_identical_ids,
+            weak_fit=weak_fit,
         )
         result.chunked = [
             evaluate_chunked(dataset, config, size, limit=args.limit, progress=progress)
@@ -601,12 +627,25 @@ def run_eval(
     plot = plot_survival(result, args.plot) if args.plot else None
     if plot:
         console.print(f"plot: {plot}")
+    weak = result.weak_evidence
+    calibration = (
+        plot_calibration(weak, args.calibration_plot)
+        if weak is not None and args.calibration_plot
+        else None
+    )
+    if calibration:
+        console.print(f"calibration plot: {calibration}")
+    if weak is not None and args.weak_evidence_yaml:
+        surfaces = args.surface or list(config.surfaces)
+        atomic_write_text(args.weak_evidence_yaml, weak_evidence_yaml(weak, surfaces))
+        console.print(f"weak-evidence model: {args.weak_evidence_yaml}")
     if args.update:
         shown = "ragbudget " + " ".join(argv if argv is not None else sys.argv[1:])
-        relative = (
-            str(plot.relative_to(args.update.parent)) if plot is not None else None
-        )
-        update_section(args.update, to_markdown(result, shown, relative))
+        relative = [
+            str(path.relative_to(args.update.parent)) if path is not None else None
+            for path in (plot, calibration)
+        ]
+        update_section(args.update, to_markdown(result, shown, *relative))
         console.print(f"updated: {args.update}")
 
 

@@ -253,6 +253,68 @@ class TracingSettings(_Strict):
     otel: StrictBool = False
 
 
+class CombinedEvidence(_Strict):
+    """A logistic model over the candidates' weak-evidence signals.
+
+    `ragbudget eval --weak-evidence-yaml` fits it on a labelled split and writes
+    it; the probability that the candidates hold the answer is
+    `sigmoid(intercept + sum(coefficients[f] * feature f))`, the features as
+    `weak_signal.signal_features` computes them.
+
+    Attributes:
+        coefficients: Feature name to its weight (on the raw feature).
+        intercept: The model's intercept.
+        threshold: Evidence is weak when the probability is below it.
+        fitted_on: What it was fitted on (dataset, split, questions), for people.
+    """
+
+    coefficients: dict[StrictStr, StrictFloat] = Field(min_length=1)
+    intercept: StrictFloat
+    threshold: StrictFloat = Field(ge=0, le=1)
+    fitted_on: StrictStr = ""
+
+
+class WeakEvidenceSettings(_Strict):
+    """When the evidence counts as weak (said in the prompt and under the answer).
+
+    Attributes:
+        method: `threshold` compares the best score of the kept passages with
+            `thresholds`; `combined` applies the fitted `combined` model to the
+            candidate list the budget receives.
+        thresholds: Score key to threshold, tried in order; the first key a kept
+            passage carries decides (null disables a key).
+        precision: The precision of the weak flag that `ragbudget eval` chooses a
+            threshold for when it fits the combined model (on the train split).
+        combined: The fitted model; required by `method: combined`.
+    """
+
+    method: Literal["threshold", "combined"] = "threshold"
+    thresholds: dict[StrictStr, StrictFloat | None] = Field(default_factory=dict)
+    precision: StrictFloat = Field(0.8, gt=0, le=1)
+    combined: CombinedEvidence | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_flat_form(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            flat = [k for k in data if k not in cls.model_fields and "_score" in str(k)]
+            if flat:
+                raise ValueError(
+                    f"score thresholds go under weak_evidence.thresholds (found "
+                    f"{', '.join(map(str, flat))} directly under weak_evidence)"
+                )
+        return data
+
+    @model_validator(mode="after")
+    def _model_for_combined(self) -> WeakEvidenceSettings:
+        if self.method == "combined" and self.combined is None:
+            raise ValueError(
+                "method 'combined' needs a fitted model under weak_evidence.combined "
+                "(write one with `ragbudget eval --weak-evidence-yaml`)"
+            )
+        return self
+
+
 class SurfaceSettings(_Strict):
     """The context budget of one surface (chat, search, an API...).
 
@@ -276,8 +338,8 @@ class SurfaceSettings(_Strict):
             passage (None: as many as fit).
         order: `rank` shows citations best first; `edges` puts the best first and
             last and the weakest in the middle.
-        weak_evidence: Score key to threshold, tried in order; the first key a
-            kept passage carries decides whether the evidence is weak.
+        weak_evidence: When the evidence is weak: thresholds on the top score, or
+            a combined model fitted by `ragbudget eval`.
     """
 
     max_docs: StrictInt = Field(ge=1)
@@ -288,7 +350,7 @@ class SurfaceSettings(_Strict):
     packing: Literal["skip", "stop", "trim"] = "skip"
     max_sentences: StrictInt | None = Field(None, ge=1)
     order: Literal["rank", "edges"] = "rank"
-    weak_evidence: dict[StrictStr, StrictFloat | None] = Field(default_factory=dict)
+    weak_evidence: WeakEvidenceSettings = WeakEvidenceSettings()
 
     @model_validator(mode="after")
     def _min_within_max(self) -> SurfaceSettings:

@@ -19,12 +19,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
 
 from langchain_ragbudget.beir import BeirDataset, judged_id
 from langchain_ragbudget.budget import BudgetedContext, ContextBudget
 from langchain_ragbudget.cache import cached_hybrid_retriever, corpus_fingerprint
-from langchain_ragbudget.config import RagBudgetConfig
+from langchain_ragbudget.config import CombinedEvidence, RagBudgetConfig
 from langchain_ragbudget.errors import MissingExtraError, require
+from langchain_ragbudget.evidence import top_score
 from langchain_ragbudget.factory import (
     build_budget,
     build_reranker,
@@ -51,6 +53,17 @@ from langchain_ragbudget.metrics import (
 from langchain_ragbudget.progress import ProgressCallback, StageProgress, prefixed
 from langchain_ragbudget.rerank import FlashRankRerank
 from langchain_ragbudget.survival import POLICIES, PolicySurvival, policy_survival
+from langchain_ragbudget.weak_fit import (
+    Cases,
+    FlagQuality,
+    combined_scores,
+    common_features,
+    fit_combined,
+    flag_quality,
+    reliability,
+    threshold_for_precision,
+)
+from langchain_ragbudget.weak_signal import signal_features
 
 DEFAULT_BUDGETS = (256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
 
@@ -128,6 +141,8 @@ class EvalReport:
             which is not counted: it cuts anywhere by design).
         chunked: Evidence survival with the corpus indexed in chunks, one entry
             per chunk size measured (`evaluate_chunked`).
+        weak_evidence: How well the weak-evidence signals tell answerable from
+            unanswerable questions (when a fitting split was given).
     """
 
     dataset: str
@@ -144,6 +159,7 @@ class EvalReport:
     evidence_survival: dict[str, list[float | None]] = field(default_factory=dict)
     mid_sentence_cuts: dict[str, int] = field(default_factory=dict)
     chunked: list[ChunkedSurvival] = field(default_factory=list)
+    weak_evidence: WeakEvidence | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable view."""
@@ -151,6 +167,8 @@ class EvalReport:
         for row, item in zip(data["survival"], self.survival, strict=True):
             row["survival"] = item.survival
             row["evidence_survival"] = item.evidence_survival
+        if self.weak_evidence is not None:
+            data["weak_evidence"]["model"] = self.weak_evidence.model.model_dump()
         return data
 
     def __repr__(self) -> str:
@@ -292,6 +310,41 @@ def mid_sentence_note(report: EvalReport) -> str:
     return f"kept texts cut mid-sentence: {counts}"
 
 
+WEAK_HEADER = [
+    "method",
+    "AUROC",
+    "threshold (fitted)",
+    "weak-flag precision",
+    "weak-flag recall",
+    "precision on the fitting split",
+]
+
+
+def weak_rows(weak: WeakEvidence) -> list[list[str]]:
+    """One row per weak-evidence method: AUROC, threshold, the flag's quality."""
+    return [
+        [
+            row.method,
+            f"{row.auroc:.3f}",
+            f"{row.threshold:.3f}",
+            _pct(row.precision),
+            _pct(row.recall),
+            _pct(row.train_precision),
+        ]
+        for row in weak.methods
+    ]
+
+
+def weak_caption(weak: WeakEvidence) -> str:
+    """What the weak-evidence table measured and what it was fitted on."""
+    return (
+        f"weak evidence: {weak.n_measured} questions measured twice (as is, and "
+        f"with their judged-relevant documents removed); fitted on {weak.fit_split} "
+        f"({weak.n_fit} questions) for a weak-flag precision of "
+        f"{weak.target_precision:.0%}"
+    )
+
+
 def report_tables(report: EvalReport) -> list[ReportTable]:
     """Every table of the report: quality, survival, policies, evidence, chunks."""
     budgets = budget_header(report)
@@ -325,6 +378,15 @@ def report_tables(report: EvalReport) -> list[ReportTable]:
                 budgets,
                 budget_rows(report.evidence_survival),
                 right,
+            )
+        )
+    if report.weak_evidence is not None:
+        tables.append(
+            ReportTable(
+                weak_caption(report.weak_evidence),
+                WEAK_HEADER,
+                weak_rows(report.weak_evidence),
+                (1, 2, 3, 4, 5),
             )
         )
     tables += [
@@ -437,6 +499,7 @@ def evaluate(
     reranker: FlashRankRerank | None = None,
     progress: ProgressCallback | None = None,
     ignore_identical_ids: bool = True,
+    weak_fit: BeirDataset | None = None,
 ) -> EvalReport:
     """Run the configured pipeline over `dataset` and measure every stage.
 
@@ -453,6 +516,9 @@ def evaluate(
         progress: Called with (stage, done, total) as work advances.
         ignore_identical_ids: As BEIR's evaluator does by default, leave out of
             the quality metrics a hit whose id is the query's own id.
+        weak_fit: Labelled questions (the train split) to fit the combined
+            weak-evidence signal on; it is then measured on `dataset`'s queries
+            beside the single threshold (`EvalReport.weak_evidence`).
 
     Returns:
         The report: quality per stage, gold survival per surface, policies by
@@ -488,7 +554,12 @@ def evaluate(
             text,
         )
         answered.advance()
-    return _report(dataset, config, stages, acc, k, len(queries), budgets)
+    report = _report(dataset, config, stages, acc, k, len(queries), budgets)
+    if weak_fit is not None:
+        report.weak_evidence = measure_weak_evidence(
+            stages, config, surfaces[0], weak_fit, dataset, limit, progress
+        )
+    return report
 
 
 @dataclass
@@ -559,6 +630,173 @@ class _Stages:
             _account(acc, surface, entered, context, relevant)
             _account_evidence(acc, surface, entered, context, rationales)
         return candidates
+
+    def with_and_without(
+        self, text: str, relevant: set[str]
+    ) -> tuple[CandidateList, CandidateList]:
+        """The final candidates of `text`, as retrieved and without `relevant`.
+
+        Each retriever fetches as many more hits as there are relevant documents,
+        so its list keeps its depth once they are removed.
+        """
+        hybrid = self.hybrid
+        sizes = hybrid.fetch_k or [None] * len(hybrid.retrievers)
+        depths = [
+            _depth(retriever, size)
+            for retriever, size in zip(hybrid.retrievers, sizes, strict=True)
+        ]
+        wide = [
+            (retriever.invoke(text, k=depth + len(relevant)), depth)
+            for retriever, depth in zip(hybrid.retrievers, depths, strict=True)
+        ]
+        as_is = [docs[:size] for docs, size in wide]
+        without = [
+            [d for d in docs if _doc_id(d) not in relevant][:size]
+            for docs, size in wide
+        ]
+        return self._final(as_is, text), self._final(without, text)
+
+    def _final(self, lists: list[list[Document]], text: str) -> CandidateList:
+        """Fused, then reranked when a reranker runs: what the budget receives."""
+        candidates = self.hybrid.fuse(lists, self.hybrid.k)
+        if self.reranker is not None and self.reranks:
+            candidates = self.reranker.compress_documents(candidates, text)
+        return candidates
+
+
+def _depth(retriever: BaseRetriever, size: int | None) -> int:
+    """How many hits `retriever` hands to fusion: its fetch size, or its own `k`."""
+    depth = size or getattr(retriever, "k", None)
+    if not isinstance(depth, int):
+        raise ValueError(
+            f"cannot tell how many hits {type(retriever).__name__} returns; give "
+            "the hybrid retriever fetch_k"
+        )
+    return depth
+
+
+@dataclass(frozen=True)
+class WeakEvidence:
+    """The weak-evidence signals measured: each question answerable and not.
+
+    Attributes:
+        fit_split: What the combined signal and both thresholds were fitted on.
+        n_fit: Questions of the fitting split (each gives two cases).
+        n_measured: Questions measured (each gives two cases).
+        target_precision: The weak flag's precision the thresholds aim at.
+        methods: The single threshold and the combined signal, side by side.
+        model: The fitted combined model (as the YAML holds it).
+        reliability: Mean predicted and observed share answerable per bin of the
+            combined probability on the measured split.
+    """
+
+    fit_split: str
+    n_fit: int
+    n_measured: int
+    target_precision: float
+    methods: list[FlagQuality]
+    model: CombinedEvidence
+    reliability: tuple[list[float], list[float]]
+
+
+def measure_weak_evidence(
+    stages: _Stages,
+    config: RagBudgetConfig,
+    surface: str,
+    fit_on: BeirDataset,
+    measured: BeirDataset,
+    limit: int | None = None,
+    progress: ProgressCallback | None = None,
+) -> WeakEvidence:
+    """Fit the combined signal on `fit_on`, measure both methods on `measured`.
+
+    Each question gives two cases: its candidates as retrieved, and with its
+    judged-relevant documents removed from every retriever's list (refilled to
+    the same depth, as a corpus without them would answer). Only `fit_on`'s cases
+    shape the model and the thresholds.
+    """
+    settings = config.surface(surface).weak_evidence
+    fit_cases = _cases(stages, fit_on, None, settings.thresholds, progress)
+    cases = _cases(stages, measured, limit, settings.thresholds, progress)
+    names = common_features([*fit_cases.features, *cases.features])
+    model = fit_combined(
+        fit_cases,
+        names,
+        settings.precision,
+        f"{measured.name}, {fit_on.name} ({len(fit_on.queries)} questions)",
+    )
+    key = ", ".join(sorted(set(fit_cases.top_keys) | set(cases.top_keys)))
+    fit_top = _present(fit_cases.top_scores, key)
+    top = _present(cases.top_scores, key)
+    fit_probs = combined_scores(fit_cases, model)
+    probs = combined_scores(cases, model)
+    return WeakEvidence(
+        fit_split=fit_on.name,
+        n_fit=len(fit_cases.answerable) // 2,
+        n_measured=len(cases.answerable) // 2,
+        target_precision=settings.precision,
+        methods=[
+            flag_quality(
+                f"threshold ({key})",
+                fit_top,
+                fit_cases.answerable,
+                top,
+                cases.answerable,
+                threshold_for_precision(
+                    fit_top, fit_cases.answerable, settings.precision
+                ),
+            ),
+            flag_quality(
+                "combined",
+                fit_probs,
+                fit_cases.answerable,
+                probs,
+                cases.answerable,
+                model.threshold,
+            ),
+        ],
+        model=model,
+        reliability=reliability(probs, cases.answerable),
+    )
+
+
+def _present(scores: list[float | None], key: str) -> list[float]:
+    """Top scores, every case having one (else the baseline would lose cases)."""
+    if any(score is None for score in scores):
+        raise ValueError(f"some candidate lists carry no {key!r}")
+    return [score for score in scores if score is not None]
+
+
+def _cases(
+    stages: _Stages,
+    dataset: BeirDataset,
+    limit: int | None,
+    thresholds: dict[str, float | None],
+    progress: ProgressCallback | None,
+) -> Cases:
+    """Both cases of every judged question of `dataset` (first `limit`)."""
+    features: list[dict[str, float]] = []
+    tops: list[float | None] = []
+    top_keys: list[str] = []
+    labels: list[bool] = []
+    queries = list(dataset.queries.items())[:limit]
+    keys = [key for key, threshold in thresholds.items() if threshold is not None]
+    for done, (query_id, text) in enumerate(queries, start=1):
+        relevant = {d for d, rel in dataset.qrels[query_id].items() if rel > 0}
+        for answerable, candidates in zip(
+            (True, False), stages.with_and_without(text, relevant), strict=True
+        ):
+            features.append(signal_features(candidates, text))
+            key, top = next(
+                ((k, s) for k in keys if (s := top_score(candidates, k)) is not None),
+                ("none", None),
+            )
+            tops.append(top)
+            top_keys.append(key)
+            labels.append(answerable)
+        if progress:
+            progress(f"weak evidence ({dataset.name})", done, len(queries))
+    return Cases(features, tops, top_keys, labels)
 
 
 def _report(

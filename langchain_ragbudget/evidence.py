@@ -1,7 +1,9 @@
 """Weak-evidence signalling and the calibration of its threshold.
 
-When the best relevance score of the context is under a calibrated threshold, the
-prompt and the user-facing output both say the evidence is weak.
+When the best relevance score of the context is under a calibrated threshold, or a
+model fitted over cheap signals of the candidates (`weak_signal`) says the answer is
+probably not among them, the prompt and the user-facing output both say the
+evidence is weak.
 """
 
 from __future__ import annotations
@@ -13,7 +15,11 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
+from langchain_ragbudget.config import CombinedEvidence, WeakEvidenceSettings
 from langchain_ragbudget.inputs import finite_score
+from langchain_ragbudget.weak_signal import answerable_probability, signal_features
+
+COMBINED = "combined signal"  # the Evidence.score_key of the combined method
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,12 @@ class Evidence:
     score_key: str | None = None
     score: float | None = None
     threshold: float | None = None
+
+    @property
+    def measure(self) -> str:
+        """What was compared, for a warning: `top dense_score`, `combined signal`."""
+        key = str(self.score_key)
+        return key if self.score_key == COMBINED else f"top {key}"
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-serialisable view."""
@@ -57,6 +69,56 @@ class Evidence:
 
 
 def assess_evidence(
+    kept: Sequence[Document],
+    settings: WeakEvidenceSettings,
+    *,
+    candidates: Sequence[Document] = (),
+    question: str | None = None,
+) -> Evidence:
+    """Decide whether the evidence is weak, by the surface's configured method.
+
+    Nothing kept is weak evidence either way.
+
+    Args:
+        kept: The passages that reached the context.
+        settings: The surface's `weak_evidence` settings.
+        candidates: The candidate list the budget received (the combined method
+            reads its signals there, as `ragbudget eval` fitted it).
+        question: The question (the combined method needs it; without it the
+            strength is unknown).
+
+    Returns:
+        The decision, with the score and threshold that made it.
+    """
+    if not kept:
+        return Evidence(weak=True)
+    if settings.method == "combined" and settings.combined is not None:
+        if question is None:
+            return Evidence(weak=None, score_key=COMBINED)
+        return assess_combined(candidates or kept, question, settings.combined)
+    return assess_thresholds(kept, settings.thresholds)
+
+
+def assess_combined(
+    candidates: Sequence[Document], question: str, model: CombinedEvidence
+) -> Evidence:
+    """Apply the fitted model to the candidates' signals (the harness's decision).
+
+    Weak when the probability that the answer is among the candidates is below
+    the model's threshold; unknown when a signal it needs is missing (a model with
+    rerank features, run without a reranker).
+    """
+    probability = answerable_probability(
+        signal_features(candidates, question), model.coefficients, model.intercept
+    )
+    if probability is None:
+        return Evidence(weak=None, score_key=COMBINED)
+    return Evidence(
+        probability < model.threshold, COMBINED, probability, model.threshold
+    )
+
+
+def assess_thresholds(
     documents: Sequence[Document], thresholds: Mapping[str, float | None]
 ) -> Evidence:
     """Compare the best score to its threshold, trying score keys in order.

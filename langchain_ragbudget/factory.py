@@ -52,6 +52,7 @@ from langchain_ragbudget.scores import (
     score_key,
 )
 from langchain_ragbudget.sparse import BM25Retriever
+from langchain_ragbudget.weak_signal import FEATURES
 
 RETRIEVER_NAMES = (SPARSE, DENSE)  # the order of HybridRetriever.retrievers
 DEFAULT_CHAT_MODEL = "openai:gpt-4o-mini"  # when only OPENAI_API_KEY is set
@@ -307,17 +308,27 @@ def build_budget(
 
     Raises:
         ConfigError: The surface is unknown, or its weak-evidence check names a
-            score that no stage writes (it would never fire).
+            score that no stage writes (it would never fire), or a combined-model
+            feature that `weak_signal` does not compute.
     """
     budget = ContextBudget.from_config(config, surface=surface)
     known = produced_score_keys(names)
-    for key, threshold in budget.settings.weak_evidence.items():
+    weak = budget.settings.weak_evidence
+    for key, threshold in weak.thresholds.items():
         if key not in known:
             raise ConfigError(
                 config.source,
-                f"surfaces.{surface}.weak_evidence.{key}",
+                f"surfaces.{surface}.weak_evidence.thresholds.{key}",
                 threshold,
                 f"no stage writes this score; known: {', '.join(sorted(known))}",
+            )
+    for name, weight in (weak.combined.coefficients if weak.combined else {}).items():
+        if name not in FEATURES:
+            raise ConfigError(
+                config.source,
+                f"surfaces.{surface}.weak_evidence.combined.coefficients.{name}",
+                weight,
+                f"not a weak-evidence signal; known: {', '.join(FEATURES)}",
             )
     return budget
 

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
 from rich.table import Table
 
+from langchain_ragbudget.errors import require
 from langchain_ragbudget.evaluation import (
     SURVIVAL_HEADER,
+    WEAK_HEADER,
     EvalReport,
+    WeakEvidence,
     budget_header,
     budget_rows,
     chunked_caption,
@@ -24,6 +28,8 @@ from langchain_ragbudget.evaluation import (
     report_tables,
     survival_png,
     survival_rows,
+    weak_caption,
+    weak_rows,
 )
 from langchain_ragbudget.tuning import FOLDS, Interval, TuneReport
 
@@ -50,7 +56,12 @@ def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def to_markdown(report: EvalReport, command: str, plot: str | None = None) -> str:
+def to_markdown(
+    report: EvalReport,
+    command: str,
+    plot: str | None = None,
+    calibration_plot: str | None = None,
+) -> str:
     """The quality section of BENCHMARKS.md for this report."""
     budgets = budget_header(report)
     parts = [
@@ -92,6 +103,18 @@ def to_markdown(report: EvalReport, command: str, plot: str | None = None) -> st
         ]
     if plot:
         parts += ["", f"![gold survival against the budget]({plot})"]
+    if report.weak_evidence is not None:
+        parts += [
+            "",
+            f"The weak-evidence signal: {weak_caption(report.weak_evidence)}. AUROC: "
+            "answerable questions scored above unanswerable ones; precision and "
+            "recall of the weak flag on this 50/50 mix at the threshold chosen on "
+            "the fitting split:",
+            "",
+            _markdown_table(WEAK_HEADER, weak_rows(report.weak_evidence)),
+        ]
+        if calibration_plot:
+            parts += ["", f"![reliability of the combined signal]({calibration_plot})"]
     return "\n".join(parts) + "\n"
 
 
@@ -174,3 +197,47 @@ def tune_lines(report: TuneReport) -> list[str]:
         "TUNED.yml`"
     )
     return lines
+
+
+def plot_calibration(weak: WeakEvidence, path: Path) -> Path:
+    """Write a PNG reliability diagram of the combined weak-evidence signal."""
+    require("matplotlib", "eval", "the calibration plot")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    predicted, observed = weak.reliability
+    figure, axis = plt.subplots(figsize=(4.8, 4.4), dpi=120)
+    axis.plot([0, 1], [0, 1], linestyle=":", color="grey", label="perfectly calibrated")
+    axis.plot(predicted, observed, marker="o", label="combined signal")
+    axis.axvline(
+        weak.model.threshold, linestyle="--", color="tab:red", label="weak below"
+    )
+    axis.set_xlabel("predicted probability the answer is among the candidates")
+    axis.set_ylabel("observed share answerable")
+    axis.set_xlim(0, 1)
+    axis.set_ylim(0, 1.02)
+    axis.set_title(f"weak evidence: reliability ({weak.n_measured} questions x 2)")
+    axis.grid(True, alpha=0.3)
+    axis.legend(loc="upper left")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    plt.close(figure)
+    return path
+
+
+def weak_evidence_yaml(weak: WeakEvidence, surfaces: list[str]) -> str:
+    """A YAML to merge over a configuration: the combined method on `surfaces`."""
+    section = {
+        "method": "combined",
+        "precision": weak.target_precision,
+        "combined": weak.model.model_dump(),
+    }
+    header = (
+        f"# written by `ragbudget eval`: the combined weak-evidence signal, "
+        f"{weak_caption(weak)}\n"
+    )
+    body = {"surfaces": {name: {"weak_evidence": section} for name in surfaces}}
+    return header + yaml.safe_dump(body, sort_keys=False)

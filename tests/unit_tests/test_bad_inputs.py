@@ -135,7 +135,7 @@ API_CASES = [
     Case("names-repeated", lambda: hybrid(docs("a"), docs("b"), names=["x", "x"]), ValidationError, "distinct names"),
     Case("no-retrievers", lambda: HybridRetriever(retrievers=[]), ValidationError, "at least 1"),
     Case("max-docs-bool", lambda: SurfaceSettings(max_docs=True, max_tokens=10, encoding="cl100k_base"), ValidationError, "integer"),
-    Case("threshold-nan", lambda: SurfaceSettings(max_docs=1, max_tokens=10, encoding="cl100k_base", weak_evidence={"dense_score": math.nan}), ValidationError, "finite"),
+    Case("threshold-nan", lambda: SurfaceSettings(max_docs=1, max_tokens=10, encoding="cl100k_base", weak_evidence={"thresholds": {"dense_score": math.nan}}), ValidationError, "finite"),
     Case("score-floor-nan", lambda: _reranker(score_floor=math.nan), ValidationError, "finite"),
     Case("unknown-surface", lambda: ContextBudget.from_config(surface="voice"), ConfigError, "unknown surface"),
     Case("format-unquoted-passage", lambda: ContextFormat(passage="> {text}\n\n"), ValueError, "must start with {text}"),

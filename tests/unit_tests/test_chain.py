@@ -138,7 +138,9 @@ def test_truncated_answer_is_flagged() -> None:
 @pytest.mark.needs_tiktoken
 def test_weak_evidence_in_prompt_and_output() -> None:
     recorder = PromptRecorder()
-    stage = budget(500, weak_evidence={"rerank_score": 0.5, "dense_score": 0.4})
+    stage = budget(
+        500, weak_evidence={"thresholds": {"rerank_score": 0.5, "dense_score": 0.4}}
+    )
     chain = stage | create_budgeted_stuff_chain(fake_llm("Not sure."), structured=True)
     docs = [passage("a", 0, "Unrelated text.", dense_score=0.21)]
     answer = chain.invoke(
@@ -169,7 +171,7 @@ def test_prompt_without_evidence_note_still_gets_it() -> None:
     recorder = PromptRecorder()
     prompt = ChatPromptTemplate.from_messages([("human", "{context}\nQ: {question}")])
     chain = budget(
-        500, weak_evidence={"dense_score": 0.9}
+        500, weak_evidence={"thresholds": {"dense_score": 0.9}}
     ) | create_budgeted_stuff_chain(fake_llm(), prompt)
     chain.invoke(
         {"question": "q", "documents": [passage("a", 0, "x", dense_score=0.1)]},

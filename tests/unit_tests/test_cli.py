@@ -198,8 +198,11 @@ def test_inspect_without_an_index_is_one_line_exit_2(
 
 
 def test_config_shows_every_value_with_its_origin(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("COLUMNS", "240")  # wide enough that no cell folds
     path = tmp_path / "ragbudget.yml"
     path.write_text("retrieval: {k: 7}\nsurfaces:\n  voice:\n    max_tokens: 300\n")
     assert main(["config", "--config", str(path), "--json"]) == 0

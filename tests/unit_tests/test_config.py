@@ -139,8 +139,18 @@ BAD_CONFIGS: list[tuple[str, str | bytes, str, str]] = [
     ("inf-rrf-c", "retrieval:\n  rrf_c: .inf\n", "retrieval.rrf_c", "inf"),
     ("fusion-upper-case", "retrieval:\n  fusion: RRF\n", "retrieval.fusion", "RRF"),
     ("fusion-null", "retrieval:\n  fusion: ~\n", "retrieval.fusion", "None"),
-    ("nan-weak-evidence", "surfaces:\n  chat:\n    weak_evidence:\n"
-     "      rerank_score: .nan\n", "surfaces.chat.weak_evidence.rerank_score", "nan"),
+    ("nan-weak-evidence", "surfaces:\n  chat:\n    weak_evidence:\n      thresholds:\n"
+     "        rerank_score: .nan\n",
+     "surfaces.chat.weak_evidence.thresholds.rerank_score", "nan"),
+    ("weak-evidence-flat", "surfaces:\n  chat:\n    weak_evidence:\n"
+     "      rerank_score: 0.3\n", "surfaces.chat.weak_evidence", "rerank_score"),
+    ("weak-evidence-unknown-method", "surfaces:\n  chat:\n    weak_evidence:\n"
+     "      method: magic\n", "surfaces.chat.weak_evidence.method", "magic"),
+    ("combined-without-model", "surfaces:\n  chat:\n    weak_evidence:\n"
+     "      method: combined\n", "surfaces.chat.weak_evidence", "combined"),
+    ("combined-threshold-over-1", "surfaces:\n  chat:\n    weak_evidence:\n"
+     "      combined: {coefficients: {dense_top: 1}, intercept: 0, threshold: 2}\n",
+     "surfaces.chat.weak_evidence.combined.threshold", "2"),
     ("nan-score-floor", "rerank:\n  score_floor: .NaN\n", "rerank.score_floor", "nan"),
     ("inf-timeout", "llm:\n  timeout: .inf\n", "llm.timeout", "inf"),
     ("inf-in-options", "embedding:\n  options: {scale: .inf}\n",
@@ -165,8 +175,8 @@ BAD_CONFIGS: list[tuple[str, str | bytes, str, str]] = [
     ("duplicate-nested", "surfaces:\n  chat:\n    max_docs: 3\n    max_docs: 4\n",
      "surfaces.chat.max_docs", "4"),
     ("duplicate-depth-4", "surfaces:\n  chat:\n    weak_evidence:\n"
-     "      rerank_score: 0.3\n      rerank_score: 0.9\n",
-     "surfaces.chat.weak_evidence.rerank_score", "0.9"),
+     "      precision: 0.3\n      precision: 0.9\n",
+     "surfaces.chat.weak_evidence.precision", "0.9"),
     ("duplicate-in-flow", "retrieval: {k: 3, k: 4}\n", "retrieval.k", "4"),
     ("surfaces-a-list", "surfaces: [1, 2]\n", "surfaces", "[1, 2]"),
     ("surfaces-null", "surfaces:\n", "surfaces", "None"),
@@ -308,7 +318,8 @@ def test_ints_for_floats_and_nulls_load(tmp_path: Path) -> None:
         "embedding: {threads: null, options: {scale: 1.5}}\n"
         "rerank: {score_floor: 0, download_timeout: 5}\n"
         "llm: {model: null, temperature: 1.0e-1, timeout: 10}\n"
-        "surfaces:\n  chat:\n    weak_evidence: {rerank_score: null, dense_score: 1}\n",
+        "surfaces:\n  chat:\n    weak_evidence:\n"
+        "      thresholds: {rerank_score: null, dense_score: 1}\n",
     )
     config = load_config(path)
     assert config.retrieval.rrf_c == 60.0 and type(config.retrieval.rrf_c) is float
@@ -317,7 +328,7 @@ def test_ints_for_floats_and_nulls_load(tmp_path: Path) -> None:
     assert config.sparse.stemmer is None and config.sparse.stopwords == ["the", "a"]
     assert config.rerank.score_floor == 0.0
     assert config.llm.temperature == pytest.approx(0.1)
-    assert config.surface("chat").weak_evidence == {
+    assert config.surface("chat").weak_evidence.thresholds == {
         "rerank_score": None,
         "dense_score": 1.0,
     }
@@ -348,7 +359,9 @@ def test_programmatic_settings_are_strict_too() -> None:
     with pytest.raises(ValidationError):
         SurfaceSettings(max_docs=True, max_tokens=10)
     with pytest.raises(ValidationError):
-        SurfaceSettings(max_docs=1, max_tokens=10, weak_evidence={"x": float("nan")})
+        SurfaceSettings(
+            max_docs=1, max_tokens=10, weak_evidence={"thresholds": {"x": float("nan")}}
+        )
 
 
 def test_a_new_surface_inherits_every_key_it_leaves_out(tmp_path: Path) -> None:
@@ -356,8 +369,8 @@ def test_a_new_surface_inherits_every_key_it_leaves_out(tmp_path: Path) -> None:
     # not the edit, so changing one surface never changes another
     path = write(
         tmp_path,
-        "surfaces:\n  voice:\n    max_tokens: 300\n"
-        "  chat:\n    max_docs: 2\n    weak_evidence: {rerank_score: 0.9}\n",
+        "surfaces:\n  voice:\n    max_tokens: 300\n  chat:\n    max_docs: 2\n"
+        "    weak_evidence: {thresholds: {rerank_score: 0.9}}\n",
     )
     config = load_config(path)
     shipped = load_config().surface(DEFAULT_SURFACE)
@@ -371,17 +384,21 @@ def test_a_new_surface_inherits_every_key_it_leaves_out(tmp_path: Path) -> None:
 
 
 def test_a_new_surface_merges_its_weak_evidence_key_by_key(tmp_path: Path) -> None:
-    path = write(tmp_path, "surfaces:\n  api:\n    weak_evidence: {dense_score: 0.7}\n")
+    path = write(
+        tmp_path,
+        "surfaces:\n  api:\n    weak_evidence: {thresholds: {dense_score: 0.7}}\n",
+    )
     api = load_config(path).surface("api")
     shipped = load_config().surface(DEFAULT_SURFACE).weak_evidence
-    assert api.weak_evidence == {**shipped, "dense_score": 0.7}
+    assert api.weak_evidence.thresholds == {**shipped.thresholds, "dense_score": 0.7}
+    assert api.weak_evidence.method == shipped.method
 
 
 def test_every_effective_value_says_where_it_came_from(tmp_path: Path) -> None:
     path = write(
         tmp_path,
         "retrieval: {k: 7}\nsurfaces:\n  voice:\n    max_tokens: 300\n"
-        "  chat:\n    weak_evidence: {rerank_score: 0.5}\n",
+        "  chat:\n    weak_evidence: {thresholds: {rerank_score: 0.5}}\n",
     )
     effective = explain_config(path)
     origins = {value.key: value.origin for value in effective.values}
@@ -390,8 +407,10 @@ def test_every_effective_value_says_where_it_came_from(tmp_path: Path) -> None:
     assert origins["retrieval.rrf_c"] == Origin.DEFAULT
     assert origins["surfaces.voice.max_tokens"] == Origin.FILE
     assert origins["surfaces.voice.packing"] == Origin.INHERITED
-    assert origins["surfaces.chat.weak_evidence.rerank_score"] == Origin.FILE
-    assert origins["surfaces.chat.weak_evidence.dense_score"] == Origin.DEFAULT
+    assert origins["surfaces.chat.weak_evidence.thresholds.rerank_score"] == Origin.FILE
+    assert (
+        origins["surfaces.chat.weak_evidence.thresholds.dense_score"] == Origin.DEFAULT
+    )
     assert origins["surfaces.search.max_docs"] == Origin.DEFAULT
     # one entry per leaf of the validated config, nothing invented
     dumped = effective.config.model_dump()

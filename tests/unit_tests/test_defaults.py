@@ -126,7 +126,9 @@ def test_a_weak_evidence_key_no_stage_writes_fails_loudly() -> None:
     assert build_budget("chat", config).settings.weak_evidence  # the default works
     # a retriever renamed in the factory: dense_score is written by no stage
     renamed = [name if name != "dense" else "vector" for name in RETRIEVER_NAMES]
-    with pytest.raises(ConfigError, match=r"weak_evidence\.dense_score.*no stage"):
+    with pytest.raises(
+        ConfigError, match=r"weak_evidence\.thresholds\.dense_score.*no stage"
+    ):
         build_budget("chat", config, renamed)
 
 

@@ -271,3 +271,114 @@ def test_cli_eval_json_alone_prints_one_object_on_stdout(
     assert result["n_queries"] == 2
     assert "budget:chat" in {row["stage"] for row in result["quality"]}
     assert "nDCG" in err or "ndcg" in err.lower()  # the tables went to stderr
+
+
+def test_harness_agrees_with_pytrec_eval_when_queries_are_corpus_documents(
+    tmp_path: Path,
+) -> None:
+    # Each query is a passage of the corpus, under its own id (as in ArguAna or
+    # Quora); its judged-relevant documents are the other passages of its source.
+    import pytrec_eval
+
+    from langchain_ragbudget import build_hybrid_retriever
+    from langchain_ragbudget.beir import BeirDataset
+
+    corpus = [
+        doc.model_copy(update={"metadata": {**doc.metadata, "doc_id": doc.id}})
+        for doc in load_sample_corpus()
+    ]
+    by_source: dict[str, list[str]] = {}
+    for doc in corpus:
+        by_source.setdefault(doc.metadata["source"], []).append(str(doc.id))
+    chosen = [doc for doc in corpus if len(by_source[doc.metadata["source"]]) > 1][:8]
+    dataset = BeirDataset(
+        "self-queries",
+        corpus,
+        {str(doc.id): doc.page_content[:300] for doc in chosen},
+        {
+            str(doc.id): {
+                other: 1
+                for other in by_source[doc.metadata["source"]]
+                if other != doc.id
+            }
+            for doc in chosen
+        },
+    )
+    config = load_config()
+    retriever = build_hybrid_retriever(corpus, config)
+    runs = {
+        qid: [str(d.id) for d in retriever.invoke(text)]
+        for qid, text in dataset.queries.items()
+    }
+    assert sum(runs[qid][0] == qid for qid in runs) >= 6  # a query finds itself
+    measures = {"ndcg_cut_10", "recall_10", "recip_rank"}
+    ndcg = []
+    for ignore in (True, False):
+        run = {
+            qid: {
+                doc: float(len(ranked) - i)
+                for i, doc in enumerate(ranked)
+                if not (ignore and doc == qid)
+            }  # BEIR's ignore_identical_ids
+            for qid, ranked in runs.items()
+        }
+        expected = pytrec_eval.RelevanceEvaluator(dataset.qrels, measures).evaluate(run)
+        report = evaluate(dataset, config, budgets=(4096,), ignore_identical_ids=ignore)
+        fusion = next(row for row in report.quality if row.stage == "fusion")
+
+        mean = {
+            measure: sum(row[measure] for row in expected.values()) / len(expected)
+            for measure in measures
+        }
+        assert fusion.ndcg == pytest.approx(mean["ndcg_cut_10"], abs=1e-6)
+        assert fusion.recall == pytest.approx(mean["recall_10"], abs=1e-6)
+        assert fusion.mrr == pytest.approx(mean["recip_rank"], abs=1e-6)
+        ndcg.append(fusion.ndcg)
+    assert ndcg[0] != pytest.approx(ndcg[1])  # the rule changes the numbers here
+
+
+@pytest.mark.needs_embedding_model
+@pytest.mark.needs_tiktoken
+def test_cli_weak_evidence_writes_table_plot_and_a_loadable_yaml(
+    beir_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_ragbudget.factory import build_budget
+
+    monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(tmp_path / "cache"))
+    qrels = beir_folder / "qrels"
+    (qrels / "train.tsv").write_text((qrels / "test.tsv").read_text())
+    offline = tmp_path / "offline.yml"
+    offline.write_text("rerank:\n  download: false\n")
+    bench, model = tmp_path / "BENCH.md", tmp_path / "weak.yml"
+    code = main(
+        [
+            "eval",
+            str(beir_folder),
+            "--config",
+            str(offline),
+            "--weak-fit",
+            "train",
+            "--weak-evidence-yaml",
+            str(model),
+            "--calibration-plot",
+            str(tmp_path / "calibration.png"),
+            "--json",
+            str(tmp_path / "r.json"),
+            "--update",
+            str(bench),
+        ]
+    )
+    assert code == 0
+    weak = json.loads((tmp_path / "r.json").read_text())["weak_evidence"]
+    assert [m["method"] for m in weak["methods"]] == [
+        "threshold (dense_score)",
+        "combined",
+    ]
+    assert weak["n_measured"] == weak["n_fit"] == 7
+    assert (tmp_path / "calibration.png").read_bytes()[:4] == b"\x89PNG"
+    text = bench.read_text()
+    assert "| combined |" in text and "calibration.png" in text
+    config = load_config(model)  # the written model loads and wires
+    settings = build_budget("chat", config).settings.weak_evidence
+    assert settings.method == "combined" and settings.combined is not None
+    assert settings.combined.coefficients == weak["model"]["coefficients"]

@@ -1,7 +1,7 @@
 import pytest
 from langchain_core.documents import Document
 
-from langchain_ragbudget.evidence import assess_evidence, calibrate_threshold
+from langchain_ragbudget.evidence import assess_thresholds, calibrate_threshold
 
 
 def doc(**metadata: float) -> Document:
@@ -10,7 +10,7 @@ def doc(**metadata: float) -> Document:
 
 def test_first_score_key_present_decides() -> None:
     thresholds = {"rerank_score": 0.5, "dense_score": 0.4}
-    evidence = assess_evidence(
+    evidence = assess_thresholds(
         [doc(rerank_score=0.2, dense_score=0.9), doc(rerank_score=0.3)], thresholds
     )
     assert (evidence.weak, evidence.score_key, evidence.score) == (
@@ -18,14 +18,14 @@ def test_first_score_key_present_decides() -> None:
         "rerank_score",
         0.3,
     )
-    fallback = assess_evidence([doc(dense_score=0.45)], thresholds)
+    fallback = assess_thresholds([doc(dense_score=0.45)], thresholds)
     assert (fallback.weak, fallback.score_key) == (False, "dense_score")
 
 
 def test_no_documents_is_weak_and_no_score_is_unknown() -> None:
-    assert assess_evidence([], {"dense_score": 0.4}).weak is True
-    assert assess_evidence([doc(bm25_score=3.0)], {"dense_score": 0.4}).weak is None
-    assert assess_evidence([doc(dense_score=0.1)], {"dense_score": None}).weak is None
+    assert assess_thresholds([], {"dense_score": 0.4}).weak is True
+    assert assess_thresholds([doc(bm25_score=3.0)], {"dense_score": 0.4}).weak is None
+    assert assess_thresholds([doc(dense_score=0.1)], {"dense_score": None}).weak is None
 
 
 def test_calibration_by_hand() -> None:

@@ -223,7 +223,7 @@ def test_hostile_input_every_candidate_accounted_and_no_line_forged(
             max_docs=max_docs,
             max_tokens=max_tokens,
             model="gpt-4o",
-            weak_evidence={"score": 0.5},
+            weak_evidence={"thresholds": {"score": 0.5}},
         )
     )
     chain = ledger_scope(

@@ -296,7 +296,7 @@ def test_non_finite_or_non_numeric_scores_are_reported_not_used(bad: Any) -> Non
 
 
 def test_nan_top_score_is_never_strong_evidence() -> None:
-    stage = budget(weak_evidence={"dense_score": 0.4})
+    stage = budget(weak_evidence={"thresholds": {"dense_score": 0.4}})
     docs = [Document(id="a", page_content="alpha", metadata={"dense_score": math.nan})]
     evidence = stage.fit(docs).evidence
     assert evidence.weak is None  # unknown, and the chain says so; never "strong"

@@ -51,7 +51,7 @@ def test_a_drop_scoring_close_to_the_top_is_named() -> None:
         Document(id=f"d{i}", page_content=f"passage {i}", metadata={"dense_score": s})
         for i, s in enumerate([0.86, 0.5, 0.4, 0.84, 0.3])
     ]
-    stage = budget(max_docs=3, weak_evidence={"dense_score": 0.2})
+    stage = budget(max_docs=3, weak_evidence={"thresholds": {"dense_score": 0.2}})
     (line,) = drop_lines(context_warnings(stage.fit(docs)))
     assert line == (
         "[warning: chat context: 2 candidate(s) dropped (2 over_max_docs); evidence "
@@ -66,7 +66,7 @@ def test_duplicates_are_counted_never_named() -> None:
         Document(id="a", page_content=text, metadata={"dense_score": 0.9}),
         Document(id="b", page_content=text, metadata={"dense_score": 0.9}),
     ]
-    context = budget(weak_evidence={"dense_score": 0.2}).fit(docs)
+    context = budget(weak_evidence={"thresholds": {"dense_score": 0.2}}).fit(docs)
     assert (
         likely_lost(
             context.documents,

@@ -1,0 +1,217 @@
+"""Fitting and measuring the weak-evidence signal on labelled questions.
+
+Each question is a pair of cases: its candidates as retrieved (answerable) and its
+candidates with its judged-relevant documents removed (a corpus that lacks the
+answer). A signal is good when it tells the two apart: its AUROC over the cases,
+answerable positive. The combined signal is scikit-learn's logistic regression over
+`weak_signal` features, fitted on one split's cases only; its threshold is chosen on
+that split's cross-validated probabilities for a stated precision of the weak flag,
+so the split it is measured on never shapes it. The single-threshold baseline gets
+its threshold the same way, so both are compared at the same precision target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from langchain_ragbudget.config import CombinedEvidence
+from langchain_ragbudget.errors import require
+from langchain_ragbudget.weak_signal import (
+    FEATURES,
+    answerable_probability,
+    feature_rows,
+)
+
+
+@dataclass(frozen=True)
+class Cases:
+    """The 2N cases of one split: features, the baseline's score, the label.
+
+    Attributes:
+        features: One feature mapping per case (`weak_signal.signal_features`).
+        top_scores: The single-threshold method's score per case (its first
+            configured score key present), None where no key was present.
+        top_keys: The score key that gave each case's top score.
+        answerable: True for a question as retrieved, False with its
+            judged-relevant documents removed.
+    """
+
+    features: list[dict[str, float]]
+    top_scores: list[float | None]
+    top_keys: list[str]
+    answerable: list[bool]
+
+
+@dataclass(frozen=True)
+class FlagQuality:
+    """How one method's weak flag did on the measured split.
+
+    Attributes:
+        method: `threshold (<score key>)` or `combined`.
+        auroc: AUROC of the method's score, answerable positive.
+        threshold: The threshold chosen on the fitting split.
+        precision: Share of flagged cases that were unanswerable.
+        recall: Share of unanswerable cases that were flagged.
+        train_precision: The precision reached on the fitting split.
+    """
+
+    method: str
+    auroc: float
+    threshold: float
+    precision: float | None
+    recall: float
+    train_precision: float | None
+
+
+def auroc(scores: Sequence[float], answerable: Sequence[bool]) -> float:
+    """Area under the ROC curve of `scores`, answerable the positive class.
+
+    Raises:
+        ValueError: Only one class is present.
+    """
+    require("sklearn", "eval", "the weak-evidence AUROC")
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(list(answerable), list(scores)))
+
+
+def fit_combined(
+    cases: Cases, names: Sequence[str], target_precision: float, fitted_on: str
+) -> CombinedEvidence:
+    """Fit the logistic model on `cases` and choose its threshold there.
+
+    Features are standardised for the fit and the scaling folded back into the
+    coefficients, so the model applies to raw features. The threshold comes from
+    5-fold cross-validated probabilities (both cases of one question in the same
+    fold), so it is not chosen on probabilities the model has already seen.
+
+    Args:
+        cases: The fitting split's cases (the train split; never the test split).
+        names: The features to use, all present in every case.
+        target_precision: The wanted precision of the weak flag.
+        fitted_on: Words for the YAML: dataset, split, number of questions.
+
+    Returns:
+        The model as the configuration holds it.
+    """
+    require("sklearn", "eval", "fitting the combined weak-evidence signal")
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GroupKFold, cross_val_predict
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rows = list(feature_rows(cases.features, names))
+    pipeline = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000))
+    groups = [i // 2 for i in range(len(rows))]  # a question's two cases together
+    held_out = cross_val_predict(
+        pipeline,
+        rows,
+        cases.answerable,
+        cv=GroupKFold(5),
+        groups=groups,
+        method="predict_proba",
+    )[:, 1]
+    pipeline.fit(rows, cases.answerable)
+    scaler, regression = pipeline[0], pipeline[1]
+    weights = regression.coef_[0] / scaler.scale_
+    intercept = float(regression.intercept_[0] - sum(weights * scaler.mean_))
+    return CombinedEvidence(
+        coefficients={name: float(w) for name, w in zip(names, weights, strict=True)},
+        intercept=intercept,
+        threshold=threshold_for_precision(
+            [float(p) for p in held_out], cases.answerable, target_precision
+        ),
+        fitted_on=fitted_on,
+    )
+
+
+def combined_scores(cases: Cases, model: CombinedEvidence) -> list[float]:
+    """The model's probability per case, as the runtime check computes it."""
+    scores = []
+    for features in cases.features:
+        probability = answerable_probability(
+            features, model.coefficients, model.intercept
+        )
+        if probability is None:
+            missing = sorted(set(model.coefficients) - set(features))
+            raise ValueError(f"a case lacks the model's features {missing}")
+        scores.append(probability)
+    return scores
+
+
+def threshold_for_precision(
+    scores: Sequence[float], answerable: Sequence[bool], target: float
+) -> float:
+    """The threshold that flags the most cases as weak at `target` precision.
+
+    A case is flagged when its score is below the threshold. Among the thresholds
+    whose flag is right at least `target` of the time, the highest (most
+    recall); if none reaches it, the most precise one.
+    """
+    pairs = sorted(zip(scores, answerable, strict=True))
+    best, best_precision = pairs[0][0], -1.0
+    flagged = unanswerable = 0
+    for i, (score, is_answerable) in enumerate(pairs):
+        flagged += 1
+        unanswerable += not is_answerable
+        if i + 1 < len(pairs) and pairs[i + 1][0] == score:
+            continue  # a threshold cannot split tied scores
+        cut = pairs[i + 1][0] if i + 1 < len(pairs) else score + 1e-9
+        precision = unanswerable / flagged
+        if precision >= target or (
+            best_precision < target and precision > best_precision
+        ):
+            best, best_precision = cut, precision
+    return best
+
+
+def flag_quality(
+    method: str,
+    fit_scores: Sequence[float],
+    fit_answerable: Sequence[bool],
+    scores: Sequence[float],
+    answerable: Sequence[bool],
+    threshold: float,
+) -> FlagQuality:
+    """AUROC and the weak flag's precision and recall at `threshold`."""
+
+    def precision(values: Sequence[float], labels: Sequence[bool]) -> float | None:
+        flagged = [
+            not label for v, label in zip(values, labels, strict=True) if v < threshold
+        ]
+        return sum(flagged) / len(flagged) if flagged else None
+
+    flagged_right = sum(
+        v < threshold and not label for v, label in zip(scores, answerable, strict=True)
+    )
+    return FlagQuality(
+        method=method,
+        auroc=auroc(scores, answerable),
+        threshold=threshold,
+        precision=precision(scores, answerable),
+        recall=flagged_right / max(sum(not label for label in answerable), 1),
+        train_precision=precision(fit_scores, fit_answerable),
+    )
+
+
+def common_features(samples: Sequence[Mapping[str, float]]) -> list[str]:
+    """The features present in every case, in `weak_signal.FEATURES` order."""
+    return [name for name in FEATURES if all(name in s for s in samples)]
+
+
+def reliability(
+    probabilities: Sequence[float], answerable: Sequence[bool], bins: int = 10
+) -> tuple[list[float], list[float]]:
+    """Mean predicted probability and observed share answerable, per bin.
+
+    scikit-learn's `calibration_curve` (uniform bins; empty bins left out), for
+    the reliability diagram.
+    """
+    require("sklearn", "eval", "the weak-evidence calibration curve")
+    from sklearn.calibration import calibration_curve
+
+    observed, predicted = calibration_curve(
+        list(answerable), list(probabilities), n_bins=bins
+    )
+    return [float(p) for p in predicted], [float(o) for o in observed]

@@ -1,0 +1,132 @@
+"""Fitting and measuring the weak-evidence signal. The harness parts run the real
+pipeline (BM25, Chroma, fastembed) on the sample corpus; no reranker."""
+
+from dataclasses import replace
+
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from langchain_ragbudget.beir import BeirDataset
+from langchain_ragbudget.config import WeakEvidenceSettings, load_config
+from langchain_ragbudget.evaluation import _doc_id, _Stages, measure_weak_evidence
+from langchain_ragbudget.evidence import assess_evidence, calibrate_threshold
+from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
+from langchain_ragbudget.weak_fit import (
+    Cases,
+    auroc,
+    combined_scores,
+    fit_combined,
+    threshold_for_precision,
+)
+
+
+def test_auroc_agrees_with_the_pairwise_count() -> None:
+    present, absent = [0.8, 0.7, 0.4, 0.4], [0.3, 0.5, 0.2, 0.4]
+    labels = [True] * 4 + [False] * 4
+    value = auroc(present + absent, labels)
+    assert value == pytest.approx(calibrate_threshold(present, absent).auc)  # ties 1/2
+    assert value == pytest.approx(roc_auc_score(labels, present + absent))
+    assert value == pytest.approx((4 + 4 + 2.5 + 2.5) / 16)  # 0.4 ties one 0.4
+
+
+def test_threshold_for_precision_by_hand() -> None:
+    scores = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
+    answerable = [False, False, True, False, True, True]
+    # flag below 0.3: 2 of 2 right; below 0.4: 2 of 3; below 0.5: 3 of 4
+    assert threshold_for_precision(scores, answerable, 1.0) == 0.3
+    assert threshold_for_precision(scores, answerable, 0.75) == 0.5
+    # nothing reaches 100% when the lowest score is answerable: the most precise
+    assert threshold_for_precision([0.1, 0.2], [True, False], 1.0) == 0.2 + 1e-9
+
+
+def test_the_fitted_model_reproduces_its_probabilities() -> None:
+    features = [{"a": float(i % 7), "b": float(i % 3)} for i in range(40)]
+    labels = [i % 7 > 2 for i in range(40)]
+    cases = Cases(features, [None] * 40, ["none"] * 40, labels)
+    model = fit_combined(cases, ["a", "b"], 0.8, "toy")
+    probabilities = combined_scores(cases, model)
+    assert auroc(probabilities, labels) > 0.9  # `a` separates the classes
+    assert model.coefficients["a"] > 0 and 0 < model.threshold < 1
+
+
+@pytest.fixture(scope="module")
+def northwind() -> tuple[_Stages, BeirDataset]:
+    questions = [q for q in load_sample_questions() if q["answer_ids"]]
+    corpus = load_sample_corpus()
+    source = {doc.id: doc.metadata["doc_id"] for doc in corpus}  # judged by document
+    dataset = BeirDataset(
+        "northwind",
+        corpus,
+        {f"q{i}": q["question"] for i, q in enumerate(questions)},
+        {
+            f"q{i}": {source[d]: 1 for d in q["answer_ids"]}
+            for i, q in enumerate(questions)
+        },
+    )
+    return _Stages.build(dataset, load_config(), ["chat"], None, None), dataset
+
+
+@pytest.mark.needs_embedding_model
+@pytest.mark.needs_tiktoken
+def test_removed_gold_is_never_seen(northwind: tuple[_Stages, BeirDataset]) -> None:
+    stages, dataset = northwind
+    seen_before = 0
+    for query_id, text in dataset.queries.items():
+        gold = set(dataset.qrels[query_id])
+        with_gold, without = stages.with_and_without(text, gold)
+        seen_before += any(_doc_id(d) in gold for d in with_gold)
+        everything = [*without, *(record.document for record in without.drops)]
+        assert not any(_doc_id(d) in gold for d in everything)
+        assert len(without) == len(with_gold)  # refilled to the same depth
+    assert seen_before == len(dataset.queries)  # the removal really removed
+
+
+@pytest.mark.needs_embedding_model
+@pytest.mark.needs_tiktoken
+def test_fitted_on_the_fitting_split_only_and_reproduced_at_run_time(
+    northwind: tuple[_Stages, BeirDataset], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import langchain_ragbudget.evaluation as evaluation
+
+    stages, dataset = northwind
+    fitted: list[Cases] = []
+
+    def spy(cases: Cases, *args: object) -> object:
+        fitted.append(cases)
+        return fit_combined(cases, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(evaluation, "fit_combined", spy)
+    config = load_config()
+    ids = list(dataset.queries)
+    measured = [
+        replace(dataset, queries={q: dataset.queries[q] for q in part})
+        for part in (ids[:3], ids[3:])
+    ]
+    results = [
+        measure_weak_evidence(stages, config, "chat", dataset, m) for m in measured
+    ]
+    assert all(len(cases.answerable) == 2 * len(ids) for cases in fitted)
+    assert results[0].model == results[1].model  # the measured split changes nothing
+    assert [m.method for m in results[0].methods] == [
+        "threshold (dense_score)",
+        "combined",
+    ]
+    model = results[0].model
+    settings = WeakEvidenceSettings(method="combined", combined=model)
+    for query_id in ids:
+        text = dataset.queries[query_id]
+        for candidates in stages.with_and_without(text, set(dataset.qrels[query_id])):
+            [probability] = combined_scores(
+                Cases(
+                    [evaluation.signal_features(candidates, text)],
+                    [None],
+                    ["none"],
+                    [True],
+                ),
+                model,
+            )
+            evidence = assess_evidence(
+                candidates[:1], settings, candidates=candidates, question=text
+            )
+            assert evidence.score == pytest.approx(probability)
+            assert evidence.weak is (probability < model.threshold)
