@@ -29,7 +29,7 @@ help:  ## Show the targets
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,bench,notebooks,llm,index,eval,int8]'
+	$(BIN)/pip install --quiet -e '.[test,bench,notebooks,llm,index,eval,int8,otel]'
 	touch $(STAMP)
 
 demo: $(STAMP)  ## Run the pipeline on the bundled sample corpus

@@ -31,6 +31,7 @@ from langchain_ragbudget.config import load_config
 from langchain_ragbudget.dense import DenseRetriever
 from langchain_ragbudget.embeddings import FastEmbedEmbeddings
 from langchain_ragbudget.hybrid import HybridRetriever
+from langchain_ragbudget.progress import ProgressBars
 from langchain_ragbudget.sparse import BM25Retriever
 
 FETCH = 100
@@ -65,12 +66,14 @@ def main() -> None:
     if args.int8:
         embedding = config.embedding.model_copy(update={"query_precision": "int8"})
         config = config.model_copy(update={"embedding": embedding})
-    store = cached_vector_store(
-        dataset.corpus,
-        config.embedding,
-        build_embeddings(config.embedding),
-        name=dataset.name,
-    )
+    with ProgressBars(transient=True) as progress:
+        store = cached_vector_store(
+            dataset.corpus,
+            config.embedding,
+            build_embeddings(config.embedding),
+            name=dataset.name,
+            progress=progress,
+        )
     hybrid = build_hybrid_retriever(
         dataset.corpus, config, vectorstore=store
     ).model_copy(update={"k": FETCH})

@@ -84,7 +84,7 @@ def main() -> None:
     question = "Vitamin D deficiency is associated with a higher risk of infection."
     for surface in ("chat", "search"):
         for packing in ("skip", "trim"):
-            base = ContextBudget.from_config(surface, config)
+            base = ContextBudget.from_config(config, surface=surface)
             budget = base.model_copy(
                 update={
                     "settings": base.settings.model_copy(update={"packing": packing})

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
 
 from langchain_ragbudget import chunking
@@ -28,6 +27,7 @@ from langchain_ragbudget.beir import load_corpus
 from langchain_ragbudget.config import load_config
 from langchain_ragbudget.factory import build_embeddings
 from langchain_ragbudget.index import HybridIndex
+from langchain_ragbudget.progress import ProgressBars
 
 console = Console(width=120)
 spent: dict[str, float] = {"chunking": 0.0, "embedding": 0.0, "bm25 build + save": 0.0}
@@ -77,10 +77,9 @@ def main() -> None:
     index_module._save_sparse = timed("bm25 build + save", index_module._save_sparse)
     with tempfile.TemporaryDirectory() as tmp:
         index = HybridIndex.open(Path(tmp) / "scifact", embeddings=TimedEmbeddings())  # type: ignore[arg-type]
-        with Progress(console=console, transient=True) as progress:
-            task = progress.add_task("ingesting", total=len(corpus))
+        with ProgressBars(console, transient=True) as progress:
             start = time.perf_counter()
-            summary = index.upsert(corpus, on_document=lambda _: progress.advance(task))
+            summary = index.upsert(corpus, progress=progress)
             total = time.perf_counter() - start
         start = time.perf_counter()
         again = index.upsert(corpus)

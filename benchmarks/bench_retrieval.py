@@ -30,7 +30,6 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore
 from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
 
 from langchain_ragbudget import DenseRetriever, build_embeddings, build_hybrid_retriever
@@ -39,6 +38,7 @@ from langchain_ragbudget.cache import cached_vector_store
 from langchain_ragbudget.config import load_config
 from langchain_ragbudget.factory import build_sparse_retriever
 from langchain_ragbudget.metrics import ndcg_at_k, recall_at_k
+from langchain_ragbudget.progress import ProgressBars, StageProgress
 
 FETCH = 100
 console = Console(width=120)
@@ -73,17 +73,14 @@ def main() -> None:
             "embedding": config.embedding.model_copy(update={"query_precision": "int8"})
         }
     )
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task(
-            "embedding corpus (cached after the first run)", total=len(dataset.corpus)
-        )
+    with ProgressBars(console, transient=True) as progress:
         store, store_int8 = (
             cached_vector_store(
                 dataset.corpus,
                 settings.embedding,
                 build_embeddings(settings.embedding),
                 name=dataset.name,
-                on_batch=lambda n: progress.advance(task, n),
+                progress=progress,
             )
             for settings in (config, int8)
         )
@@ -121,8 +118,8 @@ def main() -> None:
     latencies: dict[str, list[float]] = {name: [] for name in order}
     ndcg: dict[str, list[float]] = {name: [] for name in order}
     recall: dict[str, list[float]] = {name: [] for name in order}
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task("queries", total=len(queries))
+    with ProgressBars(console, transient=True) as progress:
+        answered = StageProgress(progress, "queries", len(queries)).start()
         for turn, (query_id, text) in enumerate(queries):
             relevant = dataset.qrels[query_id]
             # Rotate the order per query, so every system follows every other as
@@ -136,7 +133,7 @@ def main() -> None:
                 ranked = [doc_id(d) for d in results]
                 ndcg[name].append(ndcg_at_k(ranked, relevant, 10))
                 recall[name].append(recall_at_k(ranked, relevant, 100))
-            progress.advance(task)
+            answered.advance()
 
     rows = {
         name: {

@@ -6,7 +6,7 @@ Every variant runs on the same fused top-10 lists of SciFact's test queries (the
 corpus index comes from the evaluation cache); only gold passages whose evidence
 sentences the dataset marks count.
 
-    python benchmarks/bench_trim_variants.py
+    python benchmarks/bench_trim_variants.py [--dense]
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import cache
 from typing import Any
 
 from langchain_core.documents import Document
@@ -27,6 +28,8 @@ from langchain_ragbudget.beir import load_beir
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.config import SurfaceSettings, load_config
 from langchain_ragbudget.evaluation import _doc_id, _Stages
+from langchain_ragbudget.factory import build_embeddings
+from langchain_ragbudget.progress import ProgressBars
 from langchain_ragbudget.relevance import sentence_relevance, terms
 from langchain_ragbudget.survival import policy_survival
 
@@ -37,7 +40,8 @@ Case = tuple[str, list[Document], dict[int, list[str]]]
 
 def cases(folder: str) -> list[Case]:
     dataset = load_beir(folder)
-    stages = _Stages.build(dataset, load_config(), ["chat"], None, None)
+    with ProgressBars(transient=True) as progress:  # embeds SciFact on a first run
+        stages = _Stages.build(dataset, load_config(), ["chat"], None, progress)
     hybrid = stages.hybrid
     out = []
     for query_id, text in dataset.queries.items():
@@ -145,6 +149,34 @@ def with_oracle_relevance(all_cases: list[Case]) -> list[float]:
     return percent(all_cases, hits)
 
 
+def dense_relevance(alpha: float) -> Callable[..., list[float]]:
+    """Cosine of each sentence's MiniLM vector with the question's, mixed with
+    `alpha` of it against the default score scaled to [0, 1]: what embedding every
+    sentence at query time would buy."""
+    embeddings = build_embeddings(load_config().embedding)
+
+    @cache
+    def vector(text: str) -> tuple[float, ...]:
+        return tuple(embeddings.embed_query(text))
+
+    def scored(question: str | None, sentences: Sequence[str]) -> list[float]:
+        if not question:
+            return [0.0] * len(sentences)
+        wanted = vector(question)
+        cosine = [
+            sum(a * b for a, b in zip(vector(s), wanted, strict=True))
+            for s in sentences
+        ]
+        lexical = sentence_relevance(question, sentences)
+        top = max(lexical) or 1.0
+        return [
+            alpha * c + (1 - alpha) * x / top
+            for c, x in zip(cosine, lexical, strict=True)
+        ]
+
+    return scored
+
+
 def where_lost(all_cases: list[Case], budget: int) -> Counter[str]:
     outcome: Counter[str] = Counter()
     for text, documents, evidence in all_cases:
@@ -179,6 +211,11 @@ def main() -> None:
         "--data",
         default=os.environ.get("RAGBUDGET_SCIFACT_DIR", "../shared/data/scifact"),
     )
+    parser.add_argument(
+        "--dense",
+        action="store_true",
+        help="also score sentences by embedding each one (slow: minutes)",
+    )
     args = parser.parse_args()
     all_cases = cases(args.data)
     total = sum(len(evidence) for _, _, evidence in all_cases)
@@ -201,6 +238,10 @@ def main() -> None:
             row(name, evidence_kept(all_cases))
     row("  relevance: IDF over the list", with_list_idf(all_cases))
     row("  relevance: oracle (ceiling)", with_oracle_relevance(all_cases))
+    if args.dense:
+        for alpha in (1.0, 0.8, 0.5):
+            with patched("sentence_relevance", dense_relevance(alpha)):
+                row(f"  relevance: dense x {alpha}", evidence_kept(all_cases))
     for budget in (384, 1024):
         print(f"where the evidence goes at {budget} tokens:")
         for what, n in sorted(where_lost(all_cases, budget).items()):

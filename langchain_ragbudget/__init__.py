@@ -26,6 +26,7 @@ from langchain_ragbudget.factory import (
 )
 from langchain_ragbudget.fusion import weighted_rrf
 from langchain_ragbudget.hybrid import HybridRetriever, ScoredSearch
+from langchain_ragbudget.index import HybridIndex
 from langchain_ragbudget.ledger import (
     CandidateList,
     DropReason,
@@ -58,6 +59,7 @@ __all__ = [
     "Evidence",
     "FastEmbedEmbeddings",
     "FlashRankRerank",
+    "HybridIndex",
     "HybridRetriever",
     "IndexLoadError",
     "IndexRepairError",

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -35,8 +36,8 @@ from langchain_ragbudget.config import (
     RagBudgetConfig,
     RetrievalSettings,
     SurfaceSettings,
+    as_config,
     default_of,
-    load_config,
 )
 from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.evidence import Evidence, assess_evidence
@@ -73,7 +74,7 @@ from langchain_ragbudget.packing import (
 )
 from langchain_ragbudget.relevance import sentence_relevance
 from langchain_ragbudget.render import Citation, ContextFormat, group_citations
-from langchain_ragbudget.scores import CONTEXT_TOKENS, FUSED_RANK
+from langchain_ragbudget.scores import CONTEXT_TOKENS, FUSED_RANK, HEADER_TOKENS
 from langchain_ragbudget.sentences import sentence_spans
 from langchain_ragbudget.tokens import count_tokens
 
@@ -280,9 +281,9 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     Example:
         .. code-block:: python
 
-            from langchain_ragbudget import ContextBudget, load_config
+            from langchain_ragbudget import ContextBudget
 
-            budget = ContextBudget.from_config("chat", load_config("ragbudget.yml"))
+            budget = ContextBudget.from_config("ragbudget.yml", surface="chat")
             context = budget.fit(retriever.invoke("what lowers blood pressure?"))
             print(context.report.tokens_used, context.report.max_tokens)
             for record in context.report.drops:
@@ -298,22 +299,27 @@ class ContextBudget(RunnableSerializable[Any, Any]):
 
     @classmethod
     def from_config(
-        cls, surface: str = "chat", config: RagBudgetConfig | None = None, **kwargs: Any
+        cls,
+        config: RagBudgetConfig | str | Path | None = None,
+        *,
+        surface: str = "chat",
+        **kwargs: Any,
     ) -> ContextBudget:
-        """The budget of `surface` from a loaded config (defaults if None).
+        """The budget of `surface`, as the configuration describes it.
 
         Args:
+            config: A loaded configuration, a YAML file, or None for the shipped
+                defaults.
             surface: A key of the config's `surfaces`.
-            config: The loaded configuration; the shipped defaults if None.
             **kwargs: Further fields, e.g. `format`.
 
         Returns:
             The budget, with the config's `retrieval.id_key`.
 
         Raises:
-            ConfigError: The config has no such surface.
+            ConfigError: The file is invalid, or it has no such surface.
         """
-        config = config or load_config()
+        config = as_config(config)
         return cls(
             surface=surface,
             settings=config.surface(surface),
@@ -362,17 +368,23 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             max_sentences=settings.max_sentences,
         )
         trims = dict(result.trimmed)
+        headers = header_costs(items, result.kept)
         kept: list[Document] = []
         shortened: dict[str, list[str | None]] = {}
         trimmed: list[TrimRecord] = []
         for i in result.kept:
             if i not in trims:
-                metadata = {**documents[i].metadata, CONTEXT_TOKENS: items[i].tokens}
+                metadata = {
+                    **documents[i].metadata,
+                    CONTEXT_TOKENS: items[i].tokens,
+                    HEADER_TOKENS: headers[i],
+                }
                 kept.append(with_metadata(documents[i], metadata))
                 continue
             key = document_key(documents[i], self.id_key)
             document, segments, record = shorten.apply(i, key, trims[i], items[i])
-            kept.append(document)
+            metadata = {**document.metadata, HEADER_TOKENS: headers[i]}
+            kept.append(with_metadata(document, metadata))
             shortened[key] = segments
             trimmed.append(record)
         citations = group_citations(
@@ -384,7 +396,11 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         upstream, skipped, issues = records_of(documents, scoped)
         budget_drops = [
             self._drop_record(
-                documents[i], i + 1, reason, items[i].counted_tokens, result
+                documents[i],
+                i + 1,
+                reason,
+                (items[i].counted_tokens, headers[i]),
+                result,
             )
             for i, reason in result.dropped
         ]
@@ -474,10 +490,20 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         document: Document,
         rank: int,
         reason: DropReason,
-        tokens: int | None,
+        cost: tuple[int | None, int | None],
         result: PackResult,
     ) -> DropRecord:
+        """The record of one budget drop; `cost` is (passage, citation header).
+
+        Either is `None` for a passage the packer never weighed (a duplicate,
+        one past `max_docs`, one after `stop`): it was never counted.
+
+        The header is counted once per source document, by its first kept
+        passage; a passage whose document has none kept yet needs it too, so a
+        passage that looks small enough can still miss the room left.
+        """
         settings = self.settings
+        tokens, header = cost
         if reason == DropReason.MAX_DOCS:
             detail = f"max_docs={settings.max_docs} already kept"
         elif reason == DropReason.DUPLICATE:
@@ -486,13 +512,18 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             detail = f"packing stopped at the first overflow of {settings.max_tokens}"
         else:
             left = settings.max_tokens - result.tokens_used
-            detail = f"needs {tokens} tokens; {left} left of {settings.max_tokens}"
+            needs = f"{tokens} tokens" + (
+                f" + a {header}-token citation header" if header else ""
+            )
+            detail = f"needs {needs}; {left} left of {settings.max_tokens}"
         return DropRecord(
             key=document_key(document, self.id_key),
             stage=Stage.BUDGET,
             reason=reason,
             rank=rank,
-            document=document,
+            document=document
+            if header is None
+            else with_metadata(document, {**document.metadata, HEADER_TOKENS: header}),
             tokens=tokens,
             detail=detail,
         )
@@ -693,3 +724,20 @@ class _Shortener:
             detail=f"kept {len(chosen)} of {total} sentences, {how}",
         )
         return document, segments, record
+
+
+def header_costs(items: Sequence[PackItem], kept: Sequence[int]) -> list[int | None]:
+    """Citation-header tokens each passage paid (kept) or needed (dropped).
+
+    As `packing.pack` counts them: a header is paid by the first kept passage of
+    its source document; later passages of that document pay none. `None` for a
+    passage the packer never weighed.
+    """
+    kept_set: set[int] = set(kept)
+    paid: set[str] = set()
+    out: list[int | None] = []
+    for index, item in enumerate(items):
+        out.append(0 if item.group in paid else item.counted_group_tokens)
+        if index in kept_set:
+            paid.add(item.group)
+    return out

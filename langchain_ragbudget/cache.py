@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from langchain_core.documents import Document
@@ -26,9 +26,11 @@ from langchain_ragbudget.config import (
 from langchain_ragbudget.dense import add_documents
 from langchain_ragbudget.factory import build_sparse_retriever, build_vector_store
 from langchain_ragbudget.files import atomic_write_text, cache_root
+from langchain_ragbudget.progress import ProgressCallback, StageProgress
 from langchain_ragbudget.sparse import BM25Retriever
 
 _MANIFEST = "ragbudget_cache.json"
+EMBEDDING_CORPUS = "embedding corpus"
 
 
 def corpus_fingerprint(documents: Sequence[Document], model: str) -> str:
@@ -73,9 +75,13 @@ def cached_vector_store(
     *,
     name: str = "corpus",
     root: Path | None = None,
-    on_batch: Callable[[int], None] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> VectorStore:
-    """A persistent Chroma holding `documents`, embedded once per content and model."""
+    """A persistent Chroma holding `documents`, embedded once per content and model.
+
+    `progress` hears `EMBEDDING_CORPUS`: documents embedded of all of them (nothing
+    when the cache already holds the corpus).
+    """
     key = corpus_fingerprint(documents, embedding.model)
     folder = (root or cache_root()) / f"{name}-{key}"
     settings = VectorStoreSettings(
@@ -88,7 +94,8 @@ def cached_vector_store(
         shutil.rmtree(folder)  # an interrupted build: start again
     folder.mkdir(parents=True)
     store = build_vector_store(settings, embeddings)
-    add_documents(store, documents, on_batch=on_batch)
+    embedded = StageProgress(progress, EMBEDDING_CORPUS, len(documents)).start()
+    add_documents(store, documents, on_batch=embedded.advance)
     atomic_write_text(
         manifest,
         json.dumps({"documents": len(documents), "model": embedding.model, "key": key}),

@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from langchain_ragbudget.budget import BudgetedContext, BudgetReport
 from langchain_ragbudget.evidence import Evidence
 from langchain_ragbudget.html_tables import display, element, key_values
-from langchain_ragbudget.ledger import DropReason, Stage
+from langchain_ragbudget.ledger import DropReason, DropRecord, Stage
 from langchain_ragbudget.ledger_tables import (
     citations_table,
     drop_counts,
@@ -36,6 +36,7 @@ from langchain_ragbudget.ledger_tables import (
     skipped_table,
 )
 from langchain_ragbudget.render import one_line
+from langchain_ragbudget.triage import LikelyLost, likely_lost
 
 DEFAULT_PROMPT = ChatPromptTemplate.from_messages(
     [
@@ -61,6 +62,16 @@ WEAK_NOTE = (
 )
 _TRUNCATED_REASONS = {"length", "max_tokens", "MAX_TOKENS"}
 _MAX_NAMED = 12  # ids named in one warning line; the structured answer has them all
+ANSWER_RUN = "budgeted_stuff_chain"  # the run name of the stuff chain, for tracers
+# Drop reasons in pipeline order, for the counts of the warning line.
+_REASON_ORDER = (
+    DropReason.FUSION_CUT,
+    DropReason.RERANKED_OUT,
+    DropReason.SCORE_FLOOR,
+    DropReason.DUPLICATE,
+    DropReason.MAX_DOCS,
+    DropReason.MAX_TOKENS,
+)
 
 
 class BudgetedAnswer(BaseModel):
@@ -170,46 +181,83 @@ def context_warnings(context: BudgetedContext) -> list[str]:
     """
     report = context.report
     return [
-        *_drop_warnings(report),
+        *_drop_warnings(context),
         *_stage_warnings(report),
         *_evidence_warning(context.evidence, report.surface),
     ]
 
 
-def _drop_warnings(report: BudgetReport) -> list[str]:
-    """Candidates that vanished, were cut by the budget, or were duplicates."""
+def _drop_warnings(context: BudgetedContext) -> list[str]:
+    """Candidates that vanished; then one line for what was dropped or shortened.
+
+    The line fires when evidence was likely lost (see `triage`), a passage was
+    shortened, or one did not fit the tokens left. The ordinary narrowing (fusion's
+    `k`, rerank's `top_n` and floor, `max_docs`, duplicates) of candidates ranked
+    below every kept passage does not fire it: those stay in the records, and are
+    counted in the line when it fires.
+    """
+    report = context.report
     lines = []
     if unaccounted := [r.key for r in report.unaccounted]:
         lines.append(
             f"[warning: {len(unaccounted)} candidate(s) vanished between stages with "
             f"no record (a step outside ragbudget removed them): {_ids(unaccounted)}]"
         )
-    cut_reasons = (DropReason.MAX_TOKENS, DropReason.MAX_DOCS)
-    if budget_cut := [r.key for r in report.budget_drops if r.reason in cut_reasons]:
-        lines.append(
-            f"[warning: {len(budget_cut)} passage(s) dropped from context to fit the "
-            f"{one_line(report.surface)} budget: {_ids(budget_cut)}]"
-        )
+    drops = [r for r in report.drops if r.reason != DropReason.UNACCOUNTED]
+    evidence = context.evidence
+    lost = likely_lost(
+        context.documents, report.kept_ids, drops, evidence.score_key, evidence.score
+    )
+    out_of_tokens = any(r.reason == DropReason.MAX_TOKENS for r in drops)
+    if lost or report.trimmed or out_of_tokens:
+        lines.append(_drops_line(report, drops, lost, evidence))
+    return lines
+
+
+def _drops_line(
+    report: BudgetReport,
+    drops: Sequence[DropRecord],
+    lost: Sequence[LikelyLost],
+    evidence: Evidence,
+) -> str:
+    """Counts by reason; likely lost named first, then the shortened; rest counted."""
+    counts = Counter(r.reason for r in drops)
+    by_reason = ", ".join(
+        f"{counts[reason]} {reason}" for reason in _REASON_ORDER if counts[reason]
+    )
+    head = [f"{len(drops)} candidate(s) dropped ({by_reason})"] if drops else []
+    if report.trimmed:
+        head.append(f"{len(report.trimmed)} passage(s) shortened")
+    parts = [f"{one_line(report.surface)} context: {', '.join(head)}"]
+    if lost:
+        named = [_lost(item, evidence) for item in lost]
+        parts.append(f"evidence likely lost: {_ids(named)}")
     if report.trimmed:
         shown = [
             f"{r.key} ({r.kept_sentences} of {r.total_sentences} sentences)"
             for r in report.trimmed
         ]
-        lines.append(
-            f"[warning: {len(shown)} passage(s) shortened to fit the "
-            f"{one_line(report.surface)} budget: {_ids(shown)}]"
+        parts.append(f"shortened: {_ids(shown)}")
+    if rest := len(drops) - len(lost):
+        duplicates = ", or duplicates" if counts[DropReason.DUPLICATE] else ""
+        parts.append(f"{rest} other(s) ranked below the kept passages{duplicates}")
+    return f"[warning: {'; '.join(parts)}]"
+
+
+def _lost(item: LikelyLost, evidence: Evidence) -> str:
+    record = item.record
+    if item.outranked is not None:
+        why = f"rank {record.rank}, while rank {item.outranked} was kept"
+    else:
+        why = (
+            f"{one_line(str(evidence.score_key))} {item.score:.2f}, top kept "
+            f"{evidence.score:.2f}"
         )
-    duplicate = DropReason.DUPLICATE
-    if duplicates := [r.key for r in report.budget_drops if r.reason == duplicate]:
-        lines.append(
-            f"[note: {len(duplicates)} duplicate passage(s) left out: "
-            f"{_ids(duplicates)}]"
-        )
-    return lines
+    return f"{record.key} ({record.stage}/{record.reason}: {why})"
 
 
 def _stage_warnings(report: BudgetReport) -> list[str]:
-    """Odd scores, an over-budget context, skipped stages, earlier cuts."""
+    """Odd scores, an over-budget context, skipped stages."""
     lines = []
     if report.issues:
         named = [f"{i.field} of {i.key} = {i.value}" for i in report.issues]
@@ -227,17 +275,6 @@ def _stage_warnings(report: BudgetReport) -> list[str]:
         f"[warning: {skip.stage} stage skipped: {one_line(skip.reason, 300)}]"
         for skip in report.skipped
     ]
-    earlier = Counter(
-        f"{r.stage}: {r.reason}"
-        for r in report.drops
-        if r.stage not in (Stage.BUDGET, Stage.EXTERNAL)
-    )
-    if earlier:
-        parts = ", ".join(f"{n} {what}" for what, n in sorted(earlier.items()))
-        lines.append(
-            f"[note: {sum(earlier.values())} lower-ranked candidate(s) were cut before "
-            f"the budget ({parts}); see the drop records]"
-        )
     return lines
 
 
@@ -317,8 +354,10 @@ def create_budgeted_stuff_chain(
 
     Returns:
         A Runnable giving the answer text with warning lines appended (`stream`
-        yields the model's tokens as they come, then the warnings), or a
-        `BudgetedAnswer` with `structured=True`.
+        yields the model's tokens as they come, then the warnings, all `str`),
+        or, with `structured=True`, a `BudgetedAnswer` (`stream` yields the
+        model's tokens as `str` as they come, then the `BudgetedAnswer` as the
+        last chunk; `invoke` returns the `BudgetedAnswer` alone).
 
     Raises:
         ValueError: `prompt` lacks `context` or `question`.
@@ -334,7 +373,7 @@ def create_budgeted_stuff_chain(
         RunnableLambda(variables, name="ragbudget_prompt_inputs") | template | llm
     )
     if structured:
-        return (
+        whole = (
             RunnablePassthrough.assign(message=generate)
             | RunnableLambda(
                 lambda state: build_answer(
@@ -342,7 +381,8 @@ def create_budgeted_stuff_chain(
                 ),
                 name="ragbudget_answer",
             )
-        ).with_config(run_name="budgeted_stuff_chain")
+        ).with_config(run_name=ANSWER_RUN)
+        return _StreamedAnswer(generate, whole)
     return _text_chain(generate)
 
 
@@ -394,7 +434,68 @@ def _text_chain(generate: Runnable[dict[str, Any], Any]) -> Runnable[Any, str]:
             yield _text_of(chunk)
         yield _warning_tail(_context_of(state), reply)
 
-    return RunnableGenerator(stream, astream, name="budgeted_stuff_chain")
+    return RunnableGenerator(stream, astream, name=ANSWER_RUN)
+
+
+class _StreamedAnswer(RunnableGenerator):
+    """Streams the answer's tokens (`str`), then the `BudgetedAnswer` (last chunk).
+
+    `invoke` cannot add a `BudgetedAnswer` to the text chunks, as a generator's
+    `invoke` would, so it runs `whole`, the same chain without streaming.
+    """
+
+    def __init__(
+        self,
+        generate: Runnable[dict[str, Any], Any],
+        whole: Runnable[dict[str, Any], BudgetedAnswer],
+    ) -> None:
+        def stream(
+            states: Iterator[dict[str, Any]], config: RunnableConfig | None = None
+        ) -> Iterator[str | BudgetedAnswer]:
+            state = _merged(states)
+            reply: Any = None
+            for chunk in generate.stream(state, config):
+                reply = chunk if reply is None else reply + chunk
+                yield _text_of(chunk)
+            yield build_answer(state["question"], _context_of(state), _reply(reply))
+
+        async def astream(
+            states: AsyncIterator[dict[str, Any]], config: RunnableConfig | None = None
+        ) -> AsyncIterator[str | BudgetedAnswer]:
+            state: dict[str, Any] = {}
+            async for part in states:
+                state.update(part)
+            reply: Any = None
+            async for chunk in generate.astream(state, config):
+                reply = chunk if reply is None else reply + chunk
+                yield _text_of(chunk)
+            yield build_answer(state["question"], _context_of(state), _reply(reply))
+
+        super().__init__(stream, astream, name=ANSWER_RUN)
+        self._whole = whole
+
+    def invoke(
+        self,
+        input: dict[str, Any],
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> BudgetedAnswer:
+        """The structured answer, the model called without streaming."""
+        return self._whole.invoke(input, config, **kwargs)
+
+    async def ainvoke(
+        self,
+        input: dict[str, Any],
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> BudgetedAnswer:
+        """Async `invoke`."""
+        return await self._whole.ainvoke(input, config, **kwargs)
+
+
+def _reply(reply: BaseMessage | str | None) -> BaseMessage | str:
+    """The whole reply from its chunks; a model that streamed nothing said ''."""
+    return "" if reply is None else reply
 
 
 def _merged(states: Iterator[dict[str, Any]]) -> dict[str, Any]:

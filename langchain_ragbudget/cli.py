@@ -1,4 +1,4 @@
-"""`ragbudget` command line: `demo`, `eval`, `index`, `ask`, `repair`."""
+"""`ragbudget` command line: demo, eval, index, ask, repair, inspect, config."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from langchain_core.documents import Document
 from rich.console import Console
-from rich.progress import Progress, TaskID
 
+from langchain_ragbudget.config import DEFAULT_SURFACE
 from langchain_ragbudget.errors import InvalidInputError, RagBudgetError
 
 EXIT_OK = 0
@@ -26,11 +26,18 @@ EXIT_INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT
 
 _EPILOG = """\
 Put --debug before the command: ragbudget --debug ask "..."
+With --json (ask, eval, inspect) stdout holds one JSON object and nothing else;
+tables, progress and messages go to stderr.
 
 exit codes:
-  0    success
-  1    the command ran, but reported items it could not process
-  2    usage, configuration, input or file error (one line on stderr)
+  0    success; for `index`: every file was indexed, unchanged, skipped as
+       expected (unsupported type, link loop, dangling link, --exclude) or
+       refused as expected (empty, whitespace-only, a placeholder)
+  1    the command ran, but reported a failure: `index` could not read a file
+       (unreadable, not UTF-8, a broken PDF); `repair` left the sides apart;
+       `inspect` found damage or the two sides out of sync
+  2    usage, configuration, input or file error, or no index at --index
+       (one line on stderr)
   3    unexpected error: one line on stderr; --debug shows the traceback
   130  interrupted (Ctrl-C)
   141  the output pipe was closed early
@@ -100,7 +107,14 @@ def _parser() -> argparse.ArgumentParser:
         help="also measure evidence survival with the corpus indexed in chunks of "
         "this many tokens (repeatable; indexes are cached)",
     )
-    evaluate.add_argument("--json", type=Path, help="write the full results here")
+    evaluate.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        metavar="FILE",
+        help="the full results as JSON: to FILE, or alone (or -) to stdout, "
+        "with the tables on stderr",
+    )
     evaluate.add_argument("--plot", type=Path, help="write the survival plot (PNG)")
     evaluate.add_argument(
         "--update",
@@ -133,9 +147,38 @@ def _parser() -> argparse.ArgumentParser:
         "ask", "ask an index a question; show evidence, prompt, answer", index=True
     )
     ask.add_argument("question", help="the question")
-    ask.add_argument("--surface", default="chat", help="whose budget to use (chat)")
+    ask.add_argument(
+        "--surface",
+        default=DEFAULT_SURFACE,
+        help=f"whose budget to use ({DEFAULT_SURFACE})",
+    )
+    ask.add_argument(
+        "--k",
+        type=_positive,
+        help="candidates each retriever hands to fusion "
+        "(config retrieval.sparse/dense.fetch_k)",
+    )
+    ask.add_argument(
+        "--no-prompt", action="store_true", help="do not show the prompt sent"
+    )
+    ask.add_argument("--json", action="store_true", help=_JSON_HELP)
     command("repair", "bring the two sides of an index in sync", index=True)
+    inspect = command(
+        "inspect",
+        "what an index holds: documents, chunks, model, chunking, versions, sync, "
+        "size; changes nothing",
+        index=True,
+    )
+    inspect.add_argument("--json", action="store_true", help=_JSON_HELP)
+    config = command(
+        "config", "the effective configuration, validated, and where each value is from"
+    )
+    config.add_argument("--surface", help="only this surface's settings")
+    config.add_argument("--json", action="store_true", help=_JSON_HELP)
     return parser
+
+
+_JSON_HELP = "print one JSON object on stdout (messages go to stderr)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -159,8 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = _parser().parse_args(argv)
     debug: bool = args.debug
-    # Tables need room: when output is not a terminal (make, CI logs), use 140.
-    console = Console(width=None if sys.stdout.isatty() else 140)
+    console = _console(to_stderr=getattr(args, "json", None) in (True, "-"))
     try:
         if args.command == "demo":
             from langchain_ragbudget.demo import run_demo
@@ -172,6 +214,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_index(args, console)
         elif args.command == "ask":
             run_ask(args, console)
+        elif args.command == "inspect":
+            return run_inspect(args, console)
+        elif args.command == "config":
+            run_config(args, console)
         else:
             return run_repair(args, console)
     except KeyboardInterrupt:
@@ -193,6 +239,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     return EXIT_OK
 
 
+def _console(*, to_stderr: bool) -> Console:
+    """The console for tables and messages: stderr when stdout carries JSON.
+
+    Tables need room: when the output is not a terminal (make, CI logs) and
+    COLUMNS is not set, 140 columns; COLUMNS, when set, is obeyed.
+    """
+    stream = sys.stderr if to_stderr else sys.stdout
+    fixed = stream.isatty() or "COLUMNS" in os.environ
+    return Console(stderr=to_stderr, width=None if fixed else 140)
+
+
+def _print_json(data: Any) -> None:
+    """One JSON object on stdout: the only thing a --json command writes there."""
+    print(json.dumps(data, indent=2, ensure_ascii=False), flush=True)
+
+
 PRUNE_HANDFUL = 5  # --prune removes up to this many documents without --yes ...
 PRUNE_SHARE = 0.10  # ... or up to this share of the index
 NAMES_SHOWN = 20  # skipped files named per reason; the count is always exact
@@ -206,6 +268,16 @@ def _open_index(
     from langchain_ragbudget.index import HybridIndex
 
     config = load_config(args.config)
+    fetch_k = getattr(args, "k", None)
+    if fetch_k is not None:  # the BM25 side takes its fetch size when it opens
+        retrieval = config.retrieval
+        sides = {
+            side: getattr(retrieval, side).model_copy(update={"fetch_k": fetch_k})
+            for side in ("sparse", "dense")
+        }
+        config = config.model_copy(
+            update={"retrieval": retrieval.model_copy(update=sides)}
+        )
     directory = args.index or Path(config.index.directory)
     with console.status(f"opening index {directory}"):
         index = HybridIndex.open(directory, config, create=create)
@@ -231,9 +303,11 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
     Document ids are paths relative to the index's root folder (recorded in its
     manifest by the first `index`), so a file or subfolder of it can be indexed
     again under the same ids; a path outside the root is refused. Exit code: 0 when
-    every file was indexed, unchanged or skipped as expected (unsupported type,
-    link loop, dangling link, `--exclude`); 1 when any file was refused (unreadable,
-    not UTF-8, empty, whitespace-only, placeholder); 2 for usage and index errors.
+    every file was indexed, unchanged, skipped as expected (unsupported type, link
+    loop, dangling link, `--exclude`) or refused as expected (empty, whitespace-only,
+    a placeholder: there is nothing to index, and saying so is the whole job); 1
+    when a file could not be read (unreadable, not UTF-8, a broken PDF); 2 for
+    usage and index errors.
     """
     from langchain_ragbudget.loaders import scan
     from langchain_ragbudget.views import ingest_report
@@ -259,7 +333,7 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
     gone = [d for d in index.document_ids if _in_scope(d, scope) and d not in ids]
     if args.prune and not args.yes:
         _refuse_large_prune(gone, len(index.document_ids), scope, index.root)
-    summary = _ingest(index, ids, given, console)
+    summary, unreadable = _ingest(index, ids, given, console)
     if gone and args.prune:
         before = index.chunk_count
         summary.deleted += index.delete(gone)
@@ -273,7 +347,7 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
             f"(e.g. {gone[0]}); --prune deletes them[/yellow]",
             highlight=False,
         )
-    return 1 if summary.errors else 0
+    return EXIT_PARTIAL if unreadable else EXIT_OK
 
 
 def _document_ids(index: Any, given: Path) -> Callable[[str], str]:
@@ -312,26 +386,32 @@ def _refuse_large_prune(
         )
 
 
-def _ingest(index: Any, ids: dict[str, Path], given: Path, console: Console) -> Any:
-    """Read and upsert the files; a file that cannot be read is a refusal."""
+def _ingest(
+    index: Any, ids: dict[str, Path], given: Path, console: Console
+) -> tuple[Any, int]:
+    """Read every file, then upsert them; (summary, files that could not be read).
+
+    Reading all files first gives each stage (reading, chunking, embedding) a bar
+    with its true total; the index holds every chunk in memory anyway. A file
+    that cannot be read is refused like an empty one, but counted apart: it is a
+    failure, where an empty file is an expected refusal.
+    """
     from langchain_ragbudget.loaders import FileError, load_file
+    from langchain_ragbudget.progress import ProgressBars, StageProgress
 
     read_errors: list[FileError] = []
-
-    def documents() -> Iterator[Document]:
+    documents: list[Document] = []
+    with ProgressBars(console, transient=True) as progress:
+        read = StageProgress(progress, "reading files", len(ids)).start()
         for key, path in ids.items():
             try:
-                yield load_file(path, given, doc_id=key)
+                documents.append(load_file(path, given, doc_id=key))
             except ValueError as exc:
                 read_errors.append(FileError(key, str(exc)))
-
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task("indexing", total=len(ids))
-        summary = index.upsert(
-            documents(), on_document=lambda _: progress.advance(task)
-        )
+            read.advance()
+        summary = index.upsert(documents, progress=progress)
     summary.errors[:0] = read_errors
-    return summary
+    return summary, len(read_errors)
 
 
 def run_ask(args: argparse.Namespace, console: Console) -> None:
@@ -339,7 +419,11 @@ def run_ask(args: argparse.Namespace, console: Console) -> None:
     from langchain_ragbudget.demo import chat_model
     from langchain_ragbudget.factory import build_budget, build_reranker
     from langchain_ragbudget.pipeline import explain
-    from langchain_ragbudget.views import pipeline_line, show_explained
+    from langchain_ragbudget.views import (
+        explained_to_dict,
+        pipeline_line,
+        show_explained,
+    )
 
     index = _open_index(args, console, create=False)
     config = index.config
@@ -348,9 +432,78 @@ def run_ask(args: argparse.Namespace, console: Console) -> None:
     console.print(pipeline_line(config, reranker))
     llm = chat_model(config, console)
     explained = explain(
-        args.question, index.as_retriever(), budget, reranker=reranker, llm=llm
+        args.question,
+        index.as_retriever(),
+        budget,
+        reranker=reranker,
+        llm=llm,
+        tracing=config.tracing,
     )
-    show_explained(console, explained, args.surface, fusion_k=config.retrieval.k)
+    if args.json:
+        _print_json(
+            explained_to_dict(
+                explained, args.surface, config, prompt=not args.no_prompt
+            )
+        )
+        return
+    show_explained(
+        console,
+        explained,
+        args.surface,
+        fusion_k=config.retrieval.k,
+        show_prompt=not args.no_prompt,
+    )
+
+
+def run_inspect(args: argparse.Namespace, console: Console) -> int:
+    """`ragbudget inspect`: what an index holds, read without changing anything.
+
+    Exit code 0 when nothing is damaged and the two sides hold the same chunks,
+    1 when the report names damage or a difference, 2 when there is no index.
+    """
+    from langchain_ragbudget.config import load_config
+    from langchain_ragbudget.index import HybridIndex
+    from langchain_ragbudget.views import inspection_report
+
+    config = load_config(args.config)
+    directory = args.index or Path(config.index.directory)
+    found = HybridIndex.inspect(directory, config)
+    if args.json:
+        _print_json(found.to_dict())
+    else:
+        for part in inspection_report(found):
+            console.print(part, highlight=False)
+    return EXIT_OK if found.healthy else EXIT_PARTIAL
+
+
+def run_config(args: argparse.Namespace, console: Console) -> None:
+    """`ragbudget config`: the effective settings and where each one came from."""
+    from langchain_ragbudget.config import explain_config
+    from langchain_ragbudget.views import config_table
+
+    effective = explain_config(args.config)
+    prefix = ""
+    if args.surface is not None:
+        effective.config.surface(args.surface)  # an unknown surface fails here
+        prefix = f"surfaces.{args.surface}."
+    values = [v for v in effective.values if v.key.startswith(prefix)]
+    if args.json:
+        _print_json(
+            {
+                "file": effective.file,
+                "surface": args.surface,
+                "settings": {
+                    v.key: {
+                        "value": v.value,
+                        "origin": str(v.origin),
+                        "source": v.source(effective.file),
+                    }
+                    for v in values
+                },
+            }
+        )
+        return
+    console.print(config_table(effective, values))
 
 
 def run_repair(args: argparse.Namespace, console: Console) -> int:
@@ -383,6 +536,7 @@ def run_eval(
     from langchain_ragbudget.beir import load_beir
     from langchain_ragbudget.config import load_config
     from langchain_ragbudget.evaluation import evaluate, evaluate_chunked
+    from langchain_ragbudget.progress import ProgressBars
     from langchain_ragbudget.report import (
         plot_survival,
         rich_tables,
@@ -394,33 +548,29 @@ def run_eval(
     for surface in args.surface or []:
         config.surface(surface)  # an unknown surface fails before any work
     dataset = load_beir(args.data, args.split)
-    with Progress(console=console, transient=True) as progress:
-        tasks: dict[str, TaskID] = {}
-
-        def report(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = progress.add_task(stage, total=total)
-            progress.update(tasks[stage], completed=done)
-
+    with ProgressBars(console, transient=True) as progress:
         result = evaluate(
             dataset,
             config,
             surfaces=args.surface,
             k=args.k,
             limit=args.limit,
-            progress=report,
+            progress=progress,
             ignore_identical_ids=not args.keep_identical_ids,
         )
         result.chunked = [
-            evaluate_chunked(dataset, config, size, limit=args.limit, progress=report)
+            evaluate_chunked(dataset, config, size, limit=args.limit, progress=progress)
             for size in args.chunk_size or []
         ]
     for table in rich_tables(result):
         console.print(table)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
-        console.print(f"results: {args.json}")
+    if args.json == "-":
+        _print_json(result.to_dict())
+    elif args.json:
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
+        console.print(f"results: {path}")
     plot = plot_survival(result, args.plot) if args.plot else None
     if plot:
         console.print(f"plot: {plot}")

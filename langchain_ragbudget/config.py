@@ -16,6 +16,8 @@ from __future__ import annotations
 import copy
 import importlib
 import math
+from dataclasses import dataclass
+from enum import StrEnum
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal, cast
@@ -38,6 +40,8 @@ from langchain_ragbudget.errors import ConfigError
 from langchain_ragbudget.tokens import resolve_encoding_name
 
 DEFAULT_CONFIG_NAME = "config_default.yml"
+# The surface used when none is named, and the one a new surface inherits from.
+DEFAULT_SURFACE = "chat"
 BM25Method = Literal["robertson", "atire", "bm25l", "bm25+", "lucene"]
 QueryPrecision = Literal["float32", "int8"]
 PLACEHOLDERS = (
@@ -220,6 +224,12 @@ class LlmSettings(_Strict):
     timeout: StrictFloat = Field(60.0, gt=0)
 
 
+class TracingSettings(_Strict):
+    """OpenTelemetry spans per stage (the `otel` extra); off unless switched on."""
+
+    otel: StrictBool = False
+
+
 class SurfaceSettings(_Strict):
     """The context budget of one surface (chat, search, an API...).
 
@@ -260,7 +270,9 @@ class SurfaceSettings(_Strict):
     @model_validator(mode="after")
     def _min_within_max(self) -> SurfaceSettings:
         if self.min_docs > self.max_docs:
-            raise ValueError(f"min_docs ({self.min_docs}) exceeds max_docs")
+            raise ValueError(
+                f"min_docs ({self.min_docs}) exceeds max_docs ({self.max_docs})"
+            )
         resolve_encoding_name(self.encoding, self.model)
         return self
 
@@ -286,6 +298,7 @@ class RagBudgetConfig(_Strict):
             when the model is unavailable).
         index: Where a `HybridIndex` lives and how files are chunked.
         llm: The chat model for the demo and the CLI.
+        tracing: Whether chains built with it emit OpenTelemetry spans.
         surfaces: Each surface's context budget, by name.
         source: The file this configuration came from (used in error messages).
     """
@@ -297,6 +310,7 @@ class RagBudgetConfig(_Strict):
     rerank: RerankSettings = RerankSettings()
     index: IndexSettings = IndexSettings()
     llm: LlmSettings = LlmSettings()
+    tracing: TracingSettings = TracingSettings()
     surfaces: dict[str, SurfaceSettings]
     source: StrictStr = Field(DEFAULT_CONFIG_NAME, exclude=True)
 
@@ -328,7 +342,9 @@ def load_config(path: str | Path | None = None) -> RagBudgetConfig:
     """Load the shipped defaults, merge the YAML at `path` over them, validate.
 
     Mappings merge key by key, so a file that sets `surfaces.chat.max_tokens`
-    keeps every other default; lists and scalars replace the default.
+    keeps every other default; lists and scalars replace the default. A surface
+    the shipped file does not define takes every key it leaves out from the
+    shipped `chat` surface (`DEFAULT_SURFACE`; see `_inherit_surfaces` for why).
 
     Args:
         path: A YAML file; None for the shipped defaults alone.
@@ -349,14 +365,143 @@ def load_config(path: str | Path | None = None) -> RagBudgetConfig:
 
             config = load_config("ragbudget.yml")
             print(config.surface("chat").max_tokens)
-            budget = ContextBudget.from_config("chat", config)
+            budget = ContextBudget.from_config(config, surface="chat")
     """
+    return _load(path).config
+
+
+class Origin(StrEnum):
+    """Where one effective configuration value came from."""
+
+    DEFAULT = "default"  # the shipped config_default.yml
+    FILE = "file"  # the user's YAML
+    INHERITED = "inherited"  # a new surface's key, from the shipped default surface
+
+
+@dataclass(frozen=True)
+class ConfigValue:
+    """One leaf of the effective configuration and where it came from.
+
+    Attributes:
+        key: The dotted key path, e.g. `surfaces.voice.max_docs`.
+        value: The validated value (as `model_dump` gives it).
+        origin: The shipped defaults, the user's file, or inherited by a new
+            surface from the shipped default surface.
+    """
+
+    key: str
+    value: Any
+    origin: Origin
+
+    def source(self, file: str | None) -> str:
+        """The origin in words, naming the file it came from."""
+        if self.origin == Origin.FILE:
+            return str(file)
+        if self.origin == Origin.INHERITED:
+            return f"inherited from {DEFAULT_CONFIG_NAME} surfaces.{DEFAULT_SURFACE}"
+        return DEFAULT_CONFIG_NAME
+
+
+@dataclass(frozen=True)
+class EffectiveConfig:
+    """A loaded configuration with the origin of every value, for `ragbudget config`.
+
+    Attributes:
+        config: The validated configuration.
+        file: The user's YAML, or None for the shipped defaults alone.
+        values: Every leaf value with its origin, in the order of the settings.
+    """
+
+    config: RagBudgetConfig
+    file: str | None
+    values: list[ConfigValue]
+
+
+def explain_config(path: str | Path | None = None) -> EffectiveConfig:
+    """Load like `load_config`, and say where each effective value came from.
+
+    Args:
+        path: A YAML file; None for the shipped defaults alone.
+
+    Returns:
+        The configuration and every leaf value with its origin.
+
+    Raises:
+        ConfigError: As `load_config`.
+    """
+    loaded = _load(path)
+    shipped_surfaces = loaded.defaults.get("surfaces", {})
+    values = []
+    for parts, value in _leaves(loaded.config.model_dump(), []):
+        if _has(loaded.user, parts):
+            origin = Origin.FILE
+        elif parts[0] == "surfaces" and parts[1] not in shipped_surfaces:
+            origin = Origin.INHERITED
+        else:
+            origin = Origin.DEFAULT
+        values.append(ConfigValue(_dotted(parts), value, origin))
+    return EffectiveConfig(loaded.config, None if path is None else str(path), values)
+
+
+def _leaves(data: Any, parts: list[str]) -> list[tuple[list[str], Any]]:
+    """(key path, value) of every leaf: a non-mapping, or an empty mapping."""
+    if not isinstance(data, dict) or not data:
+        return [(parts, data)]
+    return [
+        leaf for key, value in data.items() for leaf in _leaves(value, [*parts, key])
+    ]
+
+
+def _has(data: Any, parts: list[str]) -> bool:
+    for part in parts:
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    config: RagBudgetConfig
+    defaults: dict[str, Any]
+    user: dict[str, Any]
+
+
+def _load(path: str | Path | None) -> _Loaded:
     defaults = _read_yaml(_default_text(), DEFAULT_CONFIG_NAME)
     if path is None:
-        return _validate(defaults, DEFAULT_CONFIG_NAME)
+        return _Loaded(_validate(defaults, DEFAULT_CONFIG_NAME), defaults, {})
     file = str(path)
     user = _read_yaml(_read_text(Path(path), file), file)
-    return _validate(_deep_merge(defaults, user), file)
+    merged = _inherit_surfaces(_deep_merge(defaults, user), defaults)
+    return _Loaded(_validate(merged, file), defaults, user)
+
+
+def _inherit_surfaces(
+    merged: dict[str, Any], defaults: dict[str, Any]
+) -> dict[str, Any]:
+    """Give each surface the shipped file lacks the keys it leaves out.
+
+    They come from the shipped default surface (`chat` in config_default.yml),
+    not from the user's own `chat` and not from `SurfaceSettings`' field defaults:
+
+    - not the field defaults: a budget has no neutral size (`max_docs` and
+      `max_tokens` have none), and they would give a new surface `skip` packing
+      and no weak-evidence check, silently unlike every shipped surface;
+    - not the user's `chat`: an edit to one surface must not change another,
+      so each surface reads as "shipped chat plus what the file says here";
+    - `chat` rather than `search`: it is the surface used when none is named,
+      and its budget is the small one, so a surface that leaves out a size
+      drops passages (and reports them) rather than overrunning a small model.
+    """
+    surfaces = merged.get("surfaces")
+    base = defaults["surfaces"][DEFAULT_SURFACE]
+    if not isinstance(surfaces, dict):
+        return merged  # validation names the bad value
+    for name, settings in surfaces.items():
+        if name not in defaults["surfaces"] and isinstance(settings, dict):
+            surfaces[name] = _deep_merge(base, settings)
+    return merged
 
 
 def load_surface(name: str, path: str | Path | None = None) -> SurfaceSettings:
@@ -373,6 +518,22 @@ def load_surface(name: str, path: str | Path | None = None) -> SurfaceSettings:
         ConfigError: The file is invalid or has no such surface.
     """
     return load_config(path).surface(name)
+
+
+def as_config(config: RagBudgetConfig | str | Path | None) -> RagBudgetConfig:
+    """The configuration a component's `from_config` was given, loaded if need be.
+
+    Args:
+        config: A loaded configuration, a YAML file merged over the defaults, or
+            None for the shipped defaults.
+
+    Returns:
+        The validated configuration.
+
+    Raises:
+        ConfigError: The file is invalid.
+    """
+    return config if isinstance(config, RagBudgetConfig) else load_config(config)
 
 
 def _default_text() -> str:

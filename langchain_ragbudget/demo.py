@@ -22,7 +22,11 @@ from langchain_ragbudget.factory import (
     build_reranker,
 )
 from langchain_ragbudget.pipeline import explain
-from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
+from langchain_ragbudget.sample import (
+    demo_config_path,
+    load_sample_corpus,
+    load_sample_questions,
+)
 from langchain_ragbudget.views import pipeline_line, show_explained
 
 DEMO_QUESTION = 0  # index into sample_data/questions.json
@@ -31,9 +35,12 @@ DEMO_QUESTION = 0  # index into sample_data/questions.json
 def run_demo(
     config_path: str | Path | None = None, console: Console | None = None
 ) -> None:
-    """Run the sample question through the `chat` and `search` surfaces."""
+    """Run the sample question through the `chat` and `search` surfaces.
+
+    Without `config_path`, the demo's own YAML (`sample_data/demo.yml`).
+    """
     console = console or Console()
-    config = load_config(config_path)
+    config = load_config(config_path or demo_config_path())
     corpus = load_sample_corpus()
     item = load_sample_questions()[DEMO_QUESTION]
     with console.status(f"indexing {len(corpus)} sample passages (BM25 + Chroma)"):
@@ -51,6 +58,7 @@ def run_demo(
             build_budget(surface, config),
             reranker=reranker,
             llm=llm,
+            tracing=config.tracing,
         )
         show_explained(
             console,

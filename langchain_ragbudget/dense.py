@@ -180,17 +180,19 @@ def connect_chroma_server(settings: VectorStoreSettings, client_settings: Any) -
 def add_documents(
     vectorstore: VectorStore,
     documents: Sequence[Document],
-    batch_size: int = ADD_BATCH_SIZE,
+    batch_size: int | None = None,
     on_batch: Callable[[int], None] | None = None,
 ) -> None:
     """Add documents in bounded batches (memory stays flat on large corpora).
 
     Documents go in order of length, so each embedding batch pads less.
-    `on_batch` is called with each batch's size.
+    `batch_size` defaults to `ADD_BATCH_SIZE` (read at each call); `on_batch` is
+    called with each batch's size.
     """
+    size = batch_size or ADD_BATCH_SIZE
     documents = sorted(documents, key=lambda doc: len(doc.page_content))
-    for start in range(0, len(documents), batch_size):
-        batch = list(documents[start : start + batch_size])
+    for start in range(0, len(documents), size):
+        batch = list(documents[start : start + size])
         ids = [doc.id for doc in batch]
         vectorstore.add_documents(
             batch, ids=ids if all(i is not None for i in ids) else None

@@ -14,7 +14,7 @@ import io
 import math
 import statistics
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -54,11 +54,11 @@ from langchain_ragbudget.metrics import (
     recall_at_k,
     without_query_itself,
 )
+from langchain_ragbudget.progress import ProgressCallback, StageProgress, prefixed
 from langchain_ragbudget.rerank import FlashRankRerank
 from langchain_ragbudget.survival import POLICIES, PolicySurvival, policy_survival
 
 DEFAULT_BUDGETS = (256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
-Progress = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -441,7 +441,7 @@ def evaluate(
     limit: int | None = None,
     budgets: Sequence[int] = DEFAULT_BUDGETS,
     reranker: FlashRankRerank | None = None,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
     ignore_identical_ids: bool = True,
 ) -> EvalReport:
     """Run the configured pipeline over `dataset` and measure every stage.
@@ -477,7 +477,8 @@ def evaluate(
         policy_hits={policy: [0] * len(budgets) for policy in POLICIES},
         evidence_hits={policy: [0] * len(budgets) for policy in POLICIES},
     )
-    for done, (query_id, text) in enumerate(queries, start=1):
+    answered = StageProgress(progress, "queries", len(queries)).start()
+    for query_id, text in queries:
         relevant = {doc: rel for doc, rel in dataset.qrels[query_id].items() if rel > 0}
         rationales = dataset.rationales.get(query_id, {})
         acc.ignore_query = query_id if ignore_identical_ids else None
@@ -492,8 +493,7 @@ def evaluate(
             stages.hybrid.id_key,
             text,
         )
-        if progress:
-            progress("queries", done, len(queries))
+        answered.advance()
     return _report(dataset, config, stages, acc, k, len(queries), budgets)
 
 
@@ -512,7 +512,7 @@ class _Stages:
         config: RagBudgetConfig,
         surfaces: Sequence[str],
         reranker: FlashRankRerank | None,
-        progress: Progress | None,
+        progress: ProgressCallback | None,
     ) -> _Stages:
         budgets: dict[str, ContextBudget] = {}
         for name in surfaces:
@@ -528,9 +528,7 @@ class _Stages:
             config.embedding,
             build_embeddings(config.embedding),
             name=dataset.name,
-            on_batch=(lambda n: progress("embedding corpus", n, len(dataset.corpus)))
-            if progress
-            else None,
+            progress=progress,
         )
         sparse = cached_sparse_retriever(dataset.corpus, config, name=dataset.name)
         hybrid = build_hybrid_retriever(
@@ -801,7 +799,7 @@ def evaluate_chunked(
     *,
     limit: int | None = None,
     budgets: Sequence[int] = DEFAULT_BUDGETS,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
 ) -> ChunkedSurvival:
     """Evidence survival by policy and budget over the corpus split into chunks.
 
@@ -828,7 +826,10 @@ def evaluate_chunked(
     cuts = dict.fromkeys(POLICIES, 0)
     gold_total = split_total = 0
     queries = list(dataset.queries.items())[:limit]
-    for done, (query_id, text) in enumerate(queries, start=1):
+    answered = StageProgress(
+        progress, f"queries ({chunk_size}-token chunks)", len(queries)
+    ).start()
+    for query_id, text in queries:
         candidates = retriever.invoke(text)
         relevant = {d for d, rel in dataset.qrels[query_id].items() if rel > 0}
         rationales = dataset.rationales.get(query_id, {})
@@ -845,8 +846,7 @@ def evaluate_chunked(
                     set(chunks) <= kept_set for chunks in needs.values()
                 )
             cuts[policy] += sum(result.bad_cuts)
-        if progress:
-            progress(f"queries ({chunk_size}-token chunks)", done, len(queries))
+        answered.advance()
     index.close()
     return ChunkedSurvival(
         chunk_size=chunk_size,
@@ -895,7 +895,7 @@ def _chunk_index(
     dataset: BeirDataset,
     config: RagBudgetConfig,
     chunk_size: int,
-    progress: Progress | None,
+    progress: ProgressCallback | None,
 ) -> HybridIndex:
     """The corpus in a HybridIndex of `chunk_size`-token chunks, built once."""
     overlap = min(config.index.chunk_overlap, chunk_size // 4)
@@ -910,19 +910,8 @@ def _chunk_index(
     complete = folder / "ragbudget_complete"
     index = HybridIndex.open(folder / "index", chunked)
     if not complete.is_file():
-        total = len(dataset.corpus)
-        done = iter(range(1, total + 1))
         index.upsert(
-            dataset.corpus,
-            on_document=(
-                (
-                    lambda _: progress(
-                        f"indexing {chunk_size}-token chunks", next(done), total
-                    )
-                )
-                if progress
-                else None
-            ),
+            dataset.corpus, progress=prefixed(progress, f"{chunk_size}-token chunks: ")
         )
         atomic_write_text(complete, str(index.chunk_count))
     return index

@@ -235,7 +235,7 @@ def build_reranker(config: RagBudgetConfig) -> FlashRankRerank | None:
     """
     if not config.rerank.enabled:
         return None
-    return FlashRankRerank.from_config(config.rerank, id_key=config.retrieval.id_key)
+    return FlashRankRerank.from_config(config)
 
 
 def produced_score_keys(names: Sequence[str] = RETRIEVER_NAMES) -> set[str]:
@@ -254,7 +254,7 @@ def build_budget(
         ConfigError: The surface is unknown, or its weak-evidence check names a
             score that no stage writes (it would never fire).
     """
-    budget = ContextBudget.from_config(surface, config)
+    budget = ContextBudget.from_config(config, surface=surface)
     known = produced_score_keys(names)
     for key, threshold in budget.settings.weak_evidence.items():
         if key not in known:

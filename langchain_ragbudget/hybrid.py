@@ -47,6 +47,8 @@ from langchain_ragbudget.scores import (
     score_key,
 )
 
+FUSION_RUN = "ragbudget_fusion"  # the child run fusion makes when callbacks listen
+
 
 class HybridRetriever(BaseRetriever):
     """Fuse sparse, dense (or any) retrievers with weighted reciprocal rank fusion.
@@ -57,9 +59,11 @@ class HybridRetriever(BaseRetriever):
     candidates fused below `k`.
 
     With a callback handler attached (a tracer, say), each retriever runs as a child
-    run. Without one, retrievers that implement `ScoredSearch` (ours do) hand over
-    their hits directly, which skips the child runs and one document copy per hit;
-    the result is the same.
+    run, and so does the fusion (`ragbudget_fusion`, its output the `CandidateList`
+    with the cut candidates' records), so a tracer sees the stage. Without one,
+    retrievers that implement `ScoredSearch` (ours do) hand over their hits
+    directly, which skips the child runs and one document copy per hit; the result
+    is the same.
 
     Every call opens a `RunLedger` holding every fused candidate; each returned
     document carries it in `metadata["ragbudget_run"]`, so the budget can report a
@@ -174,7 +178,16 @@ class HybridRetriever(BaseRetriever):
             )
             for i, retriever in enumerate(self.retrievers)
         ]
-        return self.fuse(results, top)
+        run = run_manager.get_child().on_chain_start(
+            None, {"results": results}, name=FUSION_RUN
+        )
+        try:
+            fused = self.fuse(results, top)
+        except Exception as exc:
+            run.on_chain_error(exc)
+            raise
+        run.on_chain_end(fused)
+        return fused
 
     async def _aget_relevant_documents(
         self,
@@ -196,7 +209,16 @@ class HybridRetriever(BaseRetriever):
                 for i, retriever in enumerate(self.retrievers)
             )
         )
-        return self.fuse(results, self.k if k is None else k)
+        run = await run_manager.get_child().on_chain_start(
+            None, {"results": results}, name=FUSION_RUN
+        )
+        try:
+            fused = self.fuse(results, self.k if k is None else k)
+        except Exception as exc:
+            await run.on_chain_error(exc)
+            raise
+        await run.on_chain_end(fused)
+        return fused
 
     def fuse(self, results: Sequence[Sequence[Document]], k: int) -> CandidateList:
         """Fuse one result list per retriever; keep the top `k`, record the rest.

@@ -51,19 +51,20 @@ import os
 import re
 import shutil
 import struct
+import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Sized
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_chroma import Chroma
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from langchain_ragbudget.chunking import Chunker
 from langchain_ragbudget.config import RagBudgetConfig, VectorStoreSettings, load_config
-from langchain_ragbudget.dense import add_documents
+from langchain_ragbudget.dense import add_documents, connect_chroma_server
 from langchain_ragbudget.errors import (
     IndexLoadError,
     IndexRepairError,
@@ -79,7 +80,11 @@ from langchain_ragbudget.files import atomic_write_text, publish_folder
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.identity import content_hash
 from langchain_ragbudget.loaders import FileError, check_content
+from langchain_ragbudget.progress import ProgressCallback, StageProgress
 from langchain_ragbudget.sparse import BM25Retriever
+
+if TYPE_CHECKING:  # chromadb takes most of a second to import: only when used
+    from langchain_chroma import Chroma
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +97,8 @@ BM25_DOCUMENTS = "documents.jsonl"
 CHROMA_DIR = "chroma"
 CHROMA_DB = "chroma.sqlite3"
 COLLECTION = "ragbudget-index"
-FLUSH_CHUNKS = 1024  # pending chunks written (length-sorted) to the vector side at once
+CHUNKING = "chunking documents"  # progress stages of `upsert`
+EMBEDDING = "embedding chunks"
 _VERSION = re.compile(r"^\.?sparse-(\d+)-(\d+)(\.tmp)?$")
 _HNSW_FILES = ("header.bin", "data_level0.bin", "length.bin", "link_lists.bin")
 _HNSW_HEADER_SIZE = 100  # chromadb's hnswlib: int32 version, then the index header
@@ -201,6 +207,87 @@ class IngestSummary:
     notes: list[FileError] = field(default_factory=list)
     chunks_added: int = 0
     chunks_deleted: int = 0
+
+
+@dataclass
+class IndexInspection:
+    """What an index folder holds, read without changing it (`HybridIndex.inspect`).
+
+    Attributes:
+        directory: The index folder.
+        documents: Source documents in the committed records (None: unreadable).
+        bm25_chunks: Chunks on the BM25 side (None: unreadable).
+        vector_chunks: Chunks in the vector store (None: unreadable).
+        manifest: The manifest (or, if it is damaged, its copy in the committed
+            records): format, embedding model, chunking, root folder.
+        committed_version: The BM25 version folder `CURRENT` names (or the one
+            `open` would recover), None when nothing is committed.
+        other_versions: Other version folders (an unfinished or superseded save).
+        moved_aside: `damaged-*` entries a repair left for the user to delete.
+        sync: How the two sides compare; None when a side cannot be read.
+        sizes: Bytes on disk per top-level entry of the folder.
+        problems: Damage and mismatches found, each naming its file and what to do.
+    """
+
+    directory: Path
+    documents: int | None = None
+    bm25_chunks: int | None = None
+    vector_chunks: int | None = None
+    manifest: dict[str, Any] = field(default_factory=dict)
+    committed_version: str | None = None
+    other_versions: list[str] = field(default_factory=list)
+    moved_aside: list[str] = field(default_factory=list)
+    sync: SyncReport | None = None
+    sizes: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        """True when nothing is damaged and both sides hold the same chunks."""
+        return not self.problems and self.sync is not None and self.sync.in_sync
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes on disk of the whole folder."""
+        return sum(self.sizes.values())
+
+    @property
+    def saved_at(self) -> str | None:
+        """When the committed version was saved (UTC, ISO 8601), from its name."""
+        key = _version_key(self.committed_version or "")
+        if key is None:
+            return None
+        return datetime.fromtimestamp(key[0] / 1e9, UTC).isoformat(timespec="seconds")
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable view, for `ragbudget inspect --json`."""
+        sync = self.sync
+        return {
+            "directory": str(self.directory),
+            "healthy": self.healthy,
+            "documents": self.documents,
+            "chunks": {"bm25": self.bm25_chunks, "vector_store": self.vector_chunks},
+            "embedding_model": self.manifest.get("embedding_model"),
+            "chunking": self.manifest.get("chunking"),
+            "root": self.manifest.get("root"),
+            "versions": {
+                "manifest_format": self.manifest.get("format"),
+                "committed_bm25_version": self.committed_version,
+                "saved_at": self.saved_at,
+                "other_bm25_versions": self.other_versions,
+            },
+            "sync": None
+            if sync is None
+            else {
+                "in_sync": sync.in_sync,
+                "only_in_vector_store": sync.only_dense,
+                "only_in_bm25": sync.only_sparse,
+                "different_text": sync.differing,
+            },
+            "size_bytes": {"total": self.size_bytes, **self.sizes},
+            "moved_aside": self.moved_aside,
+            "problems": self.problems,
+        }
 
 
 class HybridIndex:
@@ -322,6 +409,64 @@ class HybridIndex:
         if not index.sync_report.in_sync:
             logger.warning("index %s: %s", path, index.sync_report.summary())
         return index
+
+    @classmethod
+    def inspect(
+        cls, directory: str | Path, config: RagBudgetConfig | None = None
+    ) -> IndexInspection:
+        """Report what the index in `directory` holds, changing nothing.
+
+        Unlike `open`, it recovers nothing, creates nothing and removes nothing:
+        a missing `CURRENT`, a damaged manifest or a missing BM25 folder is
+        reported in `problems`. chromadb writes to its files when it opens them,
+        so the vector side is read from a temporary copy (a Chroma server is read
+        directly); the copy costs the vector store's size in temporary space.
+
+        Args:
+            directory: The index folder.
+            config: The configuration the index is used with (its embedding model
+                and chunking are compared with the manifest); defaults if None.
+
+        Returns:
+            Counts, manifest, versions, sync state, sizes and the problems found.
+
+        Raises:
+            IndexLoadError: `directory` does not exist, is a file, or holds no index.
+        """
+        config = config or load_config()
+        path = Path(directory)
+        if not _holds_index(path):
+            raise IndexLoadError(f"{path}: no index here ({MANIFEST} not found)")
+        found = IndexInspection(path, sizes=_sizes(path))
+        sparse = _read_sparse_tolerant(path, config)
+        found.problems += sparse.notes + sparse.problems
+        if sparse.version is not None:
+            found.committed_version = sparse.version.name
+        found.other_versions = sorted(
+            entry.name
+            for entry in path.iterdir()
+            if _version_key(entry.name) is not None
+            and entry.name != found.committed_version
+        )
+        found.moved_aside = sorted(
+            e.name for e in path.iterdir() if e.name.startswith("damaged-")
+        )
+        if sparse.records is not None:
+            found.documents = len(sparse.records)
+        if sparse.chunks_complete:
+            found.bm25_chunks = len(sparse.chunks)
+        found.manifest = _inspect_manifest(path, sparse.manifest_copy, found.problems)
+        if found.manifest:
+            try:
+                _check_manifest(path / MANIFEST, found.manifest, _manifest(config))
+            except IndexLoadError as exc:
+                found.problems.append(str(exc))
+        dense = _inspect_dense(path, config, found.problems, bool(sparse.chunks))
+        if dense is not None:
+            found.vector_chunks = len(dense)
+            if sparse.chunks_complete:
+                found.sync = _sync_report(dense, _hashes(sparse.chunks))
+        return found
 
     @classmethod
     def repair_directory(
@@ -446,7 +591,7 @@ class HybridIndex:
         self,
         documents: Iterable[Document],
         *,
-        on_document: Callable[[str], None] | None = None,
+        progress: ProgressCallback | None = None,
     ) -> IngestSummary:
         """Add new documents, replace changed ones, skip unchanged ones; then save.
 
@@ -456,9 +601,15 @@ class HybridIndex:
         An unchanged document whose chunks are missing from either side is re-added.
         A document counts as changed when its text or its metadata changed.
 
+        Every document is chunked before any chunk is embedded: embedding takes
+        nearly all the time, and so its progress has a true total from the start,
+        and the vector side gets all new chunks in one length-sorted run.
+
         Args:
-            documents: Whole source documents (chunked here), read lazily.
-            on_document: Called with each document id once it is handled.
+            documents: Whole source documents (chunked here).
+            progress: Hears `CHUNKING` (documents handled; the total when
+                `documents` has a length), then `EMBEDDING` (chunks embedded and
+                written, of all new chunks).
 
         Returns:
             What happened to each document; refused ones are in `errors`.
@@ -467,14 +618,12 @@ class HybridIndex:
             ValueError: A document has no id.
         """
         summary = IngestSummary()
+        total = len(documents) if isinstance(documents, Sized) else None
+        chunked = StageProgress(progress, CHUNKING, total).start()
         for document in documents:
-            doc_id = _doc_id(document)
-            self._upsert_one(doc_id, document, summary)
-            if len(self._pending_adds) >= FLUSH_CHUNKS:
-                self._flush()
-            if on_document is not None:
-                on_document(doc_id)
-        self.commit()
+            self._upsert_one(_doc_id(document), document, summary)
+            chunked.advance()
+        self.commit(progress)
         return summary
 
     def _upsert_one(
@@ -561,7 +710,7 @@ class HybridIndex:
                 self._pending_deletes.append(chunk_id)
         return len(chunk_ids)
 
-    def _flush(self) -> None:
+    def _flush(self, progress: ProgressCallback | None = None) -> None:
         """Write pending vector-side changes: deletes first, then adds in batches.
 
         Batching matters: one Chroma write per document cost a quarter of ingest.
@@ -572,14 +721,23 @@ class HybridIndex:
                 self._dense_hashes.pop(chunk_id, None)
             self._pending_deletes = []
         if self._pending_adds:
-            add_documents(self.vectorstore, list(self._pending_adds.values()))
+            embedded = StageProgress(progress, EMBEDDING, len(self._pending_adds))
+            add_documents(
+                self.vectorstore,
+                list(self._pending_adds.values()),
+                on_batch=embedded.start().advance,
+            )
             for chunk_id, chunk in self._pending_adds.items():
                 self._dense_hashes[chunk_id] = chunk.metadata.get("content_hash")
             self._pending_adds = {}
 
-    def commit(self) -> None:
-        """Write the vector side, then rebuild BM25 and save it atomically."""
-        self._flush()
+    def commit(self, progress: ProgressCallback | None = None) -> None:
+        """Write the vector side, then rebuild BM25 and save it atomically.
+
+        Args:
+            progress: Hears `EMBEDDING`, chunks embedded of those pending.
+        """
+        self._flush(progress)
         chunks = list(self._chunks.values())
         self._sparse = build_sparse_retriever(chunks, self.config) if chunks else None
         _save_sparse(self.directory, self._records, self._sparse, self._manifest)
@@ -588,33 +746,18 @@ class HybridIndex:
     def sync_check(self) -> SyncReport:
         """Compare the chunk ids and text hashes of the two sides."""
         try:
-            found = _get_all(self.vectorstore, ["metadatas"])
+            self._dense_hashes = _content_hashes(self.vectorstore)
         except Exception as exc:  # chromadb raises its own types for a broken store
             raise IndexLoadError(
                 f"{self.directory / CHROMA_DIR / CHROMA_DB}: the vector store cannot "
                 f"be read ({type(exc).__name__}: {exc}); run `ragbudget repair "
                 f"--index {self.directory}`"
             ) from exc
-        self._dense_hashes = {
-            chunk_id: (meta or {}).get("content_hash")
-            for chunk_id, meta in zip(found["ids"], found["metadatas"], strict=True)
-        }
         return self._compare()
 
     def _compare(self) -> SyncReport:
         """Sync report from the vector-side hashes known to this process (no query)."""
-        dense = self._dense_hashes
-        sparse = {
-            chunk_id: chunk.metadata.get("content_hash")
-            for chunk_id, chunk in self._chunks.items()
-        }
-        return SyncReport(
-            only_dense=sorted(set(dense) - set(sparse)),
-            only_sparse=sorted(set(sparse) - set(dense)),
-            differing=sorted(
-                key for key in set(dense) & set(sparse) if dense[key] != sparse[key]
-            ),
-        )
+        return _sync_report(self._dense_hashes, _hashes(self._chunks))
 
     def repair(self) -> SyncReport:
         """Bring the two sides together without losing data; returns what differed.
@@ -723,6 +866,109 @@ def _holds_index(path: Path) -> bool:
         names & {MANIFEST, CURRENT, CHROMA_DIR}
         or any(_VERSION.match(name) and not name.startswith(".") for name in names)
     )
+
+
+def _hashes(chunks: dict[str, Document]) -> dict[str, str | None]:
+    """Text hash by chunk id, as each chunk's metadata records it."""
+    return {key: chunk.metadata.get("content_hash") for key, chunk in chunks.items()}
+
+
+def _sync_report(
+    dense: dict[str, str | None], sparse: dict[str, str | None]
+) -> SyncReport:
+    """Compare two sides given as text hash by chunk id."""
+    return SyncReport(
+        only_dense=sorted(set(dense) - set(sparse)),
+        only_sparse=sorted(set(sparse) - set(dense)),
+        differing=sorted(
+            key for key in set(dense) & set(sparse) if dense[key] != sparse[key]
+        ),
+    )
+
+
+def _sizes(directory: Path) -> dict[str, int]:
+    """Bytes on disk per top-level entry; links are counted, never followed."""
+    sizes: dict[str, int] = {}
+    for entry in sorted(directory.iterdir()):
+        total = entry.lstat().st_size if not entry.is_dir() or entry.is_symlink() else 0
+        if entry.is_dir() and not entry.is_symlink():
+            for folder, _, names in os.walk(entry):
+                total += sum(os.lstat(os.path.join(folder, n)).st_size for n in names)
+        sizes[entry.name] = total
+    return sizes
+
+
+def _inspect_manifest(
+    directory: Path, copy: dict[str, Any] | None, problems: list[str]
+) -> dict[str, Any]:
+    """The manifest, or its committed copy when it is damaged (noted in problems)."""
+    path = directory / MANIFEST
+    try:
+        found = _read_json(path)
+        if isinstance(found, dict):
+            return dict(found)
+        problem = f"{path} is damaged (not a JSON object)"
+    except IndexLoadError as exc:
+        problem = str(exc)
+    if copy is not None:
+        problems.append(
+            f"{problem}; opening the index restores it from the copy in {RECORDS}"
+        )
+        return dict(copy)
+    problems.append(f"{problem}; run `ragbudget repair --index {directory}`")
+    return {}
+
+
+def _inspect_dense(
+    directory: Path, config: RagBudgetConfig, problems: list[str], expected: bool
+) -> dict[str, str | None] | None:
+    """Text hash by chunk id on the vector side, read without writing to it.
+
+    None (with a problem noted) when it cannot be read; an empty mapping when
+    there is no vector store yet and BM25 holds nothing either (`expected` false).
+    """
+    from chromadb import PersistentClient
+    from chromadb.config import Settings
+
+    settings = Settings(anonymized_telemetry=False)
+    database = directory / CHROMA_DIR / CHROMA_DB
+    repair = f"run `ragbudget repair --index {directory}`"
+    try:
+        if config.vector_store.host is not None:
+            client = connect_chroma_server(config.vector_store, settings)
+            collection = client.get_collection(config.vector_store.collection)
+            return _content_hashes(collection)
+        if not database.is_file():
+            if not expected:
+                return {}
+            raise IndexLoadError(f"{database} is missing: the vector side is gone")
+        _check_hnsw(directory / CHROMA_DIR)
+        with tempfile.TemporaryDirectory(prefix="ragbudget-inspect-") as temporary:
+            copy = Path(temporary) / CHROMA_DIR
+            shutil.copytree(directory / CHROMA_DIR, copy)
+            client = PersistentClient(path=str(copy), settings=settings)
+            try:
+                return _content_hashes(client.get_collection(COLLECTION))
+            finally:
+                _close_client(client)
+                _release_chroma(copy)
+    except IndexLoadError as exc:
+        problems.append(f"{str(exc).split('; run ')[0]}; {repair}")
+    except Exception as exc:  # chromadb raises its own types for a broken store
+        problems.append(
+            f"{database}: the vector store cannot be read "
+            f"({type(exc).__name__}: {exc}); {repair}"
+        )
+    return None
+
+
+def _content_hashes(store: Any) -> dict[str, str | None]:
+    """Text hash by chunk id of a Chroma store or a chromadb collection."""
+    found = _get_all(store, ["metadatas"])
+    return {
+        chunk_id: (meta or {}).get("content_hash")
+        for chunk_id, meta in zip(found["ids"], found["metadatas"], strict=True)
+    }
 
 
 def _read_json(path: Path) -> Any:
@@ -1061,6 +1307,8 @@ def _open_dense(
             f"{database}: the vector store cannot be opened "
             f"({type(exc).__name__}: {exc}); {repair}"
         ) from exc
+    from langchain_chroma import Chroma
+
     if not isinstance(store, Chroma):  # build_vector_store makes Chroma
         raise TypeError(f"expected a Chroma store, got {type(store)}")
     try:
@@ -1098,7 +1346,11 @@ def _dense_documents(store: Chroma) -> dict[str, Document]:
 
 
 def _close_store(store: Any) -> None:
-    close = getattr(getattr(store, "_client", None), "close", None)
+    _close_client(getattr(store, "_client", None))
+
+
+def _close_client(client: Any) -> None:
+    close = getattr(client, "close", None)
     if callable(close):
         try:
             close()

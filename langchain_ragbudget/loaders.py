@@ -3,28 +3,43 @@
 `scan` walks a folder (or takes one file) and sorts every entry it meets into files to
 read and files skipped with a reason: an unsupported type, a symbolic-link loop, a
 dangling link, something that is not a regular file, or a match of an `--exclude`
-pattern. Text and Markdown are read as UTF-8, HTML through BeautifulSoup, PDF through
-pypdf. A file that cannot be read, is not UTF-8, or whose text is empty, only
-whitespace (including zero-width and other invisible characters) or only a
-placeholder, is refused: an error for that file alone.
+pattern. Text and Markdown are read as UTF-8, HTML through BeautifulSoup as
+paragraphs of readable text, PDF through pypdf. A file that cannot be read, is not
+UTF-8, or whose text is empty, only whitespace (including zero-width and other
+invisible characters) or only a placeholder, is refused: an error for that file
+alone.
+
+A document's title is the one its file gives (HTML `<title>` or first heading,
+Markdown front matter or first heading, PDF metadata), since it heads the passage's
+citation in the prompt; the first line of the text is the last resort.
 """
 
 from __future__ import annotations
 
 import errno
 import fnmatch
+import itertools
 import os
+import re
 import stat
 import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import yaml
 from langchain_core.documents import Document
 
 from langchain_ragbudget.errors import require
 
-SUFFIXES = (".txt", ".md", ".markdown", ".html", ".htm", ".pdf")
+if TYPE_CHECKING:
+    from bs4 import BeautifulSoup, PageElement, Tag
+
+HTML_SUFFIXES = (".html", ".htm")
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+SUFFIXES = (".txt", *MARKDOWN_SUFFIXES, *HTML_SUFFIXES, ".pdf")
+TITLE_CHARS = 200
 
 # Why a file was skipped (expected, exit code 0), as shown in the ingest summary.
 UNSUPPORTED = "unsupported type"
@@ -149,36 +164,237 @@ def iter_files(root: Path) -> Iterator[Path]:
     yield from scan(root).files
 
 
-def read_text(path: Path) -> str:
-    """The text of one file; raises ValueError naming what is wrong with it."""
+@dataclass(frozen=True)
+class FileText:
+    """The text of one file, and the title the file itself gives ("" if none)."""
+
+    text: str
+    title: str = ""
+
+
+def read_file(path: Path) -> FileText:
+    """The text and title of one file; raises ValueError naming what is wrong."""
     suffix = path.suffix.lower()
     if suffix == ".pdf":
         require("pypdf", "index", "reading PDF files")
-    elif suffix in (".html", ".htm"):
+        return _read_pdf(path)
+    if suffix in HTML_SUFFIXES:
         require("bs4", "index", "reading HTML files")
     try:
-        if suffix == ".pdf":
-            from pypdf import PdfReader
-
-            reader = PdfReader(str(path))
-            return "\n\n".join(page.extract_text() or "" for page in reader.pages)
         raw = path.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"cannot read: {exc.strerror or exc}") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 text (byte {exc.start})") from exc
+    if suffix in HTML_SUFFIXES:
+        return html_to_text(text)
+    if suffix in MARKDOWN_SUFFIXES:
+        return FileText(text, markdown_title(text))
+    return FileText(text)
+
+
+def _read_pdf(path: Path) -> FileText:
+    from pypdf import PdfReader
+
+    try:
+        reader = PdfReader(str(path))
+        text = "\n\n".join(page.extract_text() or "" for page in reader.pages)
     except OSError as exc:
         raise ValueError(f"cannot read: {exc.strerror or exc}") from exc
     except Exception as exc:  # pypdf raises its own types for broken files
         raise ValueError(f"unreadable PDF: {type(exc).__name__}: {exc}") from exc
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"not UTF-8 text (byte {exc.start})") from exc
-    if suffix in (".html", ".htm"):
-        from bs4 import BeautifulSoup
+        title = (reader.metadata.title if reader.metadata else None) or ""
+    except Exception:  # a broken info dictionary costs the title, not the file
+        title = ""
+    return FileText(text, one_line(str(title)))
 
-        soup = BeautifulSoup(text, "html.parser")
-        for tag in soup(["script", "style", "noscript"]):
-            tag.decompose()
-        text = soup.get_text(separator="\n")
-    return text
+
+def one_line(text: str) -> str:
+    """`text` with every run of whitespace (newlines too) made one space, trimmed."""
+    return " ".join(text.split())
+
+
+def html_to_text(markup: str) -> FileText:
+    """The readable text of an HTML page, paragraph by paragraph, and its title.
+
+    Block elements (p, div, li, h1-h6, tr, ...) end a paragraph, and paragraphs are
+    separated by one blank line; inline elements (a, b, em, code, span, ...) never
+    break a line, so a sentence stays on one; whitespace inside a paragraph is
+    collapsed as a browser would; `<br>` breaks a line; `<pre>` keeps its lines.
+    Scripts, styles, navigation, `<noscript>`, templates and drawings are left out.
+    The title is the `<title>`, else the first heading (h1-h6).
+    """
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(markup, "html.parser")
+    paragraphs = _Paragraphs()
+    _walk_html(soup, paragraphs)
+    return FileText("\n\n".join(paragraphs.done), _html_title(soup))
+
+
+_BLOCK_TAGS = frozenset(
+    {
+        *("address", "article", "aside", "blockquote", "body", "caption", "center"),
+        *("dd", "details", "dialog", "dir", "div", "dl", "dt", "fieldset"),
+        *("figcaption", "figure", "footer", "form", "frameset", "header", "hgroup"),
+        *("h1", "h2", "h3", "h4", "h5", "h6", "hr", "html", "legend", "li", "main"),
+        *("menu", "ol", "p", "section", "summary", "table", "tbody", "tfoot"),
+        *("thead", "tr", "ul"),
+    }
+)
+_CELL_TAGS = frozenset({"td", "th"})
+_HEADING_TAGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+_DROPPED_TAGS = frozenset(
+    {"script", "style", "nav", "noscript", "template", "svg", "math"}
+)
+_CELL_SEPARATOR = " | "
+
+
+class _Paragraphs:
+    """Text gathered paragraph by paragraph; whitespace collapses when one ends."""
+
+    def __init__(self) -> None:
+        self.done: list[str] = []
+        self._lines: list[list[str]] = [[]]
+        self._has_text = False
+
+    def text(self, text: str) -> None:
+        self._lines[-1].append(text)
+        self._has_text = self._has_text or bool(text.strip())
+
+    def cell(self) -> None:
+        """A table cell starts: set apart from the cell before it in the row."""
+        if self._has_text:
+            self.text(_CELL_SEPARATOR)
+
+    def line_break(self) -> None:
+        self._lines.append([])
+
+    def end(self) -> None:
+        """End the paragraph (if it holds text); blank lines inside it go."""
+        if self._has_text:
+            lines = (one_line("".join(parts)) for parts in self._lines)
+            self.done.append("\n".join(line for line in lines if line))
+        self._lines = [[]]
+        self._has_text = False
+
+    def preformatted(self, text: str) -> None:
+        """A paragraph of its own with its lines kept; blank-line runs become one."""
+        self.end()
+        lines: list[str] = []
+        for line in text.splitlines():
+            line = line.rstrip()
+            if line or (lines and lines[-1]):
+                lines.append(line)
+        while lines and not lines[-1]:
+            lines.pop()
+        if lines:
+            self.done.append("\n".join(lines))
+
+
+def _walk_html(root: Tag, out: _Paragraphs) -> None:
+    """Feed the text under `root` to `out`, in document order.
+
+    Iterative, with its own stack: a page of deeply nested tags must not reach
+    Python's recursion limit. Each frame is (children left, whether leaving it ends
+    a block, whether its own strings are text). A `<title>`'s own strings are the
+    title, not body text; whatever an unclosed `<title>` swallowed still is.
+    """
+    from bs4 import NavigableString, Tag
+
+    frames: list[tuple[Iterator[PageElement], bool, bool]] = [
+        (iter(root.contents), False, True)
+    ]
+    while frames:
+        children, ends_block, keeps_text = frames[-1]
+        child = next(children, None)
+        if child is None:
+            frames.pop()
+            if ends_block:
+                out.end()
+        elif not isinstance(child, Tag):
+            if keeps_text and type(child) is NavigableString:  # no comment, CDATA
+                out.text(child)
+        elif child.name == "br":
+            out.line_break()
+        elif child.name == "pre":
+            out.preformatted(child.get_text())
+        elif child.name not in _DROPPED_TAGS:
+            if child.name in _CELL_TAGS:
+                out.cell()
+            block = child.name in _BLOCK_TAGS or child.name == "title"
+            if block:
+                out.end()
+            frames.append((iter(child.contents), block, child.name != "title"))
+    out.end()
+
+
+def _html_title(soup: BeautifulSoup) -> str:
+    """The `<title>`'s own text, else the first heading's, else ""."""
+    from bs4 import NavigableString
+
+    for title in soup.find_all("title"):
+        if title.find_parent(_DROPPED_TAGS) is None:  # not an SVG's title
+            own = (s for s in title.children if type(s) is NavigableString)
+            text = one_line("".join(own))
+            if text:
+                return text
+    for heading in soup.find_all(_HEADING_TAGS):
+        if heading.find_parent(_DROPPED_TAGS) is not None:  # in a menu, say
+            continue
+        lines = _Paragraphs()
+        _walk_html(heading, lines)
+        text = one_line(" ".join(lines.done))
+        if text:
+            return text
+    return ""
+
+
+_FRONT_MATTER = re.compile(r"---[ \t\r]*\n(.*?)^(?:---|\.\.\.)[ \t\r]*$", re.S | re.M)
+
+
+def markdown_title(text: str) -> str:
+    """The title of a Markdown text: its front matter's `title`, else first heading.
+
+    Headings are found by a CommonMark parser (markdown-it-py), so `# comment` in a
+    fenced code block is not one and underlined (setext) headings are; the heading's
+    inline markup is dropped (emphasis, code spans and links give their text).
+    """
+    from markdown_it import MarkdownIt
+
+    body = text.removeprefix("\ufeff")
+    front = _FRONT_MATTER.match(body)
+    fields = _yaml_mapping(front.group(1)) if front is not None else None
+    if front is not None and fields is not None:
+        title = fields.get("title")
+        if isinstance(title, str) and one_line(title):
+            return one_line(title)
+        body = body[front.end() :]
+    tokens = MarkdownIt("commonmark").parse(body)
+    for opening, inline in itertools.pairwise(tokens):
+        if opening.type == "heading_open":
+            parts = (
+                " " if child.type.endswith("break") else child.content
+                for child in inline.children or []
+                if child.type in _TITLE_TOKENS
+            )
+            return one_line("".join(parts))
+    return ""
+
+
+_TITLE_TOKENS = frozenset({"text", "code_inline", "image", "softbreak", "hardbreak"})
+
+
+def _yaml_mapping(front_matter: str) -> dict[str, object] | None:
+    """Front matter read as YAML of plain strings; None unless it is a mapping."""
+    try:  # BaseLoader: every scalar a string, so no date or number can fail
+        data = yaml.load(front_matter, Loader=yaml.BaseLoader)
+    except (yaml.YAMLError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def is_blank(text: str) -> bool:
@@ -210,12 +426,13 @@ def load_file(path: Path, root: Path, doc_id: str | None = None) -> Document:
     if doc_id is None:
         relative = path.relative_to(root) if path != root else Path(path.name)
         doc_id = relative.as_posix()
-    text = read_text(path)
-    title = next(
-        (line.strip("# ").strip() for line in text.splitlines() if line.strip()), ""
+    read = read_file(path)
+    title = read.title or next(
+        (line.strip("# ").strip() for line in read.text.splitlines() if line.strip()),
+        "",
     )
     return Document(
         id=doc_id,
-        page_content=text,
-        metadata={"doc_id": doc_id, "source": doc_id, "title": title[:200]},
+        page_content=read.text,
+        metadata={"doc_id": doc_id, "source": doc_id, "title": title[:TITLE_CHARS]},
     )

@@ -62,6 +62,11 @@ class PackItem:
         """`tokens` if the packer has weighed this passage, else `None`."""
         return None if callable(self._tokens) else self._tokens
 
+    @property
+    def counted_group_tokens(self) -> int | None:
+        """`group_tokens` if the packer has read them, else `None`."""
+        return None if callable(self._group_tokens) else self._group_tokens
+
     def __repr__(self) -> str:
         return (
             f"PackItem(tokens={self.counted_tokens}, group={self.group!r}, "

@@ -3,13 +3,15 @@
     question -> {question, documents} -> FlashRankRerank -> ContextBudget -> chain
 
 Each stage is an ordinary Runnable; the drop records ride along in the documents'
-`CandidateList` and the run ledger, so nothing here wires the ledger by hand.
+`CandidateList` and the run ledger, so nothing here wires the ledger by hand. With
+tracing on (`tracing: {otel: true}` in the config, or `tracing=True`), the chain
+emits an OpenTelemetry span per stage carrying those records (tracing.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseLanguageModel
 from langchain_core.messages import BaseMessage
@@ -24,8 +26,13 @@ from langchain_ragbudget.chain import (
     create_budgeted_stuff_chain,
     prompt_variables,
 )
+from langchain_ragbudget.config import TracingSettings
 from langchain_ragbudget.ledger import ledger_scope
 from langchain_ragbudget.rerank import FlashRankRerank
+from langchain_ragbudget.tracing import traced
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 
 def create_budgeted_rag_chain(
@@ -36,6 +43,8 @@ def create_budgeted_rag_chain(
     reranker: FlashRankRerank | None = None,
     prompt: BasePromptTemplate | None = None,
     structured: bool = False,
+    tracing: bool | TracingSettings = False,
+    tracer_provider: TracerProvider | None = None,
 ) -> Runnable[str, Any]:
     """A question in; an answer with warnings out (or, without `llm`, the state).
 
@@ -47,6 +56,9 @@ def create_budgeted_rag_chain(
         reranker: An optional rerank stage between retrieval and budget.
         prompt: The stuff chain's prompt (`chain.DEFAULT_PROMPT` if None).
         structured: Return a `BudgetedAnswer` instead of text.
+        tracing: OpenTelemetry spans per stage, carrying the drop records: a flag,
+            or the config's `tracing` section (`config.tracing`). Off by default.
+        tracer_provider: Where spans go when tracing; the global provider if None.
 
     Returns:
         The chain, wrapped in `ledger_scope` so that even a step that removes every
@@ -56,6 +68,7 @@ def create_budgeted_rag_chain(
 
     Raises:
         ValueError: `llm` is given and `prompt` lacks `context` or `question`.
+        MissingExtraError: Tracing is on and OpenTelemetry is not installed.
 
     Example:
         .. code-block:: python
@@ -72,9 +85,10 @@ def create_budgeted_rag_chain(
             chain = create_budgeted_rag_chain(
                 build_hybrid_retriever(documents, config),
                 llm,
-                budget=ContextBudget.from_config("chat", config),
-                reranker=FlashRankRerank.from_config(config.rerank),
+                budget=ContextBudget.from_config(config, surface="chat"),
+                reranker=FlashRankRerank.from_config(config),
                 structured=True,
+                tracing=config.tracing,  # `tracing: {otel: true}` in the YAML
             )
             answer = chain.invoke("what lowers blood pressure?")
             print(answer.text())  # the answer, then its warnings
@@ -87,7 +101,7 @@ def create_budgeted_rag_chain(
     chain = chain | budget
     if llm is not None:
         chain = chain | create_budgeted_stuff_chain(llm, prompt, structured=structured)
-    return ledger_scope(chain)
+    return traced(ledger_scope(chain), tracing, tracer_provider)
 
 
 @dataclass(frozen=True)
@@ -115,12 +129,15 @@ def explain(
     reranker: FlashRankRerank | None = None,
     llm: BaseLanguageModel[Any] | None = None,
     prompt: BasePromptTemplate | None = None,
+    tracing: bool | TracingSettings = False,
+    tracer_provider: TracerProvider | None = None,
 ) -> Explained:
     """Run `question` through the chain, keeping what a reader wants to see.
 
     The messages are the ones the stuff chain sends (same variables, same
     template); the answer is None without a model. For notebooks and the CLI's
-    `ask`, where the prompt itself is worth reading.
+    `ask`, where the prompt itself is worth reading. One invocation, so a trace
+    holds every stage of it under one span.
 
     Args:
         question: The question.
@@ -129,22 +146,23 @@ def explain(
         reranker: An optional rerank stage between retrieval and budget.
         llm: The model that answers; None to stop at the prompt.
         prompt: The stuff chain's prompt (`chain.DEFAULT_PROMPT` if None).
+        tracing: OpenTelemetry spans per stage: a flag, or `config.tracing`.
+        tracer_provider: Where spans go when tracing; the global provider if None.
 
     Returns:
         The question, its budgeted context, the prompt messages and the answer.
 
     Raises:
         ValueError: `prompt` lacks `context` or `question`.
+        MissingExtraError: Tracing is on and OpenTelemetry is not installed.
     """
-    state = create_budgeted_rag_chain(
-        retriever, budget=budget, reranker=reranker
-    ).invoke(question)
-    context: BudgetedContext = state["context"]
     template = prompt or DEFAULT_PROMPT
-    variables = prompt_variables(question, context, template)
-    messages = template.format_prompt(**variables).to_messages()
-    answer = None
+    chain = create_budgeted_rag_chain(retriever, budget=budget, reranker=reranker)
     if llm is not None:
         stuff = create_budgeted_stuff_chain(llm, template, structured=True)
-        answer = stuff.invoke(state)
-    return Explained(question, context, messages, answer)
+        chain = chain | RunnablePassthrough.assign(answer=stuff)
+    state = traced(chain, tracing, tracer_provider).invoke(question)
+    context: BudgetedContext = state["context"]
+    variables = prompt_variables(question, context, template)
+    messages = template.format_prompt(**variables).to_messages()
+    return Explained(question, context, messages, state.get("answer"))

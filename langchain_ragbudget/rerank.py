@@ -21,7 +21,13 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from langchain_ragbudget.config import RerankSettings, RetrievalSettings, default_of
+from langchain_ragbudget.config import (
+    RagBudgetConfig,
+    RerankSettings,
+    RetrievalSettings,
+    as_config,
+    default_of,
+)
 from langchain_ragbudget.errors import InvalidInputError, ModelUnavailableError
 from langchain_ragbudget.files import cache_root, publish_folder
 from langchain_ragbudget.identity import document_key, with_metadata
@@ -123,22 +129,29 @@ class FlashRankRerank(
             logger.warning("rerank stage will be skipped: %s", exc)
 
     @classmethod
-    def from_config(cls, settings: RerankSettings, **kwargs: Any) -> FlashRankRerank:
-        """The stage as `rerank:` in the config describes it.
+    def from_config(
+        cls, config: RagBudgetConfig | str | Path | None = None, **kwargs: Any
+    ) -> FlashRankRerank:
+        """The stage as the configuration's `rerank:` section describes it.
 
         Args:
-            settings: The `rerank` section of a loaded config (`enabled` is the
-                caller's business).
-            **kwargs: Further fields, e.g. `id_key`.
+            config: A loaded configuration, a YAML file, or None for the shipped
+                defaults (`rerank.enabled` is the caller's business).
+            **kwargs: Fields to set instead of the configured ones, e.g.
+                `download=False`.
 
         Returns:
-            The rerank stage, its model loaded.
+            The rerank stage, with the config's `retrieval.id_key`, its model
+            loaded.
 
         Raises:
+            ConfigError: The file is invalid.
             ModelUnavailableError: The model cannot be had and
                 `on_unavailable` is `error`.
         """
-        return cls(**settings.model_dump(exclude={"enabled"}), **kwargs)
+        config = as_config(config)
+        settings = config.rerank.model_dump(exclude={"enabled"})
+        return cls(**{**settings, "id_key": config.retrieval.id_key, **kwargs})
 
     @property
     def model_cache_dir(self) -> Path:

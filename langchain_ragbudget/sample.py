@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from langchain_core.documents import Document
@@ -41,3 +42,11 @@ def load_sample_questions() -> list[dict[str, Any]]:
     """Questions about the sample corpus with the passage ids that answer them."""
     questions: list[dict[str, Any]] = json.loads(_read("questions.json"))
     return questions
+
+
+def demo_config_path() -> Path:
+    """The demo's YAML: a chat budget tight enough for the sample's long passages."""
+    return (
+        Path(str(resources.files("langchain_ragbudget").joinpath("sample_data")))
+        / "demo.yml"
+    )

@@ -2,10 +2,10 @@
 
 Fusion writes `<name>_rank` and `<name>_score` for each retriever plus the fused
 score and rank; rerank writes its score and rank; the budget writes the tokens a
-kept passage costs. The renderer, the weak-evidence check, the views and the
-evaluation read them through these names, so renaming one is a one-line change
-and a key that no stage writes is caught where the configuration is wired
-(`factory.build_budget`).
+kept passage costs and those of the citation header it paid for. The renderer, the
+weak-evidence check, the views and the evaluation read them through these names, so
+renaming one is a one-line change and a key that no stage writes is caught where the
+configuration is wired (`factory.build_budget`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ FUSED_RANK = "fused_rank"
 RERANK_SCORE = "rerank_score"
 RERANK_RANK = "rerank_rank"
 CONTEXT_TOKENS = "context_tokens"
+HEADER_TOKENS = "header_tokens"  # the citation header a passage paid for (or needed)
 _SCORE = "_score"
 _RANK = "_rank"
 

@@ -7,12 +7,15 @@ prompt that is sent, and the answer with its warnings. What is shown is computed
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from langchain_core.documents import Document
+from rich import box
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
@@ -20,8 +23,15 @@ from rich.text import Text
 
 from langchain_ragbudget.budget import BudgetedContext
 from langchain_ragbudget.chain import context_warnings
-from langchain_ragbudget.config import RagBudgetConfig
+from langchain_ragbudget.config import (
+    DEFAULT_CONFIG_NAME,
+    ConfigValue,
+    EffectiveConfig,
+    Origin,
+    RagBudgetConfig,
+)
 from langchain_ragbudget.identity import document_key, document_source
+from langchain_ragbudget.index import IndexInspection
 from langchain_ragbudget.ledger import Stage
 from langchain_ragbudget.pipeline import Explained
 from langchain_ragbudget.render import one_line
@@ -31,6 +41,7 @@ from langchain_ragbudget.scores import (
     DENSE,
     FUSED_RANK,
     FUSED_SCORE,
+    HEADER_TOKENS,
     RERANK_SCORE,
     SPARSE,
     score_key,
@@ -43,62 +54,164 @@ def _fmt(value: Any, digits: int) -> str:
     return "-" if value is None else str(value)
 
 
+KEPT, SHORTENED, DROPPED = "kept", "shortened", "dropped"
+ID_LIMIT = 400  # characters of an id or source shown; longer ones are wrapped, then cut
+
+
+@dataclass(frozen=True)
+class CandidateRow:
+    """One candidate the budget saw: kept, shortened, or dropped (stage, reason).
+
+    Attributes:
+        key: The passage id.
+        source: Where it came from (metadata `source`, `doc_id` or `title`).
+        fused_rank: Its rank after fusion (1 = best), if known.
+        scores: Each retriever's score, the fused score and the rerank score.
+        tokens: The passage as rendered in the prompt (or as it would have been).
+        header_tokens: Its citation header, paid once per source document by its
+            first kept passage (0: the header was already paid).
+        outcome: `kept`, `shortened` or `dropped`.
+        stage: The stage that dropped it; None when kept.
+        reason: Why it was dropped or shortened; None when kept whole.
+        detail: The record's explanation (e.g. the tokens it needed and had).
+        in_answer: Whether the answer cites it.
+    """
+
+    key: str
+    source: str | None
+    fused_rank: int | None
+    scores: dict[str, float | None]
+    tokens: int | None
+    header_tokens: int | None
+    outcome: str
+    stage: str | None = None
+    reason: str | None = None
+    detail: str = ""
+    in_answer: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable view, for `ragbudget ask --json`."""
+        return asdict(self)
+
+
+def candidate_rows(
+    context: BudgetedContext,
+    answer_ids: Sequence[str] = (),
+    retrievers: Sequence[str] = (SPARSE, DENSE),
+) -> tuple[list[CandidateRow], Counter[str]]:
+    """Every candidate the budget saw, in fused order, and the count cut earlier.
+
+    Rows are the kept passages and the passages the rerank and budget stages
+    dropped; fusion cuts are only counted (there are many).
+    """
+    keys = [*(score_key(name) for name in retrievers), FUSED_SCORE, RERANK_SCORE]
+    trimmed = {r.key: r for r in context.report.trimmed}
+
+    def row(document: Document, tokens: Any, **outcome: Any) -> CandidateRow:
+        meta = document.metadata
+        key = document_key(document)
+        return CandidateRow(
+            key=key,
+            source=document_source(document),
+            fused_rank=meta.get(FUSED_RANK),
+            scores={name: meta.get(name) for name in keys},
+            tokens=tokens,
+            header_tokens=meta.get(HEADER_TOKENS),
+            in_answer=key in answer_ids,
+            **outcome,
+        )
+
+    rows = []
+    for doc in context.documents:
+        record = trimmed.get(str(doc.id))
+        tokens = doc.metadata.get(CONTEXT_TOKENS)
+        if record is None:
+            rows.append(row(doc, tokens, outcome=KEPT))
+            continue
+        shown = f"{record.kept_sentences} of {record.total_sentences} sentences"
+        rows.append(row(doc, tokens, outcome=SHORTENED, reason=shown))
+    earlier: Counter[str] = Counter()
+    for drop in context.report.drops:
+        if drop.stage == Stage.FUSION:
+            earlier[str(drop.reason)] += 1
+            continue
+        rows.append(
+            row(
+                drop.document,
+                drop.tokens,
+                outcome=DROPPED,
+                stage=str(drop.stage),
+                reason=str(drop.reason),
+                detail=drop.detail,
+            )
+        )
+    rows.sort(key=lambda item: item.fused_rank or 0)
+    return rows, earlier
+
+
+_STYLES = {KEPT: "green", SHORTENED: "yellow", DROPPED: "red"}
+
+
 def evidence_table(
     context: BudgetedContext,
     answer_ids: Sequence[str] = (),
     retrievers: Sequence[str] = (SPARSE, DENSE),
 ) -> tuple[Table, Counter[str]]:
-    """Every candidate the budget saw, and the count of those cut earlier.
+    """The evidence as a table that keeps every column at 80 columns and up.
 
-    Rows are the kept passages and the passages the rerank and budget stages
-    dropped, in fused order; fusion cuts are only counted (there are many).
+    Compact (no vertical rules), every column wraps (ids fold, nothing is cut
+    with an ellipsis); `source` is blank when it is the start of the passage id,
+    so it never repeats it; `tokens` shows the passage and, after `+`, the
+    citation header it paid for or needed.
     """
-    trimmed = {
-        r.key: f"shortened ({r.kept_sentences} of {r.total_sentences} sentences)"
-        for r in context.report.trimmed
-    }
-    rows: list[tuple[Document, str, int | None]] = [
-        (doc, trimmed.get(str(doc.id), "kept"), doc.metadata.get(CONTEXT_TOKENS))
-        for doc in context.documents
-    ]
-    earlier: Counter[str] = Counter()
-    for record in context.report.drops:
-        if record.stage == Stage.FUSION:
-            earlier[str(record.reason)] += 1
-            continue
-        rows.append(
-            (record.document, f"{record.reason} ({record.stage})", record.tokens)
-        )
-    rows.sort(key=lambda row: row[0].metadata.get(FUSED_RANK, 0))
-    columns = [*((score_key(name), 2) for name in retrievers)]
-    columns += [(FUSED_SCORE, 3), (RERANK_SCORE, 2)]
-    heading = " / ".join(key.removesuffix("_score") for key, _ in columns)
-    table = Table(title_justify="left")
-    table.add_column("#", justify="right")
-    table.add_column("passage", no_wrap=True)
-    table.add_column("source", no_wrap=True)
-    table.add_column(heading, no_wrap=True)
-    table.add_column("tokens", justify="right", no_wrap=True)
-    table.add_column("in the prompt?", no_wrap=True)
-    for document, status, tokens in rows:
-        meta = document.metadata
-        key = document_key(document)
-        scores = " / ".join(_fmt(meta.get(name), digits) for name, digits in columns)
+    rows, earlier = candidate_rows(context, answer_ids, retrievers)
+    names = [*(score_key(name) for name in retrievers), FUSED_SCORE, RERANK_SCORE]
+    digits = {FUSED_SCORE: 3}
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        title_justify="left",
+        caption="* cited in the answer; source blank: the start of the passage id; "
+        "tokens: passage + its citation header (paid once per source document)",
+        caption_justify="left",
+    )
+    table.add_column("#", justify="right", overflow="fold")
+    table.add_column("passage", overflow="fold")
+    table.add_column("source", overflow="fold")
+    table.add_column(
+        " / ".join(name.removesuffix("_score") for name in names),
+        overflow="fold",
+    )
+    table.add_column("tokens", justify="right", overflow="fold")
+    table.add_column("in the prompt?", overflow="fold")
+    for item in rows:
+        source = item.source or "-"
+        if item.key.startswith(source):
+            source = ""
+        scores = " / ".join(_fmt(item.scores[n], digits.get(n, 2)) for n in names)
+        tokens = _fmt(item.tokens, 0)
+        if item.header_tokens:
+            tokens += f"+{item.header_tokens}"
         # Text, not str: rich would read markup ("[red]") in an id or a source.
         table.add_row(
-            _fmt(meta.get(FUSED_RANK), 0),
-            Text(one_line(f"{key} *" if key in answer_ids else key)),
-            Text(one_line(document_source(document) or "-")),
+            _fmt(item.fused_rank, 0),
+            Text(one_line(f"{item.key} *" if item.in_answer else item.key, ID_LIMIT)),
+            Text(one_line(source, ID_LIMIT)),
             scores,
-            _fmt(tokens, 0),
-            status,
-            style="green"
-            if status == "kept"
-            else "yellow"
-            if status.startswith("shortened")
-            else "red",
+            tokens,
+            Text(_status(item)),
+            style=_STYLES[item.outcome],
         )
     return table, earlier
+
+
+def _status(row: CandidateRow) -> str:
+    if row.outcome == KEPT:
+        return KEPT
+    if row.outcome == SHORTENED:
+        return f"{SHORTENED} ({row.reason})"
+    detail = f": {one_line(row.detail)}" if row.detail else ""
+    return f"{row.reason} ({row.stage}){detail}"
 
 
 def show_explained(
@@ -109,34 +222,92 @@ def show_explained(
     fusion_k: int,
     answer_ids: Sequence[str] = (),
     retrievers: Sequence[str] = (SPARSE, DENSE),
+    show_prompt: bool = True,
 ) -> None:
     """Print the evidence table, the prompt sent and the answer (or why none)."""
     context = explained.context
-    report = context.report
     table, earlier = evidence_table(context, answer_ids, retrievers)
-    table.title = (
-        f"surface '{surface}': max_docs={report.max_docs}, "
-        f"max_tokens={report.max_tokens} ({report.encoding}), packing="
-        f"{report.packing}; used {report.tokens_used} tokens"
-    )
+    table.title = _budget_line(context.report)
     console.print(table)
     if earlier:
         cut = ", ".join(f"{n} {reason}" for reason, n in earlier.items())
         console.print(f"before these: {cut} (fusion, k={fusion_k})")
-    prompt_text = "\n\n".join(f"[{m.type}]\n{m.text}" for m in explained.messages)
+    if show_prompt:
+        prompt_text = "\n\n".join(f"[{m.type}]\n{m.text}" for m in explained.messages)
+        console.print(
+            Panel(Text(prompt_text), title=f"prompt sent ({surface})", expand=False)
+        )
     console.print(
-        Panel(Text(prompt_text), title=f"prompt sent ({surface})", expand=False)
+        Panel(Text(_answer_text(explained)), title=f"answer ({surface})", expand=False)
     )
+
+
+def _budget_line(report: Any) -> str:
+    return (
+        f"surface '{report.surface}': max_docs={report.max_docs}, "
+        f"max_tokens={report.max_tokens} ({report.encoding}), packing="
+        f"{report.packing}; used {report.tokens_used} tokens"
+    )
+
+
+NO_MODEL = (
+    "(no chat model configured: set OPENAI_API_KEY or llm.model to see the answer)"
+)
+
+
+def _answer_text(explained: Explained) -> str:
     if explained.answer is None:
-        lines = [
-            "(no chat model configured: set OPENAI_API_KEY or llm.model "
-            "to see the answer)",
-            *context_warnings(context),
-        ]
-        text = "\n".join(lines)
-    else:
-        text = explained.answer.text()
-    console.print(Panel(Text(text), title=f"answer ({surface})", expand=False))
+        return "\n".join([NO_MODEL, *context_warnings(explained.context)])
+    return explained.answer.text()
+
+
+def explained_to_dict(
+    explained: Explained,
+    surface: str,
+    config: RagBudgetConfig,
+    *,
+    prompt: bool = True,
+    answer_ids: Sequence[str] = (),
+) -> dict[str, Any]:
+    """`ragbudget ask --json`: the evidence, the report, the prompt and the answer.
+
+    Args:
+        explained: One question through the pipeline.
+        surface: The surface whose budget was applied.
+        config: The configuration it ran with (fusion `k`, fetch sizes).
+        prompt: Whether to include the prompt messages.
+        answer_ids: Passage ids the answer cites.
+
+    Returns:
+        Plain data: every candidate the budget saw (as in the evidence table),
+        the fusion cuts counted by reason, the budget report with every drop
+        record, the warnings, the prompt (None when left out) and the answer
+        (None without a chat model).
+    """
+    context = explained.context
+    rows, earlier = candidate_rows(context, answer_ids)
+    answer = explained.answer
+    retrieval = config.retrieval
+    return {
+        "question": explained.question,
+        "surface": surface,
+        "retrieval": {
+            "k": retrieval.k,
+            "fetch_k": {
+                "sparse": retrieval.sparse.fetch_k,
+                "dense": retrieval.dense.fetch_k,
+            },
+        },
+        "evidence": [row.to_dict() for row in rows],
+        "cut_at_fusion": dict(earlier),
+        "report": context.report.to_dict(),
+        "evidence_check": context.evidence.to_dict(),
+        "warnings": answer.warnings if answer else context_warnings(context),
+        "prompt": [{"role": m.type, "text": m.text} for m in explained.messages]
+        if prompt
+        else None,
+        "answer": answer.model_dump(mode="json") if answer else None,
+    }
 
 
 def pipeline_line(config: RagBudgetConfig, reranker: FlashRankRerank | None) -> str:
@@ -234,3 +405,70 @@ def name_list(names: Sequence[str], limit: int = 5) -> str:
     """The first `limit` names, and how many more there are."""
     shown = ", ".join(names[:limit])
     return shown + (f" (+{len(names) - limit} more)" if len(names) > limit else "")
+
+
+def inspection_report(found: IndexInspection) -> list[Table | str]:
+    """What `ragbudget inspect` prints: one table of facts, then every problem."""
+    table = Table(box=box.SIMPLE, show_header=False, title=f"index {found.directory}")
+    table.add_column("what", style="bold")
+    table.add_column("value", overflow="fold")
+    manifest = found.manifest
+    chunking = manifest.get("chunking") or {}
+    sync = found.sync
+    facts = {
+        "documents": _fmt(found.documents, 0),
+        "chunks": f"{_fmt(found.bm25_chunks, 0)} in BM25, "
+        f"{_fmt(found.vector_chunks, 0)} in the vector store",
+        "embedding model": _fmt(manifest.get("embedding_model"), 0),
+        "chunking": ", ".join(f"{k}={v}" for k, v in chunking.items()) or "-",
+        "root": _fmt(manifest.get("root"), 0),
+        "manifest format": _fmt(manifest.get("format"), 0),
+        "BM25 version": f"{_fmt(found.committed_version, 0)} "
+        f"(saved {found.saved_at or '-'})",
+        "other versions": name_list(found.other_versions) or "none",
+        "sync": "unknown (a side cannot be read)" if sync is None else sync.summary(),
+        "size on disk": f"{found.size_bytes:,} bytes ("
+        + ", ".join(f"{name} {size:,}" for name, size in found.sizes.items())
+        + ")",
+    }
+    if found.moved_aside:
+        facts["moved aside"] = name_list(found.moved_aside)
+    for name, value in facts.items():
+        table.add_row(name, Text(value))
+    lines: list[Table | str] = [table]
+    if sync is not None:
+        for label, ids in (
+            ("only in the vector store", sync.only_dense),
+            ("only in BM25", sync.only_sparse),
+            ("different text", sync.differing),
+        ):
+            if ids:
+                lines.append(f"{label}: {one_line(name_list(ids, 10), 1000)}")
+    lines += [f"problem: {one_line(problem, 1000)}" for problem in found.problems]
+    lines.append(
+        "healthy" if found.healthy else "not healthy: see above; nothing was changed"
+    )
+    return lines
+
+
+def config_table(effective: EffectiveConfig, values: Sequence[ConfigValue]) -> Table:
+    """The effective settings, one row each, with the file each value came from."""
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        title=f"configuration: {effective.file} merged over {DEFAULT_CONFIG_NAME}"
+        if effective.file
+        else f"configuration: {DEFAULT_CONFIG_NAME} (the shipped defaults)",
+        title_justify="left",
+    )
+    table.add_column("key", overflow="fold")
+    table.add_column("value", overflow="fold")
+    table.add_column("from", overflow="fold")
+    styles = {Origin.FILE: "bold", Origin.INHERITED: "cyan", Origin.DEFAULT: ""}
+    for value in values:
+        table.add_row(
+            value.key,
+            Text(json.dumps(value.value, ensure_ascii=False)),
+            value.source(effective.file),
+            style=styles[value.origin],
+        )
+    return table

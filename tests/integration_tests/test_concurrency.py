@@ -66,7 +66,7 @@ async def test_a_thousand_concurrent_calls_equal_the_sequential_ones(
     chain = create_budgeted_rag_chain(
         build_hybrid_retriever(load_sample_corpus(), config),
         EchoChatModel(),
-        budget=ContextBudget.from_config("chat", config),
+        budget=ContextBudget.from_config(config, surface="chat"),
         reranker=FlashRankRerank(cache_dir=str(tiny_flashrank_dir), top_n=6),
         structured=True,
     )

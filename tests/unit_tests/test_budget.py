@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -217,9 +218,16 @@ def test_list_in_context_out_and_bad_input_named() -> None:
         budget().invoke({"docs": []})
 
 
-def test_from_config_uses_the_surface() -> None:
-    stage = ContextBudget.from_config("search", load_config())
-    assert stage.surface == "search" and stage.settings.max_tokens == 4000
+def test_from_config_takes_a_config_a_file_or_nothing(tmp_path: Path) -> None:
+    yaml_file = tmp_path / "ragbudget.yml"
+    yaml_file.write_text("surfaces:\n  search:\n    max_tokens: 777\n")
+    loaded = ContextBudget.from_config(load_config(yaml_file), surface="search")
+    from_file = ContextBudget.from_config(yaml_file, surface="search")
+    assert loaded.surface == from_file.surface == "search"
+    assert (
+        loaded.settings == from_file.settings and from_file.settings.max_tokens == 777
+    )
+    assert ContextBudget.from_config().settings == load_config().surface("chat")
 
 
 def test_format_must_keep_token_counts_additive() -> None:
@@ -277,3 +285,32 @@ def test_budget_is_exact_and_never_exceeded(
         source = next(d for d in docs if d.id == kept.id)
         assert kept.page_content == source.page_content
         assert quote(kept.page_content) in context.text
+
+
+@pytest.mark.needs_tiktoken
+def test_passage_and_header_tokens_add_up_and_a_drop_names_its_header() -> None:
+    from langchain_ragbudget.scores import CONTEXT_TOKENS, HEADER_TOKENS
+
+    docs = [
+        passage("handbook", 0, "Deploys happen on Tuesdays.", dense_score=0.9),
+        passage("handbook", 1, "Rollbacks need an incident.", dense_score=0.8),
+        passage("faq", 0, "Refunds take five working days. " * 3, dense_score=0.7),
+    ]
+    fitted = budget(max_tokens=400).fit(docs)
+    header = [d.metadata[HEADER_TOKENS] for d in fitted.documents]
+    assert header[0] > 0 and header[1] == 0  # one header per source document
+    assert fitted.report.tokens_used == sum(
+        d.metadata[CONTEXT_TOKENS] + d.metadata[HEADER_TOKENS] for d in fitted.documents
+    )
+    # a budget with room for the faq passage alone, not for its citation header
+    first_two = (
+        fitted.report.tokens_used
+        - header[2]
+        - fitted.documents[2].metadata[CONTEXT_TOKENS]
+    )
+    tight = budget(max_tokens=first_two + fitted.documents[2].metadata[CONTEXT_TOKENS])
+    context = tight.fit(docs)
+    (drop,) = context.report.budget_drops
+    assert drop.key == "faq::0" and drop.reason == DropReason.MAX_TOKENS
+    assert drop.document.metadata[HEADER_TOKENS] == header[2]
+    assert f"+ a {header[2]}-token citation header" in drop.detail

@@ -1,5 +1,6 @@
-"""The budgeted stuff chain. The chat model is a fake (an LLM API cannot run here);
-everything before it (budget, citations, warnings) is the real code."""
+"""The budgeted stuff chain. The chat model is a fake that streams word by word: it
+stands in for an LLM API, which cannot run here; everything before it (budget,
+citations, warnings) is the real code."""
 
 from collections.abc import Iterator
 from typing import Any
@@ -104,8 +105,13 @@ def test_seed_000_answer_packed_and_dropped_passage_named() -> None:
         {"callbacks": [recorder]},
     )
     assert out.startswith("The per diem is $100 [1].\n")
-    warning = "[warning: 1 passage(s) dropped from context to fit the chat budget: "
-    assert f"{warning}expenses::3]" in out
+    # the dropped clause out-ranked the kept per diem passage: named, not counted
+    warning = (
+        "[warning: chat context: 1 candidate(s) dropped (1 over_max_tokens); "
+        "evidence likely lost: expenses::3 (budget/over_max_tokens: rank 4, while "
+        "rank 5 was kept)]"
+    )
+    assert warning in out.split("\n")
     assert "International per diem: $100 per day." in recorder.prompts[0]
     assert "Receipts are filed monthly. " * 60 in recorder.prompts[0]
     assert "Clause 3." not in recorder.prompts[0]
@@ -233,8 +239,40 @@ async def test_stream_yields_tokens_then_the_warnings() -> None:
     chunks = list(chain.stream({"question": "q", "documents": docs}))
     assert chunks[:3] == ["Five", " minutes", " [1]."]
     assert chunks[-1].startswith("\n[warning: answer truncated")
-    assert "dropped from context to fit the chat budget: b::0" in chunks[-1]
+    assert (
+        "\n[warning: chat context: 1 candidate(s) dropped (1 over_max_tokens)"
+        in (chunks[-1])
+    )
     chain = budget(60) | create_budgeted_stuff_chain(fake_llm("Five minutes [1]."))
     achunks = [c async for c in chain.astream({"question": "q", "documents": docs})]
     text = "".join(achunks)
-    assert text.startswith("Five minutes [1].\n[warning: 1 passage(s) dropped")
+    assert text.startswith("Five minutes [1].\n[warning: chat context: 1 candidate")
+
+
+@pytest.mark.needs_tiktoken
+async def test_structured_chain_streams_tokens_then_the_answer() -> None:
+    docs = [passage("a", 0, "kept", dense_score=0.9), passage("b", 0, "word " * 400)]
+    state = {"question": "q", "documents": docs}
+    chain = budget(60) | create_budgeted_stuff_chain(
+        fake_llm("Five minutes [1].", finish_reason="length"), structured=True
+    )
+    *tokens, answer = list(chain.stream(state))
+    assert tokens[:3] == ["Five", " minutes", " [1]."]  # as the model wrote them
+    assert "".join(tokens) == "Five minutes [1]."
+    assert isinstance(answer, BudgetedAnswer)
+    assert answer.answer == "Five minutes [1]." and answer.truncated
+    assert (
+        answer.warnings[0] == "[warning: answer truncated at the model's output limit]"
+    )
+    assert [d["id"] for d in answer.dropped] == ["b::0"]
+    achain = budget(60) | create_budgeted_stuff_chain(
+        fake_llm("Five minutes [1]."), structured=True
+    )
+    *atokens, aanswer = [c async for c in achain.astream(state)]
+    assert all(isinstance(t, str) for t in atokens)
+    assert "".join(atokens) == aanswer.answer == "Five minutes [1]."
+    assert not aanswer.truncated and aanswer.dropped == answer.dropped
+    invoked = (
+        budget(60) | create_budgeted_stuff_chain(fake_llm("Done."), structured=True)
+    ).invoke(state)
+    assert isinstance(invoked, BudgetedAnswer) and invoked.answer == "Done."

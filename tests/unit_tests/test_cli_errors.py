@@ -184,6 +184,7 @@ def test_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> No
     assert caught.value.code == 0
     out = capsys.readouterr().out
     assert "--debug" in out and "exit codes:" in out
+    assert "refused as expected" in out and "--json" in out
     for code in ("0", "1", "2", "3", "130"):
         assert f"\n  {code} " in out
 

@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 
 from langchain_ragbudget import ConfigError, load_config, load_surface
+from langchain_ragbudget.config import DEFAULT_SURFACE, Origin, explain_config
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -172,8 +173,8 @@ BAD_CONFIGS: list[tuple[str, str | bytes, str, str]] = [
     ("list-key", "? [a, b]\n: x\n", "<sequence key>", "<sequence at line 1>"),
     ("unknown-key", "surfaces:\n  chat:\n    max_doc: 3\n",
      "surfaces.chat.max_doc", "3"),
-    ("missing-key", "surfaces:\n  api:\n    max_docs: 3\n",
-     "surfaces.api.max_tokens", "None"),
+    ("inherited-conflict", "surfaces:\n  api:\n    min_docs: 9\n",
+     "surfaces.api", "'min_docs': 9"),
     ("billion-laughs", _LAUGHS, "f", "<sequence at line 6>"),
     ("alias-cycle", "a: &a [1, *a]\n", "a.1", "<alias at line 1>"),
     ("deep-nesting", "a: " + "[" * 5000 + "]" * 5000 + "\n", "line 1", "[[[["),
@@ -340,3 +341,67 @@ def test_programmatic_settings_are_strict_too() -> None:
         SurfaceSettings(max_docs=True, max_tokens=10)
     with pytest.raises(ValidationError):
         SurfaceSettings(max_docs=1, max_tokens=10, weak_evidence={"x": float("nan")})
+
+
+def test_a_new_surface_inherits_every_key_it_leaves_out(tmp_path: Path) -> None:
+    # the user's chat is edited too: the new surface inherits the shipped chat,
+    # not the edit, so changing one surface never changes another
+    path = write(
+        tmp_path,
+        "surfaces:\n  voice:\n    max_tokens: 300\n"
+        "  chat:\n    max_docs: 2\n    weak_evidence: {rerank_score: 0.9}\n",
+    )
+    config = load_config(path)
+    shipped = load_config().surface(DEFAULT_SURFACE)
+    voice = config.surface("voice")
+    assert voice.max_tokens == 300
+    assert voice.model_dump(exclude={"max_tokens"}) == shipped.model_dump(
+        exclude={"max_tokens"}
+    )
+    assert voice.max_docs != config.surface("chat").max_docs
+    assert voice.weak_evidence != config.surface("chat").weak_evidence
+
+
+def test_a_new_surface_merges_its_weak_evidence_key_by_key(tmp_path: Path) -> None:
+    path = write(tmp_path, "surfaces:\n  api:\n    weak_evidence: {dense_score: 0.7}\n")
+    api = load_config(path).surface("api")
+    shipped = load_config().surface(DEFAULT_SURFACE).weak_evidence
+    assert api.weak_evidence == {**shipped, "dense_score": 0.7}
+
+
+def test_every_effective_value_says_where_it_came_from(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "retrieval: {k: 7}\nsurfaces:\n  voice:\n    max_tokens: 300\n"
+        "  chat:\n    weak_evidence: {rerank_score: 0.5}\n",
+    )
+    effective = explain_config(path)
+    origins = {value.key: value.origin for value in effective.values}
+    values = {value.key: value.value for value in effective.values}
+    assert origins["retrieval.k"] == Origin.FILE and values["retrieval.k"] == 7
+    assert origins["retrieval.rrf_c"] == Origin.DEFAULT
+    assert origins["surfaces.voice.max_tokens"] == Origin.FILE
+    assert origins["surfaces.voice.packing"] == Origin.INHERITED
+    assert origins["surfaces.chat.weak_evidence.rerank_score"] == Origin.FILE
+    assert origins["surfaces.chat.weak_evidence.dense_score"] == Origin.DEFAULT
+    assert origins["surfaces.search.max_docs"] == Origin.DEFAULT
+    # one entry per leaf of the validated config, nothing invented
+    dumped = effective.config.model_dump()
+    for key, value in values.items():
+        node: object = dumped
+        for part in key.split("."):
+            assert isinstance(node, dict)
+            node = node[part]
+        assert node == value
+    sources = {v.key: v.source(effective.file) for v in effective.values}
+    assert sources["retrieval.k"] == str(path)
+    assert sources["surfaces.voice.order"] == (
+        "inherited from config_default.yml surfaces.chat"
+    )
+    assert sources["retrieval.rrf_c"] == "config_default.yml"
+
+
+def test_the_shipped_defaults_alone_are_all_default() -> None:
+    effective = explain_config()
+    assert effective.file is None
+    assert {value.origin for value in effective.values} == {Origin.DEFAULT}

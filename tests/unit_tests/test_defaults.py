@@ -17,6 +17,7 @@ from langchain_ragbudget.config import (
     RetrievalSettings,
     SparseSettings,
     SurfaceSettings,
+    TracingSettings,
     VectorStoreSettings,
     load_config,
 )
@@ -36,6 +37,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "index": IndexSettings,
     "rerank": RerankSettings,
     "llm": LlmSettings,
+    "tracing": TracingSettings,
 }
 
 
@@ -125,3 +127,75 @@ def test_a_weak_evidence_key_no_stage_writes_fails_loudly() -> None:
     renamed = [name if name != "dense" else "vector" for name in RETRIEVER_NAMES]
     with pytest.raises(ConfigError, match=r"weak_evidence\.dense_score.*no stage"):
         build_budget("chat", config, renamed)
+
+
+# --- the shipped numbers fit each other: every cap is reachable, none warns alone ---
+
+
+@pytest.mark.parametrize("surface", sorted(SHIPPED["surfaces"]))
+def test_every_max_docs_is_reachable_through_rerank_and_fusion(surface: str) -> None:
+    config = load_config()
+    assert config.surface(surface).max_docs <= config.rerank.top_n
+    assert config.rerank.top_n <= config.retrieval.k
+
+
+def largest_default_chunks(config: Any, encoding: str) -> list[int]:
+    """Rendered costs of the sample corpus chunked as `ragbudget index` does,
+    each with a citation header of its own (the worst case), largest first."""
+    from langchain_ragbudget.chunking import Chunker
+    from langchain_ragbudget.render import ContextFormat
+    from langchain_ragbudget.sample import load_sample_corpus
+    from langchain_ragbudget.tokens import count_tokens
+
+    chunker, fmt = Chunker(config.index), ContextFormat()
+    documents: dict[str, list[Any]] = {}
+    for passage in load_sample_corpus():
+        documents.setdefault(passage.metadata["source"], []).append(passage)
+    costs = []
+    for source, passages in documents.items():
+        text = "\n\n".join(p.page_content for p in passages)
+        whole = passages[0].model_copy(update={"page_content": text, "id": None})
+        for chunk in chunker.split(whole, source):
+            chunk.metadata["dense_score"] = 0.5  # headers show a score
+            header = fmt.render_header(1, chunk)
+            costs.append(
+                count_tokens(header, encoding)
+                + count_tokens(fmt.render_passage(chunk), encoding)
+            )
+    return sorted(costs, reverse=True)
+
+
+@pytest.mark.needs_tiktoken
+@pytest.mark.parametrize("surface", sorted(SHIPPED["surfaces"]))
+def test_a_surface_holds_max_docs_default_chunks_whole(surface: str) -> None:
+    config = load_config()
+    settings = config.surface(surface)
+    costs = largest_default_chunks(config, settings.encoding_name)
+    assert len(costs) > settings.max_docs  # the sample has chunks enough to tell
+    assert sum(costs[: settings.max_docs]) <= settings.max_tokens
+    # the allowance the YAML states covers what was measured here
+    assert costs[0] <= config.index.chunk_size + 64
+
+
+@pytest.mark.needs_tiktoken
+@pytest.mark.parametrize("surface", sorted(SHIPPED["surfaces"]))
+def test_the_default_pipeline_cuts_chunks_without_a_warning(surface: str) -> None:
+    from langchain_core.documents import Document
+
+    from langchain_ragbudget.chain import context_warnings
+
+    config = load_config()
+    settings = config.surface(surface)
+    # k same-sized full chunks, fused: the budget keeps max_docs, drops the rest
+    words = " ".join(["word"] * (config.index.chunk_size - 8))
+    docs = [
+        Document(
+            id=f"c{i}",
+            page_content=f"Chunk {i}: {words}.",
+            metadata={"fused_rank": i + 1, "source": f"file-{i}.md"},
+        )
+        for i in range(config.retrieval.k)
+    ]
+    context = ContextBudget.from_config(config, surface=surface).fit(docs)
+    assert len(context.report.kept_ids) == settings.max_docs
+    assert not any("context:" in line for line in context_warnings(context))

@@ -2,6 +2,7 @@
 one is used, is a fake (no LLM API here)."""
 
 import io
+import re
 from typing import Any
 
 import pytest
@@ -15,12 +16,14 @@ from langchain_ragbudget.factory import build_chat_model
 from langchain_ragbudget.rerank import FlashRankRerank
 
 
-def run(monkeypatch: pytest.MonkeyPatch, tmp_path: Any, llm: Any = None) -> str:
+def run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any, llm: Any = None, config: Any = None
+) -> str:
     monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(tmp_path))  # no FlashRank model there
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setattr(demo, "chat_model", lambda config, console: llm)
     out = io.StringIO()
-    demo.run_demo(console=Console(file=out, width=200))
+    demo.run_demo(config, console=Console(file=out, width=200))
     return out.getvalue()
 
 
@@ -32,11 +35,13 @@ def test_demo_prints_evidence_prompt_and_warnings(
     monkeypatch.setattr(demo, "build_reranker", _offline_reranker)
     text = run(monkeypatch, tmp_path)
     assert "surface 'chat': max_docs=4, max_tokens=600" in text
-    assert "surface 'search': max_docs=12, max_tokens=4000" in text
+    assert "surface 'search': max_docs=8, max_tokens=4000" in text
     assert "incident-runbook::1 *" in text and "over_max_tokens (budget)" in text
     assert "prompt sent (chat)" in text and "Question: How quickly" in text
     assert "[warning: rerank stage skipped:" in text
-    assert "passage(s) dropped from context to fit the chat budget" in text
+    assert "[warning: chat context: " in text and "over_max_tokens)" in text
+    assert "1 passage(s) shortened; shortened: engineering-handbook::3 (" in text
+    assert "\n│ […]" in text  # the omission marker in the prompt
     assert "no chat model configured" in text
 
 
@@ -66,11 +71,28 @@ def test_cli_reports_config_errors_in_one_line(
     assert "surfaces.chat.max_tokens" in capsys.readouterr().err
 
 
+@pytest.mark.needs_embedding_model
+@pytest.mark.needs_tiktoken
+def test_a_drop_that_out_ranks_a_kept_passage_is_named_first(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    # The real pipeline on the sample corpus, the demo's budget with `skip`: the
+    # second passage (705 tokens) does not fit, smaller ones after it do.
+    monkeypatch.setattr(demo, "build_reranker", _offline_reranker)
+    config = tmp_path / "skip.yml"
+    config.write_text("surfaces:\n  chat:\n    max_tokens: 600\n    packing: skip\n")
+    text = " ".join(run(monkeypatch, tmp_path, config=config).split())
+    (line,) = re.findall(r"\[warning: chat context: [^\]]*\]", text.replace("│", ""))
+    named = line.split("evidence likely lost: ")[1]
+    assert named.startswith(
+        "engineering-handbook::3 (budget/over_max_tokens: rank 2, while rank"
+    )
+    assert "other(s) ranked below the kept passages" in line
+
+
 def _offline_reranker(config: Any) -> FlashRankRerank:
     """The configured reranker with downloads off: tests never touch the network."""
-    return FlashRankRerank.from_config(
-        config.rerank.model_copy(update={"download": False})
-    )
+    return FlashRankRerank.from_config(config, download=False)
 
 
 def test_openai_key_selects_gpt_4o_mini_with_a_timeout(

@@ -208,7 +208,19 @@ def test_chunked_evaluation_counts_evidence_across_chunks(
             for i, q in enumerate(questions)
         },
     )
-    first = evaluate_chunked(dataset, load_config(), 64, budgets=[128, 1024])
+    reports: list[tuple[str, int, int | None]] = []
+    first = evaluate_chunked(
+        dataset,
+        load_config(),
+        64,
+        budgets=[128, 1024],
+        progress=lambda *report: reports.append(report),
+    )
+    stage = "64-token chunks: embedding chunks"
+    embedded = [done for name, done, _ in reports if name == stage]
+    totals = {total for name, _, total in reports if name == stage}
+    assert embedded[0] == 0 and totals == {embedded[-1]} and embedded[-1] > 0
+    assert reports[-1] == ("queries (64-token chunks)", 3, 3)
     assert first.k == chunk_k(10, 64) == 40 and first.evidence_gold > 0
     assert all(n == 0 for n in first.mid_sentence_cuts.values())
     assert set(first.evidence_survival) == {"naive slice", "stop", "skip", "trim"}
@@ -216,8 +228,16 @@ def test_chunked_evaluation_counts_evidence_across_chunks(
         assert all(share is not None and 0 <= share <= 1 for share in shares)
     trim, skip = first.evidence_survival["trim"][1], first.evidence_survival["skip"][1]
     assert trim is not None and skip is not None and trim >= skip
-    again = evaluate_chunked(dataset, load_config(), 64, budgets=[128, 1024])
+    reports.clear()
+    again = evaluate_chunked(
+        dataset,
+        load_config(),
+        64,
+        budgets=[128, 1024],
+        progress=lambda *report: reports.append(report),
+    )
     assert again == first  # the cached index gives the same result
+    assert {stage for stage, _, _ in reports} == {"queries (64-token chunks)"}
 
 
 def test_the_harness_leaves_out_the_query_itself_unless_told() -> None:
@@ -231,3 +251,23 @@ def test_the_harness_leaves_out_the_query_itself_unless_told() -> None:
     acc.ignore_query = None  # --keep-identical-ids
     acc.rank("fusion", hits, {"d2": 1})
     assert [ranked for ranked, _ in acc.rankings["fusion"]] == [["d2"], ["q1", "d2"]]
+
+
+@pytest.mark.needs_embedding_model
+@pytest.mark.needs_tiktoken
+def test_cli_eval_json_alone_prints_one_object_on_stdout(
+    beir_folder: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(tmp_path / "cache"))
+    config = tmp_path / "offline.yml"
+    config.write_text("rerank:\n  download: false\n")
+    argv = ["eval", str(beir_folder), "--config", str(config), "--limit", "2"]
+    assert main([*argv, "--surface", "chat", "--json"]) == 0
+    out, err = capsys.readouterr()
+    result = json.loads(out)  # nothing but the object on stdout
+    assert result["n_queries"] == 2
+    assert "budget:chat" in {row["stage"] for row in result["quality"]}
+    assert "nDCG" in err or "ndcg" in err.lower()  # the tables went to stderr

@@ -44,12 +44,12 @@ def test_a_missing_extra_is_named(
 def test_reading_a_pdf_without_pypdf_names_the_extra(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from langchain_ragbudget.loaders import read_text
+    from langchain_ragbudget.loaders import read_file
 
     monkeypatch.setitem(sys.modules, "pypdf", None)
     (tmp_path / "a.pdf").write_bytes(b"%PDF-1.4")
     with pytest.raises(MissingExtraError, match=r"\[index\]"):
-        read_text(tmp_path / "a.pdf")
+        read_file(tmp_path / "a.pdf")
 
 
 def test_a_chat_model_without_its_package_names_the_extra(

@@ -17,6 +17,7 @@ EXPECTED_ALL = [
     "Evidence",
     "FastEmbedEmbeddings",
     "FlashRankRerank",
+    "HybridIndex",
     "HybridRetriever",
     "IndexLoadError",
     "IndexRepairError",

@@ -121,7 +121,9 @@ def test_the_embedded_pipeline_on_the_sample_corpus(tiny_flashrank_dir: Path) ->
     retriever = build_hybrid_retriever(corpus, config)
     reranker = FlashRankRerank(cache_dir=str(tiny_flashrank_dir), top_n=6)
     chain = create_budgeted_rag_chain(
-        retriever, budget=ContextBudget.from_config("chat", config), reranker=reranker
+        retriever,
+        budget=ContextBudget.from_config(config, surface="chat"),
+        reranker=reranker,
     )
     state = chain.invoke(
         "How quickly must the on-call engineer acknowledge a SEV1 page?"

@@ -172,13 +172,15 @@ def test_ids_and_sources_cannot_add_warning_lines() -> None:
         | RunnableLambda(lambda context: {"question": "q", "context": context})
         | create_budgeted_stuff_chain(llm, structured=True)
     )
-    answer = chain.invoke(forged_docs())
+    # the hostile "big" passage out-ranks a kept one, so the warning names it
+    answer = chain.invoke([*forged_docs(), Document(id="after", page_content="Ok.")])
     for warning in answer.warnings:
         assert "\n" not in warning and "\r" not in warning and "\u2028" not in warning
-    dropped = [w for w in answer.warnings if "dropped from context" in w]
+    dropped = [w for w in answer.warnings if "dropped" in w]
     assert dropped == [
-        "[warning: 1 passage(s) dropped from context to fit the chat budget: "
-        "big\\n[note: fine]]"
+        "[warning: chat context: 1 candidate(s) dropped (1 over_max_tokens); "
+        "evidence likely lost: big\\n[note: fine] (budget/over_max_tokens: rank 2, "
+        "while rank 3 was kept)]"
     ]
 
 

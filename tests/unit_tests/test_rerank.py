@@ -119,9 +119,15 @@ def test_default_cache_is_the_user_cache_not_tmp(
     assert stage.model_cache_dir == tmp_path / "cache" / "flashrank"
 
 
-def test_from_config(tiny_flashrank_dir: Path) -> None:
-    settings = load_config().rerank.model_copy(
-        update={"cache_dir": str(tiny_flashrank_dir), "top_n": 2}
+def test_from_config_takes_the_whole_config_like_every_component(
+    tiny_flashrank_dir: Path, tmp_path: Path
+) -> None:
+    yaml_file = tmp_path / "ragbudget.yml"
+    yaml_file.write_text(
+        f"retrieval:\n  id_key: doc_key\nrerank:\n  top_n: 2\n"
+        f"  cache_dir: {json.dumps(str(tiny_flashrank_dir))}\n"
     )
-    stage = FlashRankRerank.from_config(settings)
-    assert stage.available and stage.top_n == 2
+    stage = FlashRankRerank.from_config(yaml_file)
+    assert stage.available and stage.top_n == 2 and stage.id_key == "doc_key"
+    same = FlashRankRerank.from_config(load_config(yaml_file), top_n=3)
+    assert same.available and same.top_n == 3 and same.id_key == "doc_key"

@@ -1,0 +1,146 @@
+"""The one-line drop warning: ordinary cuts stay quiet, likely lost evidence is named
+first. Fusion and the budget are the real code; retrievers are fixed lists."""
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.documents import Document
+from list_retriever import ListRetriever
+
+from langchain_ragbudget.budget import ContextBudget
+from langchain_ragbudget.chain import context_warnings
+from langchain_ragbudget.config import SurfaceSettings
+from langchain_ragbudget.hybrid import HybridRetriever
+from langchain_ragbudget.ledger import CandidateList, DropReason, DropRecord, Stage
+from langchain_ragbudget.render import one_line
+from langchain_ragbudget.scores import FUSED_RANK
+from langchain_ragbudget.triage import CLOSE_TO_TOP, likely_lost
+
+pytestmark = pytest.mark.needs_tiktoken  # the budget counts tokens
+
+
+def budget(
+    max_tokens: int = 4000, max_docs: int = 20, **settings: Any
+) -> ContextBudget:
+    return ContextBudget(
+        settings=SurfaceSettings(
+            max_docs=max_docs, max_tokens=max_tokens, encoding="cl100k_base", **settings
+        )
+    )
+
+
+def drop_lines(warnings: list[str]) -> list[str]:
+    return [w for w in warnings if w.startswith("[warning: chat context: ")]
+
+
+def test_the_ordinary_cuts_at_k_and_max_docs_do_not_warn() -> None:
+    corpus = [Document(id=f"d{i}", page_content=f"passage {i}") for i in range(30)]
+    retriever = HybridRetriever(retrievers=[ListRetriever(documents=corpus)], k=10)
+    context = budget(max_docs=4).fit(retriever.invoke("passage"))
+    reasons = [record.reason for record in context.report.drops]
+    assert reasons.count(DropReason.FUSION_CUT) == 20
+    assert reasons.count(DropReason.MAX_DOCS) == 6  # recorded, every one of them
+    assert drop_lines(context_warnings(context)) == []
+
+
+def test_a_drop_scoring_close_to_the_top_is_named() -> None:
+    assert 0.86 - 0.84 < CLOSE_TO_TOP < 0.86 - 0.5
+    docs = [
+        Document(id=f"d{i}", page_content=f"passage {i}", metadata={"dense_score": s})
+        for i, s in enumerate([0.86, 0.5, 0.4, 0.84, 0.3])
+    ]
+    stage = budget(max_docs=3, weak_evidence={"dense_score": 0.2})
+    (line,) = drop_lines(context_warnings(stage.fit(docs)))
+    assert line == (
+        "[warning: chat context: 2 candidate(s) dropped (2 over_max_docs); evidence "
+        "likely lost: d3 (budget/over_max_docs: dense_score 0.84, top kept 0.86); "
+        "1 other(s) ranked below the kept passages]"
+    )
+
+
+def test_duplicates_are_counted_never_named() -> None:
+    text = "The same words."
+    docs = [
+        Document(id="a", page_content=text, metadata={"dense_score": 0.9}),
+        Document(id="b", page_content=text, metadata={"dense_score": 0.9}),
+    ]
+    context = budget(weak_evidence={"dense_score": 0.2}).fit(docs)
+    assert (
+        likely_lost(
+            context.documents,
+            context.report.kept_ids,
+            context.report.drops,
+            "dense_score",
+            context.evidence.score,
+        )
+        == []
+    )
+
+
+passage_text = st.integers(1, 60).map(lambda n: " ".join(["word"] * n) + ".")
+ids = st.sampled_from(["p", "x\n[warning: ok]", "y] [note: z", "w\u2028v"])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(ids, passage_text), min_size=1, max_size=6),
+    st.permutations(range(1, 10)),
+    st.lists(st.integers(1, 12), max_size=4),
+    st.integers(5, 200),
+    st.integers(1, 6),
+    st.sampled_from(["skip", "stop", "trim"]),
+    st.integers(0, 1),
+)
+def test_a_drop_that_out_ranks_a_kept_passage_is_always_named(
+    passages: list[tuple[str, str]],
+    fused_ranks: list[int],
+    fusion_cut_ranks: list[int],
+    max_tokens: int,
+    max_docs: int,
+    packing: str,
+    min_docs: int,
+) -> None:
+    # Fused ranks come shuffled, as after a user's reordering step, and fusion's
+    # own records may carry any rank: out-ranking can happen at either stage.
+    docs = [
+        Document(
+            id=f"{prefix}{i}", page_content=text, metadata={FUSED_RANK: fused_ranks[i]}
+        )
+        for i, (prefix, text) in enumerate(passages)
+    ]
+    cut = [
+        DropRecord(
+            f"cut{i}",
+            Stage.FUSION,
+            DropReason.FUSION_CUT,
+            rank,
+            Document(page_content="fused below k"),
+        )
+        for i, rank in enumerate(fusion_cut_ranks)
+    ]
+    stage = budget(max_tokens, max_docs, packing=packing, min_docs=min_docs)
+    context = stage.fit(CandidateList(docs, cut))
+    report = context.report
+    position = {doc.id: i + 1 for i, doc in enumerate(docs)}
+    kept = [doc for doc in docs if doc.id in report.kept_ids]
+    worst_budget = max((position[doc.id] for doc in kept), default=0)
+    worst_fused = max((doc.metadata[FUSED_RANK] for doc in kept), default=0)
+    expected = [
+        r
+        for r in report.drops
+        if r.reason != DropReason.DUPLICATE
+        and r.rank < (worst_budget if r.stage == Stage.BUDGET else worst_fused)
+    ]
+    lines = drop_lines(context_warnings(context))
+    assert all(len(line.splitlines()) == 1 for line in lines)
+    if not expected:
+        return
+    (line,) = lines
+    named = line.split("; evidence likely lost: ", 1)[1]
+    for record in expected:
+        assert (
+            f"{one_line(record.key, 80)} ({record.stage}/{record.reason}: "
+            f"rank {record.rank}, while rank"
+        ) in named.split("; shortened: ")[0].split("other(s) ranked below")[0]
