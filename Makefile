@@ -21,7 +21,7 @@ endif
 export ANONYMIZED_TELEMETRY := False
 export HF_HUB_DISABLE_TELEMETRY := 1
 
-.PHONY: help demo test integration_tests bench bench_scale bench_ingest eval tune lint format check_imports clean
+.PHONY: help demo test integration_tests notebooks bench bench_scale bench_ingest eval tune lint format check_imports clean
 
 help:  ## Show the targets
 	@grep -E '^[a-z_]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -38,8 +38,11 @@ demo: $(STAMP)  ## Run the pipeline on the bundled sample corpus
 test: $(STAMP)  ## Unit tests (offline, small corpora)
 	$(BIN)/pytest tests/unit_tests -q -rs
 
-integration_tests: $(STAMP)  ## Slower tests against real models and data
-	$(BIN)/pytest tests/integration_tests -q
+integration_tests: $(STAMP)  ## Slower tests against real models and data (the notebooks too)
+	$(BIN)/pytest tests/integration_tests -q -rs
+
+notebooks: $(STAMP)  ## Run every notebook top to bottom offline (nbclient, a temporary folder)
+	$(BIN)/pytest tests/integration_tests/test_notebooks.py -q -rs
 
 bench: $(STAMP)  ## SciFact: retrieval, the hybrid against its floor, the budget stage (BENCHMARKS.md)
 	$(BIN)/python benchmarks/bench_retrieval.py

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -45,6 +46,46 @@ class BeirDataset:
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
     rationales: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+
+    def subset(self, max_queries: int, distractors: int) -> BeirDataset:
+        """The first `max_queries` queries over a corpus cut down around them.
+
+        Embedding a whole corpus takes minutes; a notebook or a smoke test needs
+        seconds. The smaller corpus keeps every document judged for the kept
+        queries, so no gold passage is missing, plus the first `distractors` other
+        documents in corpus order, so retrieval still has something to get wrong.
+        Scores on a subset are higher than on the whole corpus (fewer rivals):
+        compare them only with runs on the same subset.
+
+        Args:
+            max_queries: Queries kept, in the dataset's order (at least 1).
+            distractors: Unjudged documents kept besides the judged ones (0 or
+                more).
+
+        Returns:
+            A dataset of the same name, with the queries, their qrels and
+            rationales, and the smaller corpus in its original order.
+
+        Raises:
+            ValueError: `max_queries` is under 1 or `distractors` is negative.
+        """
+        if max_queries < 1 or distractors < 0:
+            raise ValueError(
+                f"subset needs max_queries >= 1 and distractors >= 0, got "
+                f"max_queries={max_queries!r}, distractors={distractors!r}"
+            )
+        queries = dict(list(self.queries.items())[:max_queries])
+        qrels = {qid: self.qrels[qid] for qid in queries}
+        judged = {doc for docs in qrels.values() for doc in docs}
+        others = (d for d in self.corpus if str(d.id) not in judged)
+        kept = judged | {str(d.id) for d in itertools.islice(others, distractors)}
+        return BeirDataset(
+            self.name,
+            [d for d in self.corpus if str(d.id) in kept],
+            queries,
+            qrels,
+            {qid: docs for qid, docs in self.rationales.items() if qid in queries},
+        )
 
 
 def load_beir(folder: str | Path, split: str = "test") -> BeirDataset:
