@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from langchain_ragbudget.config import EmbeddingSettings, QueryPrecision, default_of
 from langchain_ragbudget.errors import ModelUnavailableError
 from langchain_ragbudget.quantize import int8_model_folder
+from langchain_ragbudget.shared import shared
 
 MODEL_PATH_ENV = "RAGBUDGET_EMBEDDING_MODEL_PATH"
 
@@ -111,6 +112,16 @@ def _downloaded_model_file(text_embedding: Any) -> tuple[Path, str]:
 
 
 def _load_text_embedding(
+    model_name: str, model_path: str | None, cache_dir: str | None, threads: int | None
+) -> Any:
+    """The loaded model, one per process for the same arguments (shared.py)."""
+    return shared(
+        ("fastembed", model_name, model_path, cache_dir, threads),
+        lambda: _new_text_embedding(model_name, model_path, cache_dir, threads),
+    )
+
+
+def _new_text_embedding(
     model_name: str, model_path: str | None, cache_dir: str | None, threads: int | None
 ) -> Any:
     from fastembed import TextEmbedding

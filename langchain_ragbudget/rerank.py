@@ -44,6 +44,7 @@ from langchain_ragbudget.ledger import (
 )
 from langchain_ragbudget.logging_guard import root_logger_untouched
 from langchain_ragbudget.scores import RERANK_RANK, RERANK_SCORE
+from langchain_ragbudget.shared import shared
 
 logger = logging.getLogger(__name__)
 
@@ -293,7 +294,10 @@ class FlashRankRerank(
 def _load_ranker(
     model: str, cache_dir: Path, max_length: int, *, download: bool, timeout: float
 ) -> Any:
-    """A flashrank.Ranker for `model`, fetched first if absent and allowed."""
+    """A flashrank.Ranker for `model`, fetched first if absent and allowed.
+
+    One per process for the same model, folder and length (shared.py).
+    """
     from flashrank import Ranker
     from flashrank.Config import listwise_rankers, model_file_map
 
@@ -311,8 +315,11 @@ def _load_ranker(
         _download_model(model, cache_dir, timeout)
     try:
         with root_logger_untouched():
-            return Ranker(
-                model_name=model, cache_dir=str(cache_dir), max_length=max_length
+            return shared(
+                ("flashrank", model, str(cache_dir), max_length),
+                lambda: Ranker(
+                    model_name=model, cache_dir=str(cache_dir), max_length=max_length
+                ),
             )
     except Exception as exc:
         raise ModelUnavailableError(

@@ -1,0 +1,33 @@
+"""One instance per process of what is costly to load (ONNX models).
+
+Every `FastEmbedEmbeddings` and `FlashRankRerank` made with the same settings uses
+the same loaded model: a server that builds a pipeline per surface, or per request,
+holds one copy in memory and pays the load once. ONNX Runtime sessions may be run
+from many threads at once, so sharing is safe; what is not safe is loading on first
+use from two threads at once, which would load twice. A lock per key makes the
+second caller wait for the first's model. A load that fails is not remembered: the
+next call tries again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_guard = threading.Lock()
+_locks: dict[Hashable, threading.Lock] = {}
+_loaded: dict[Hashable, Any] = {}
+
+
+def shared(key: Hashable, load: Callable[[], T]) -> T:
+    """The one instance for `key`, made by `load` on the first call only."""
+    with _guard:
+        lock = _locks.setdefault(key, threading.Lock())
+    with lock:
+        if key not in _loaded:
+            _loaded[key] = load()
+        instance: T = _loaded[key]
+        return instance
