@@ -77,6 +77,7 @@ from langchain_ragbudget.factory import (
     hybrid_retriever,
 )
 from langchain_ragbudget.files import atomic_write_text, publish_folder
+from langchain_ragbudget.html_tables import display, key_values, table
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.identity import content_hash
 from langchain_ragbudget.loaders import FileError, check_content
@@ -288,6 +289,52 @@ class IndexInspection:
             "moved_aside": self.moved_aside,
             "problems": self.problems,
         }
+
+    def __repr__(self) -> str:
+        state = "healthy" if self.healthy else f"{len(self.problems)} problem(s)"
+        return (
+            f"IndexInspection({str(self.directory)!r}, {self.documents} documents, "
+            f"{self.bm25_chunks} chunks, {state})"
+        )
+
+    def _repr_html_(self) -> str:
+        """The inspection in a notebook: summary, sync, problems, sizes."""
+        sync = self.sync
+        pairs: list[tuple[str, object]] = [
+            ("folder", self.directory),
+            ("healthy", "yes" if self.healthy else "no"),
+            ("documents", _shown(self.documents)),
+            ("chunks (BM25 / vector store)", _shown_pair(self)),
+            ("embedding model", _shown(self.manifest.get("embedding_model"))),
+            ("chunking", _shown(self.manifest.get("chunking"))),
+            ("committed BM25 version", _shown(self.committed_version)),
+            ("saved at", _shown(self.saved_at)),
+            ("sync", "unreadable" if sync is None else sync.summary()),
+            ("size on disk", f"{self.size_bytes:,} bytes"),
+        ]
+        parts: list[object] = [key_values(pairs, "index")]
+        if sync is not None and not sync.in_sync:
+            rows = [
+                *(["only in the vector store", key] for key in sync.only_dense),
+                *(["only in BM25", key] for key in sync.only_sparse),
+                *(["different text", key] for key in sync.differing),
+            ]
+            parts.append(table(["where", "chunk id"], rows, caption="out of sync"))
+        if self.problems:
+            parts.append(
+                table(["problem"], [[p] for p in self.problems], caption="problems")
+            )
+        sizes = [[name, f"{size:,}"] for name, size in sorted(self.sizes.items())]
+        parts.append(table(["entry", "bytes"], sizes, caption="sizes", numeric=[1]))
+        return display("IndexInspection", parts)
+
+
+def _shown(value: object) -> object:
+    return "-" if value is None else value
+
+
+def _shown_pair(inspection: IndexInspection) -> str:
+    return f"{_shown(inspection.bm25_chunks)} / {_shown(inspection.vector_chunks)}"
 
 
 class HybridIndex:

@@ -467,3 +467,43 @@ def test_html_pieces_escape_everything_but_their_own_markup() -> None:
         table(["a"], [["1", "2"]])
     with pytest.raises(ValueError, match="1 row classes for 2 rows"):
         table(["a"], [["1"], ["2"]], row_classes=["x"])
+
+
+def test_index_inspection_display_escapes_and_shows_damage() -> None:
+    from langchain_ragbudget.index import IndexInspection, SyncReport
+
+    inspection = IndexInspection(
+        directory=Path(f"/tmp/{SCRIPT}"),
+        documents=3,
+        bm25_chunks=5,
+        vector_chunks=4,
+        manifest={"embedding_model": "<b>x0</b>", "chunking": {"size": 256}},
+        sync=SyncReport(only_sparse=[SOURCE]),
+        sizes={"bm25": 10, "chroma": 2000},
+        problems=[f"CURRENT names {SCRIPT}; run `ragbudget repair`"],
+    )
+    soup = parse(inspection._repr_html_())
+    assert_inert(soup)
+    found = tables(soup)
+    assert set(found) == {"index", "out of sync", "problems", "sizes"}
+    assert rows(found["out of sync"]) == [
+        {"where": "only in BM25", "chunk id": SOURCE, "class": ""}
+    ]
+    assert [r["bytes"] for r in rows(found["sizes"])] == ["10", "2,000"]
+    summary = {th.get_text(): td.get_text() for th, td in _pairs(found["index"])}
+    assert summary["healthy"] == "no" and summary["chunks (BM25 / vector store)"] == (
+        "5 / 4"
+    )
+    assert repr(inspection) == (
+        f"IndexInspection({str(inspection.directory)!r}, 3 documents, 5 chunks, "
+        "1 problem(s))"
+    )
+
+
+def _pairs(table_tag: Tag) -> list[tuple[Tag, Tag]]:
+    pairs = []
+    for tr in table_tag.select("tbody tr"):
+        name, value = tr.find("th"), tr.find("td")
+        assert isinstance(name, Tag) and isinstance(value, Tag)
+        pairs.append((name, value))
+    return pairs
