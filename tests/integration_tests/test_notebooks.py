@@ -66,7 +66,7 @@ SHOWS = {
         ),
     ),
     "03_index_your_folder.ipynb": Shows(
-        {"BudgetedContext": 2},
+        {"BudgetedContext": 2, "IndexInspection": 1},
         rows=("rb-kept",),
         texts=(
             "updated: ['refunds.md'] | unchanged: ['shipping.md', 'warranty.txt']",
