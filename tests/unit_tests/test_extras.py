@@ -9,7 +9,16 @@ import pytest
 
 from langchain_ragbudget.errors import MissingExtraError, require
 
-EXTRAS = ["matplotlib", "pypdf", "bs4", "onnx", "langchain_openai", "langchain_classic"]
+EXTRAS = [
+    "matplotlib",
+    "sklearn",
+    "pypdf",
+    "bs4",
+    "onnx",
+    "langchain_openai",
+    "langchain_classic",
+    "ipywidgets",
+]
 
 
 def test_importing_the_package_and_its_cli_pulls_in_no_extra() -> None:
@@ -31,7 +40,13 @@ def test_importing_the_package_and_its_cli_pulls_in_no_extra() -> None:
 
 @pytest.mark.parametrize(
     ("module", "extra"),
-    [("pypdf", "index"), ("bs4", "index"), ("matplotlib", "eval"), ("onnx", "int8")],
+    [
+        ("pypdf", "index"),
+        ("bs4", "index"),
+        ("matplotlib", "eval"),
+        ("sklearn", "eval"),
+        ("onnx", "int8"),
+    ],
 )
 def test_a_missing_extra_is_named(
     monkeypatch: pytest.MonkeyPatch, module: str, extra: str
@@ -61,3 +76,14 @@ def test_a_chat_model_without_its_package_names_the_extra(
     monkeypatch.setitem(sys.modules, "langchain_classic", None)
     with pytest.raises(MissingExtraError, match=r"\[llm\]"):
         build_chat_model(LlmSettings(model="openai:gpt-4o-mini"))
+
+
+def test_measuring_weak_evidence_without_scikit_learn_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from langchain_ragbudget.weak_fit import auroc
+
+    monkeypatch.setitem(sys.modules, "sklearn", None)
+    monkeypatch.setitem(sys.modules, "sklearn.metrics", None)
+    with pytest.raises(MissingExtraError, match=r"\[eval\]"):
+        auroc([0.9, 0.1], [True, False])
