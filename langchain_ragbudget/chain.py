@@ -26,7 +26,7 @@ from langchain_core.runnables import (
 from pydantic import BaseModel
 
 from langchain_ragbudget.budget import BudgetedContext, BudgetReport
-from langchain_ragbudget.evidence import Evidence
+from langchain_ragbudget.evidence import COMBINED, UNKNOWN_COMBINED, Evidence
 from langchain_ragbudget.html_tables import display, element, key_values
 from langchain_ragbudget.ledger import DropReason, DropRecord, Stage
 from langchain_ragbudget.ledger_tables import (
@@ -289,6 +289,8 @@ def _evidence_warning(evidence: Evidence, surface: str) -> list[str]:
         ]
     if evidence.weak:
         return ["[warning: weak evidence: no passage reached the context]"]
+    if evidence.weak is None and evidence.score_key == COMBINED:
+        return [f"[warning: evidence strength unknown: {UNKNOWN_COMBINED}]"]
     if evidence.weak is None:
         return [
             "[warning: evidence strength unknown: no kept passage has a score this "

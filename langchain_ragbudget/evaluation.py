@@ -637,7 +637,10 @@ class _Stages:
         """The final candidates of `text`, as retrieved and without `relevant`.
 
         Each retriever fetches as many more hits as there are relevant documents,
-        so its list keeps its depth once they are removed.
+        so its list keeps its depth once they are removed. Where it has no more
+        (BM25 returns only hits that share a term) the list as retrieved is cut to
+        the same length: both cases hand fusion lists of one length, so neither
+        the length nor a statistic over the whole list can give the label away.
         """
         hybrid = self.hybrid
         sizes = hybrid.fetch_k or [None] * len(hybrid.retrievers)
@@ -649,10 +652,13 @@ class _Stages:
             (retriever.invoke(text, k=depth + len(relevant)), depth)
             for retriever, depth in zip(hybrid.retrievers, depths, strict=True)
         ]
-        as_is = [docs[:size] for docs, size in wide]
         without = [
             [d for d in docs if _doc_id(d) not in relevant][:size]
             for docs, size in wide
+        ]
+        as_is = [
+            docs[: len(shorter)]
+            for (docs, _), shorter in zip(wide, without, strict=True)
         ]
         return self._final(as_is, text), self._final(without, text)
 

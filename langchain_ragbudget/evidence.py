@@ -20,6 +20,10 @@ from langchain_ragbudget.inputs import finite_score
 from langchain_ragbudget.weak_signal import answerable_probability, signal_features
 
 COMBINED = "combined signal"  # the Evidence.score_key of the combined method
+UNKNOWN_COMBINED = (
+    "the combined signal lacks a feature its model needs (the question, a rerank "
+    "score, or the run ledger holding the candidates fusion cut)"
+)
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,8 @@ class Evidence:
 
     def describe(self) -> str:
         """The check in words, e.g. `weak: top rerank_score 0.12 < threshold 0.30`."""
+        if self.weak is None and self.score_key == COMBINED:
+            return f"unknown: {UNKNOWN_COMBINED}"
         if self.weak is None:
             return "unknown: no kept passage has a score with a threshold"
         if self.score is None or self.threshold is None:
@@ -106,7 +112,8 @@ def assess_combined(
 
     Weak when the probability that the answer is among the candidates is below
     the model's threshold; unknown when a signal it needs is missing (a model with
-    rerank features, run without a reranker).
+    rerank features, run without a reranker; one with list features, given a
+    plain list whose documents lead to no run ledger).
     """
     probability = answerable_probability(
         signal_features(candidates, question), model.coefficients, model.intercept

@@ -4,7 +4,10 @@ One question's candidate list (fused, reranked when a reranker ran) carries each
 retriever's score and rank and the fused and rerank scores in its metadata. From
 that list alone come the features below: the top scores, how far the top stands out,
 whether the two retrievers agree, and how many of the question's terms the top
-passage holds. `ragbudget eval` fits a logistic model over them on the train split
+passage holds. How far each retriever's top score stands above the rest of
+everything it fetched comes from the run ledger, which holds the candidates fusion
+cut; a list without its ledger lacks those features rather than computing them over
+a shorter list. `ragbudget eval` fits a logistic model over them on the train split
 of a labelled dataset (each question once as is and once with its judged-relevant
 passages removed); the budget's weak-evidence check applies the same model to the
 same features. One function computes them for both, so the harness measures exactly
@@ -22,6 +25,13 @@ import numpy as np
 from langchain_core.documents import Document
 
 from langchain_ragbudget.inputs import finite_score
+from langchain_ragbudget.ledger import (
+    LEDGER_KEY,
+    DropReason,
+    RunLedger,
+    Stage,
+    ledgers_of,
+)
 from langchain_ragbudget.relevance import terms
 from langchain_ragbudget.scores import (
     DENSE,
@@ -35,6 +45,18 @@ from langchain_ragbudget.sentences import sentences
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 AGREEMENT_DEPTH = 10  # the top-k of each retriever compared for overlap
+_LIST_STATISTICS = (
+    "list_z",
+    "top_minus_mean",
+    "top_minus_median",
+    "gap_10th",
+    "gap_50th",
+)
+
+LIST_FEATURES = tuple(
+    f"{name}_{statistic}" for name in (SPARSE, DENSE) for statistic in _LIST_STATISTICS
+)
+"""The features over each retriever's whole fetched list (`list_statistics`)."""
 
 FEATURES = (
     "fused_top",
@@ -50,10 +72,12 @@ FEATURES = (
     "weighted_coverage",
     "sentence_coverage",
     "number_coverage",
+    *LIST_FEATURES,
     "rerank_top",
     "rerank_gap",
 )
-"""Every feature `signal_features` can compute; the rerank ones only after a rerank."""
+"""Every feature `signal_features` can compute; the rerank ones only after a
+rerank, `LIST_FEATURES` only when the candidates lead to their run ledger."""
 
 
 def signal_features(documents: Sequence[Document], question: str) -> dict[str, float]:
@@ -68,8 +92,9 @@ def signal_features(documents: Sequence[Document], question: str) -> dict[str, f
     Returns:
         Feature name to value. A retriever that returned none of the candidates
         scores 0 (BM25 scores are never negative; no dense hit is no similarity);
-        the rerank features are present only when a candidate has a rerank score.
-        An empty list has no features.
+        the rerank features are present only when a candidate has a rerank score,
+        `LIST_FEATURES` only when the candidates lead to exactly one run ledger
+        (`fetched_scores`). An empty list has no features.
     """
     if not documents:
         return {}
@@ -92,10 +117,73 @@ def signal_features(documents: Sequence[Document], question: str) -> dict[str, f
         default=0.0,
     )
     features["number_coverage"] = number_coverage(question, top)
+    fetched = fetched_scores(documents)
+    if fetched is not None:
+        for name, scores in fetched.items():
+            for statistic, value in list_statistics(scores).items():
+                features[f"{name}_{statistic}"] = value
     rerank = _scores(documents, RERANK_SCORE)
     if rerank:
         features["rerank_top"], features["rerank_gap"] = _top_and_gap(rerank)
     return features
+
+
+def fetched_scores(documents: Sequence[Document]) -> dict[str, list[float]] | None:
+    """Each retriever's scores over every hit it handed to fusion, highest first.
+
+    The hits are the candidates fusion kept (`RunLedger.entered`) and those it cut
+    (its `below_fusion_cut` records), so a later stage or a user's `docs[:5]`
+    changes nothing. Without the ledger the cut hits are unknown, and statistics
+    over the shorter list would quietly mean something else.
+
+    Returns:
+        `bm25` and `dense` to their scores (empty for a retriever that returned
+        nothing), or None when the documents lead to no run ledger or to several.
+    """
+    ledgers = ledgers_of(documents)
+    if len(ledgers) != 1:
+        return None
+    fetched = [*ledgers[0].entered.values(), *_cut_by_fusion(ledgers[0])]
+    return {name: _scores(fetched, score_key(name)) for name in (SPARSE, DENSE)}
+
+
+def _cut_by_fusion(ledger: RunLedger) -> Iterator[Document]:
+    """The candidates this run's fusion cut (not those of a fusion upstream)."""
+    for record in ledger.drops:
+        if (
+            record.stage is Stage.FUSION
+            and record.reason is DropReason.FUSION_CUT
+            and record.document.metadata.get(LEDGER_KEY) == ledger.run_id
+        ):
+            yield record.document
+
+
+def list_statistics(scores: Sequence[float]) -> dict[str, float]:
+    """How far the top score stands above one retriever's whole list.
+
+    A question whose answer is in the corpus tends to have one hit clearly above
+    the crowd of loosely related ones; without it the top is one of the crowd.
+
+    Args:
+        scores: One retriever's scores, highest first.
+
+    Returns:
+        `list_z` (the top's z-score within the list, population deviation; 0 with
+        no spread), `top_minus_mean`, `top_minus_median`, and `gap_10th`,
+        `gap_50th` (the top minus the 10th or 50th score, or the last when the
+        list is shorter). All 0 for an empty list.
+    """
+    if not scores:
+        return dict.fromkeys(_LIST_STATISTICS, 0.0)
+    top, mean = scores[0], statistics.fmean(scores)
+    spread = statistics.pstdev(scores, mean)
+    return {
+        "list_z": (top - mean) / spread if spread > 0 else 0.0,
+        "top_minus_mean": top - mean,
+        "top_minus_median": top - statistics.median(scores),
+        "gap_10th": top - scores[min(9, len(scores) - 1)],
+        "gap_50th": top - scores[min(49, len(scores) - 1)],
+    }
 
 
 def query_coverage(question: str, passage: str) -> float:

@@ -1,22 +1,35 @@
 """Fitting and measuring the weak-evidence signal. The harness parts run the real
-pipeline (BM25, Chroma, fastembed) on the sample corpus; no reranker."""
+pipeline (BM25, Chroma, fastembed) on the sample corpus; no reranker. The depth
+guard also runs on two fixed lists (`ListRetriever`, a test double for "any
+LangChain retriever") so a list that runs out is stated exactly."""
 
 from dataclasses import replace
 
 import pytest
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
 from sklearn.metrics import roc_auc_score
 
 from langchain_ragbudget.beir import BeirDataset
 from langchain_ragbudget.config import WeakEvidenceSettings, load_config
 from langchain_ragbudget.evaluation import _doc_id, _Stages, measure_weak_evidence
 from langchain_ragbudget.evidence import assess_evidence, calibrate_threshold
+from langchain_ragbudget.factory import build_budget
+from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
 from langchain_ragbudget.weak_fit import (
+    REGULARISATION,
     Cases,
     auroc,
     combined_scores,
     fit_combined,
     threshold_for_precision,
+)
+from langchain_ragbudget.weak_signal import (
+    LIST_FEATURES,
+    fetched_scores,
+    signal_features,
 )
 
 
@@ -47,6 +60,51 @@ def test_the_fitted_model_reproduces_its_probabilities() -> None:
     probabilities = combined_scores(cases, model)
     assert auroc(probabilities, labels) > 0.9  # `a` separates the classes
     assert model.coefficients["a"] > 0 and 0 < model.threshold < 1
+    chosen = float(model.fitted_on.split("C=")[1].split()[0])
+    assert model.fitted_on.startswith("toy; ") and chosen in REGULARISATION
+
+
+class ListRetriever(BaseRetriever):
+    documents: list[Document]
+    k: int = 3
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+    ) -> list[Document]:
+        return self.documents[: self.k if k is None else k]
+
+
+def listed(ids: str) -> list[Document]:
+    scores = range(len(ids), 0, -1)
+    return [
+        Document(page_content=f"text {i}", id=i, metadata={"doc_id": i, "score": s})
+        for i, s in zip(ids, scores, strict=True)
+    ]
+
+
+def test_both_cases_hand_fusion_lists_of_one_length() -> None:
+    """A list that cannot be refilled (BM25 ran out of matching passages) is cut
+    to the same length as retrieved, so its length cannot give the label away."""
+    hybrid = HybridRetriever(
+        retrievers=[
+            ListRetriever(documents=listed("abc")),  # runs out: no refill for "a"
+            ListRetriever(documents=listed("daefg")),  # refilled with "g"
+        ],
+        names=["bm25", "dense"],
+        k=2,
+    )
+    with_gold, without = _Stages(hybrid, None, {}).with_and_without("q", {"a"})
+    full, removed = fetched_scores(with_gold), fetched_scores(without)
+    assert full is not None and removed is not None
+    assert len(full["bm25"]) == len(removed["bm25"]) == 2  # a, b | b, c
+    assert len(full["dense"]) == len(removed["dense"]) == 3  # d, a, e | d, e, f
+    fused = [_doc_id(d) for d in with_gold] + [r.key for r in with_gold.drops]
+    assert "a" in fused and "c" not in fused
+    assert "a" not in [_doc_id(d) for d in without]
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +136,11 @@ def test_removed_gold_is_never_seen(northwind: tuple[_Stages, BeirDataset]) -> N
         everything = [*without, *(record.document for record in without.drops)]
         assert not any(_doc_id(d) in gold for d in everything)
         assert len(without) == len(with_gold)  # refilled to the same depth
+        full, removed = fetched_scores(with_gold), fetched_scores(without)
+        assert full is not None and removed is not None
+        assert {n: len(s) for n, s in full.items()} == {
+            n: len(s) for n, s in removed.items()
+        }
     assert seen_before == len(dataset.queries)  # the removal really removed
 
 
@@ -130,3 +193,31 @@ def test_fitted_on_the_fitting_split_only_and_reproduced_at_run_time(
             )
             assert evidence.score == pytest.approx(probability)
             assert evidence.weak is (probability < model.threshold)
+
+
+@pytest.mark.needs_embedding_model
+@pytest.mark.needs_tiktoken
+def test_the_harness_sees_what_the_budget_sees(
+    northwind: tuple[_Stages, BeirDataset],
+) -> None:
+    """The harness's answerable case and the runtime chain (the hybrid retriever
+    invoked, its CandidateList handed to the budget) give the same features and
+    the same combined decision, list features included."""
+    stages, dataset = northwind
+    model = measure_weak_evidence(stages, load_config(), "chat", dataset, dataset).model
+    assert set(LIST_FEATURES) <= set(model.coefficients)
+    budget = build_budget("chat", load_config())
+    combined = WeakEvidenceSettings(method="combined", combined=model)
+    budget = budget.model_copy(
+        update={
+            "settings": budget.settings.model_copy(update={"weak_evidence": combined})
+        }
+    )
+    for text in dataset.queries.values():
+        harness, _ = stages.with_and_without(text, set())
+        runtime = stages.hybrid.invoke(text)
+        features = signal_features(harness, text)
+        assert features == pytest.approx(signal_features(runtime, text))
+        [expected] = combined_scores(Cases([features], [None], ["none"], [True]), model)
+        evidence = budget.fit(runtime, question=text).evidence
+        assert evidence.score == pytest.approx(expected)

@@ -1,16 +1,35 @@
 """The weak-evidence signals on hand-made candidate lists, and the combined check
-the budget runs: the same features and model as the harness fitted."""
+the budget runs: the same features and model as the harness fitted.
+
+The list features read fusion's run ledger, so those tests fuse two fixed lists
+(`ListRetriever`, a test double for "any LangChain retriever") with the real
+`HybridRetriever`: each case states exactly what fusion received."""
 
 import math
+import pickle
+import statistics
 
 import pytest
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
 
-from langchain_ragbudget.config import CombinedEvidence, WeakEvidenceSettings
-from langchain_ragbudget.evidence import COMBINED, assess_evidence
+from langchain_ragbudget.chain import context_warnings
+from langchain_ragbudget.config import (
+    CombinedEvidence,
+    WeakEvidenceSettings,
+    load_config,
+)
+from langchain_ragbudget.evidence import COMBINED, UNKNOWN_COMBINED, assess_evidence
+from langchain_ragbudget.factory import build_budget
+from langchain_ragbudget.hybrid import HybridRetriever
+from langchain_ragbudget.ledger import LEDGER_KEY, CandidateList
 from langchain_ragbudget.weak_signal import (
     FEATURES,
+    LIST_FEATURES,
     answerable_probability,
+    fetched_scores,
+    list_statistics,
     number_coverage,
     query_coverage,
     signal_features,
@@ -117,3 +136,138 @@ def test_the_budget_check_applies_the_model_to_the_candidates() -> None:
     assert weak.weak is True and weak.measure == COMBINED
     assert assess_evidence(kept, combined(0.5), candidates=CANDIDATES).weak is None
     assert assess_evidence([], combined(0.5), question=QUESTION).weak is True
+
+
+def test_list_statistics_by_hand() -> None:
+    f = list_statistics([5.0, 3.0, 3.0, 1.0])  # mean 3, median 3, deviation sqrt 2
+    assert f["list_z"] == pytest.approx(2 / math.sqrt(2))
+    assert (f["top_minus_mean"], f["top_minus_median"]) == (2.0, 2.0)
+    assert (f["gap_10th"], f["gap_50th"]) == (4.0, 4.0)  # shorter: the last
+    long = list_statistics([float(s) for s in range(60, 0, -1)])
+    assert (long["gap_10th"], long["gap_50th"]) == (60 - 51, 60 - 11)
+    assert long["top_minus_median"] == pytest.approx(60 - 30.5)
+    assert list_statistics([2.0, 2.0])["list_z"] == 0.0  # no spread
+    assert set(list_statistics([]).values()) == {0.0}
+
+
+class ListRetriever(BaseRetriever):
+    documents: list[Document]
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        return self.documents
+
+
+def scored(ids: str, scores: list[float]) -> list[Document]:
+    return [
+        Document(page_content=f"text {i}", id=i, metadata={"score": s})
+        for i, s in zip(ids, scores, strict=True)
+    ]
+
+
+BM25_SCORES = [5.0, 3.0, 3.0, 1.0]
+DENSE_SCORES = [0.9, 0.5, 0.4, 0.2]
+
+
+@pytest.fixture
+def fused() -> CandidateList:
+    """Seven candidates fused, two kept: five are only in fusion's records."""
+    hybrid = HybridRetriever(
+        retrievers=[
+            ListRetriever(documents=scored("abcd", BM25_SCORES)),
+            ListRetriever(documents=scored("eafg", DENSE_SCORES)),
+        ],
+        names=["bm25", "dense"],
+        k=2,
+    )
+    result = hybrid.invoke("question")
+    assert isinstance(result, CandidateList)
+    assert len(result) == 2 and len(result.drops) == 5
+    return result
+
+
+def test_list_features_come_from_the_whole_fetched_lists(
+    fused: CandidateList,
+) -> None:
+    assert fetched_scores(fused) == {"bm25": BM25_SCORES, "dense": DENSE_SCORES}
+    f = signal_features(fused, "question")
+    assert f["bm25_list_z"] == pytest.approx(math.sqrt(2))
+    dense_mean = statistics.fmean(DENSE_SCORES)  # 0.5
+    assert f["dense_top_minus_mean"] == pytest.approx(0.4)
+    assert f["dense_top_minus_median"] == pytest.approx(0.9 - 0.45)
+    assert f["dense_list_z"] == pytest.approx(
+        0.4 / statistics.pstdev(DENSE_SCORES, dense_mean)
+    )
+    assert f["dense_gap_10th"] == f["dense_gap_50th"] == pytest.approx(0.7)
+    assert set(LIST_FEATURES) <= set(f)
+    # a later stage or a user's slice keeps the ledger: the same statistics
+    sliced = signal_features(list(fused)[:1], "question")
+    assert {n: sliced[n] for n in LIST_FEATURES} == {n: f[n] for n in LIST_FEATURES}
+
+
+def test_list_features_missing_without_the_run_ledger(fused: CandidateList) -> None:
+    stripped = [
+        d.model_copy(
+            update={
+                "metadata": {k: v for k, v in d.metadata.items() if k != LEDGER_KEY}
+            }
+        )
+        for d in fused
+    ]
+    unpickled = pickle.loads(pickle.dumps(list(fused)))  # the run id, no ledger
+    for documents in (stripped, unpickled):
+        assert fetched_scores(documents) is None
+        f = signal_features(documents, "question")
+        assert not set(LIST_FEATURES) & set(f)
+        assert "bm25_top" in f  # the other features stay
+
+
+def test_list_features_missing_for_candidates_of_two_runs(
+    fused: CandidateList,
+) -> None:
+    other = HybridRetriever(
+        retrievers=[ListRetriever(documents=scored("xy", [2.0, 1.0]))],
+        names=["bm25"],
+        k=1,
+    ).invoke("question")
+    assert fetched_scores([*fused, *other]) is None
+
+
+def test_a_model_needing_list_features_is_unknown_without_the_ledger(
+    fused: CandidateList,
+) -> None:
+    settings = WeakEvidenceSettings(
+        method="combined",
+        combined=CombinedEvidence(
+            coefficients={"bm25_list_z": 1.0}, intercept=-1.0, threshold=0.5
+        ),
+    )
+    known = assess_evidence(fused, settings, candidates=fused, question="question")
+    assert known.score == pytest.approx(1 / (1 + math.exp(-(math.sqrt(2) - 1.0))))
+    plain = pickle.loads(pickle.dumps(list(fused)))
+    unknown = assess_evidence(plain, settings, candidates=plain, question="question")
+    assert (unknown.weak, unknown.score) == (None, None)
+    assert unknown.describe() == f"unknown: {UNKNOWN_COMBINED}"
+
+
+@pytest.mark.needs_tiktoken
+def test_the_user_is_told_why_the_combined_check_is_unknown(
+    fused: CandidateList,
+) -> None:
+    model = CombinedEvidence(
+        coefficients={"dense_list_z": 1.0}, intercept=0.0, threshold=0.5
+    )
+    budget = build_budget("chat", load_config())
+    settings = budget.settings.model_copy(
+        update={
+            "weak_evidence": WeakEvidenceSettings(method="combined", combined=model)
+        }
+    )
+    budget = budget.model_copy(update={"settings": settings})
+    plain = pickle.loads(pickle.dumps(list(fused)))
+    warnings = context_warnings(budget.fit(plain, question="question"))
+    assert f"[warning: evidence strength unknown: {UNKNOWN_COMBINED}]" in warnings
+    assert not any(
+        "unknown" in w for w in context_warnings(budget.fit(fused, question="question"))
+    )
