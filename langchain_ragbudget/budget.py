@@ -523,11 +523,10 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             stage=Stage.BUDGET,
             reason=reason,
             rank=rank,
-            document=document
-            if header is None
-            else with_metadata(document, {**document.metadata, HEADER_TOKENS: header}),
+            document=document,
             tokens=tokens,
             detail=detail,
+            header_tokens=header,
         )
 
     def invoke(

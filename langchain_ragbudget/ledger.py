@@ -98,6 +98,8 @@ class DropRecord:
         document: The removed document, with the scores it had gathered.
         tokens: What it would have cost in the prompt (budget drops only).
         detail: A readable explanation, e.g. `needs 120 tokens; 40 left of 512`.
+        header_tokens: The citation header it would have needed too (budget
+            drops only; 0 when its source already had a kept passage).
     """
 
     key: str
@@ -107,6 +109,7 @@ class DropRecord:
     document: Document = field(repr=False, compare=False)
     tokens: int | None = None
     detail: str = ""
+    header_tokens: int | None = None
 
     @property
     def source(self) -> str | None:
@@ -127,6 +130,7 @@ class DropRecord:
             "reason": str(self.reason),
             "rank": self.rank,
             "tokens": self.tokens,
+            "header_tokens": self.header_tokens,
             "detail": self.detail,
         }
 
@@ -164,6 +168,7 @@ class DeferredDropRecord(DropRecord):
             rank=rank,
             tokens=tokens,
             detail=detail,
+            header_tokens=None,
             _make=make,
             _built=None,
         )

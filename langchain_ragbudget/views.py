@@ -107,7 +107,9 @@ def candidate_rows(
     keys = [*(score_key(name) for name in retrievers), FUSED_SCORE, RERANK_SCORE]
     trimmed = {r.key: r for r in context.report.trimmed}
 
-    def row(document: Document, tokens: Any, **outcome: Any) -> CandidateRow:
+    def row(
+        document: Document, tokens: Any, header: int | None = None, **outcome: Any
+    ) -> CandidateRow:
         meta = document.metadata
         key = document_key(document)
         return CandidateRow(
@@ -116,7 +118,7 @@ def candidate_rows(
             fused_rank=meta.get(FUSED_RANK),
             scores={name: meta.get(name) for name in keys},
             tokens=tokens,
-            header_tokens=meta.get(HEADER_TOKENS),
+            header_tokens=meta.get(HEADER_TOKENS, header),
             in_answer=key in answer_ids,
             **outcome,
         )
@@ -139,6 +141,7 @@ def candidate_rows(
             row(
                 drop.document,
                 drop.tokens,
+                drop.header_tokens,
                 outcome=DROPPED,
                 stage=str(drop.stage),
                 reason=str(drop.reason),

@@ -312,5 +312,6 @@ def test_passage_and_header_tokens_add_up_and_a_drop_names_its_header() -> None:
     context = tight.fit(docs)
     (drop,) = context.report.budget_drops
     assert drop.key == "faq::0" and drop.reason == DropReason.MAX_TOKENS
-    assert drop.document.metadata[HEADER_TOKENS] == header[2]
+    assert drop.header_tokens == header[2]
+    assert HEADER_TOKENS not in drop.document.metadata  # the candidate is not copied
     assert f"+ a {header[2]}-token citation header" in drop.detail
