@@ -36,9 +36,11 @@ import subprocess
 import sys
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import bm25s
 import numpy as np
 from langchain_core.documents import Document
 
@@ -101,10 +103,10 @@ def scifact_parts(data: str) -> tuple[list[list[str]], np.ndarray, list[str]]:
 
 
 def synthetic_chunks(
-    size: int, sentences: list[list[str]], vectors: np.ndarray
+    size: int, sentences: list[list[str]]
 ) -> tuple[list[Document], np.ndarray]:
+    """The chunks' texts, and for each the SciFact abstract its vector comes from."""
     rng = random.Random(SEED)
-    noise = np.random.default_rng(SEED)
     documents, sources = [], []
     for i in range(size):
         source = rng.randrange(len(sentences))
@@ -115,45 +117,85 @@ def synthetic_chunks(
         metadata = {"chunk_id": chunk_id, "doc_id": f"d{i // 4}", "source": "synth"}
         documents.append(Document(" ".join(parts), metadata=metadata, id=chunk_id))
         sources.append(source)
-    chunk_vectors = vectors[sources] + noise.normal(0, NOISE, (size, 384)).astype(
-        np.float32
-    )
-    chunk_vectors /= np.linalg.norm(chunk_vectors, axis=1, keepdims=True)
-    return documents, chunk_vectors
+    return documents, np.asarray(sources, dtype=np.int32)
+
+
+def perturbed_vectors(
+    vectors: np.ndarray, sources: np.ndarray
+) -> Iterator[tuple[int, np.ndarray]]:
+    """(first row, vectors) per batch: the source's vector + noise, re-normalised.
+
+    Drawn batch by batch from one seeded stream (the same numbers as one big draw),
+    so a million chunks never hold a float64 noise matrix, and a resumed build
+    regenerates the batches it skips.
+    """
+    noise = np.random.default_rng(SEED)
+    for begin in range(0, len(sources), ADD_BATCH):
+        rows = vectors[sources[begin : begin + ADD_BATCH]]
+        rows = rows + noise.normal(0, NOISE, rows.shape).astype(np.float32)
+        yield begin, rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
 def build(size: int, data: str) -> dict[str, Any]:
-    """Generate, index and save one corpus; the numbers of the build phase."""
+    """Generate, index and save one corpus, resuming a build cut short.
+
+    The BM25 side is saved whole or redone; Chroma is filled in batches of
+    `ADD_BATCH` upserts, and a resumed build carries on from the collection's count
+    (ids and vectors are deterministic), so an interrupted million is not lost.
+    Times of all sessions add up in `progress.json`; `build.json` marks it done.
+    """
     import chromadb
     from chromadb.config import Settings
 
     folder = scale_dir(size)
-    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    progress = folder / "progress.json"
+    numbers: dict[str, Any] = (
+        json.loads(progress.read_text())
+        if progress.is_file()
+        else {"size": size, "chroma_build_s": 0.0, "resumed": 0}
+    )
     sentences, vectors, _ = scifact_parts(data)
-    start = time.perf_counter()
-    documents, chunk_vectors = synthetic_chunks(size, sentences, vectors)
-    generated = time.perf_counter()
-    config = load_config()
-    sparse = build_sparse_retriever(documents, config)
-    sparse.save(folder / "bm25")
-    sparsed = time.perf_counter()
+    if "bm25_build_s" not in numbers:
+        start = time.perf_counter()
+        documents, sources = synthetic_chunks(size, sentences)
+        generated = time.perf_counter()
+        sparse = build_sparse_retriever(documents, load_config())
+        shutil.rmtree(folder / "bm25", ignore_errors=True)
+        sparse.save(folder / "bm25")
+        np.save(folder / "sources.npy", sources)
+        numbers["generate_s"] = generated - start
+        numbers["bm25_build_s"] = time.perf_counter() - generated
+        numbers["bm25_peak_rss_mib"] = peak_rss_mib()
+        progress.write_text(json.dumps(numbers))
+        del documents, sparse
+    sources = np.load(folder / "sources.npy")
     client = chromadb.PersistentClient(
         str(folder / "chroma"), settings=Settings(anonymized_telemetry=False)
     )
-    collection = client.create_collection("scale", metadata={"hnsw:space": "cosine"})
-    for begin in range(0, size, ADD_BATCH):
-        collection.add(
-            ids=[d.id or "" for d in documents[begin : begin + ADD_BATCH]],
-            embeddings=chunk_vectors[begin : begin + ADD_BATCH],
+    collection = client.get_or_create_collection(
+        "scale", metadata={"hnsw:space": "cosine"}
+    )
+    done = collection.count()
+    if done:
+        numbers["resumed"] += 1
+        print(f"resuming the Chroma build at {done:,} of {size:,}", file=sys.stderr)
+    for begin, rows in perturbed_vectors(vectors, sources):
+        if begin + len(rows) <= done:
+            continue
+        start = time.perf_counter()
+        collection.upsert(
+            ids=[f"c{i}" for i in range(begin, begin + len(rows))], embeddings=rows
         )
-    done = time.perf_counter()
-    numbers = {
-        "size": size,
-        "generate_s": generated - start,
-        "bm25_build_s": sparsed - generated,
-        "chroma_build_s": done - sparsed,
-        "build_peak_rss_mib": peak_rss_mib(),
-    }
+        numbers["chroma_build_s"] += time.perf_counter() - start
+        numbers["chroma_done"] = begin + len(rows)
+        numbers["build_peak_rss_mib"] = peak_rss_mib()
+        progress.write_text(json.dumps(numbers))
+        print(
+            f"chroma {begin + len(rows):,}/{size:,} {numbers['chroma_build_s']:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
     (folder / "build.json").write_text(json.dumps(numbers))
     return numbers
 
@@ -182,6 +224,19 @@ def open_hybrid(size: int, host: str | None = None, port: int = 8000) -> Any:
     return hybrid, sparse, store, docstore, loaded, config
 
 
+def plain_bm25s(sparse: BM25Retriever, query: str) -> Any:
+    """Top 100 as bm25s's own `retrieve` selects them: the reference for the tail.
+
+    Same tokens and scores as `sparse`; only the selection differs (bm25s's
+    `selection.topk` over every document, against `top_positive`).
+    """
+    tokens = sparse._query_tokens(query)
+    if not tokens or sparse._index is None:
+        return None
+    scores = sparse._index.get_scores(tokens)
+    return bm25s.selection.topk(scores, 100, backend="numpy")
+
+
 def serve(size: int, queries: list[str], ensemble_max: int) -> dict[str, Any]:
     """Open a built corpus and time every system on the same queries, rotated."""
     hybrid, sparse, store, docstore, loaded, config = open_hybrid(size)
@@ -189,6 +244,7 @@ def serve(size: int, queries: list[str], ensemble_max: int) -> dict[str, Any]:
     budget = build_budget("chat", config)
     systems: dict[str, Any] = {
         "sparse": lambda q: sparse.scored_hits(q, 100),
+        "plain bm25s": lambda q: plain_bm25s(sparse, q),
         "dense": lambda q: dense.scored_hits(q, 100),
         "hybrid": hybrid.invoke,
         "hybrid + budget": lambda q: budget.fit(hybrid.invoke(q), question=q),
@@ -295,7 +351,7 @@ def run_child(args: argparse.Namespace, phase: str, size: int) -> Any:
     command = [sys.executable, __file__, "--child", phase, "--size", str(size)]
     command += ["--data", args.data, "--queries", str(args.queries)]
     command += ["--ensemble-max", str(args.ensemble_max)]
-    output = subprocess.run(command, check=True, capture_output=True, text=True)
+    output = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
     line = next(x for x in output.stdout.splitlines() if x.startswith("RESULT "))
     return json.loads(line.removeprefix("RESULT "))
 
