@@ -251,15 +251,8 @@ def serve(size: int, queries: list[str], ensemble_max: int) -> dict[str, Any]:
     }
     ensemble_note = f"not run above {ensemble_max:,} chunks"
     if size <= ensemble_max:
-        warnings.filterwarnings("ignore", category=DeprecationWarning)
-        from langchain_classic.retrievers import EnsembleRetriever
-        from langchain_community.retrievers import BM25Retriever as StockBM25
-
         start = time.perf_counter()
-        stock = StockBM25.from_documents(sparse._documents, k=100)
-        chroma = store.as_retriever(search_kwargs={"k": 100})
-        ensemble = EnsembleRetriever(retrievers=[stock, chroma], weights=[0.5, 0.5])
-        systems["stock EnsembleRetriever"] = ensemble.invoke
+        systems["stock EnsembleRetriever"] = stock_ensemble(sparse, store).invoke
         ensemble_note = f"built in {time.perf_counter() - start:.1f} s"
     order = list(systems)
     for name in order:
@@ -277,6 +270,45 @@ def serve(size: int, queries: list[str], ensemble_max: int) -> dict[str, Any]:
         "serve_peak_rss_mib": peak_rss_mib(),
         "latency_ms": {name: percentiles(v) for name, v in latencies.items()},
         "ensemble": ensemble_note,
+        "load_average": os.getloadavg()[0],
+    }
+
+
+def stock_ensemble(sparse: BM25Retriever, store: Any) -> Any:
+    """LangChain's stock hybrid: rank_bm25 + the same Chroma, equal weights."""
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    from langchain_classic.retrievers import EnsembleRetriever
+    from langchain_community.retrievers import BM25Retriever as StockBM25
+
+    stock = StockBM25.from_documents(sparse._documents, k=100)
+    chroma = store.as_retriever(search_kwargs={"k": 100})
+    return EnsembleRetriever(retrievers=[stock, chroma], weights=[0.5, 0.5])
+
+
+def stock_probe(size: int, queries: list[str]) -> dict[str, Any]:
+    """The stock ensemble alone at a size `serve` leaves it out: its build and cost.
+
+    Run in its own process so its memory does not count against the hybrid's.
+    """
+    _, sparse, store, _, _, _ = open_hybrid(size)
+    before = peak_rss_mib()
+    start = time.perf_counter()
+    ensemble = stock_ensemble(sparse, store)
+    built = time.perf_counter() - start
+    after = peak_rss_mib()
+    latencies = []
+    for text in queries:
+        start = time.perf_counter()
+        ensemble.invoke(text)
+        latencies.append((time.perf_counter() - start) * 1000)
+    return {
+        "size": size,
+        "build_s": built,
+        "peak_rss_mib": peak_rss_mib(),
+        "rss_added_by_build_mib": after - before,
+        "queries": len(queries),
+        "latency_ms": percentiles(latencies),
+        "load_average": os.getloadavg()[0],
     }
 
 
@@ -335,6 +367,8 @@ def child(args: argparse.Namespace) -> None:
         result: Any = build(args.size, args.data)
     elif args.phase == "serve":
         result = serve(args.size, queries, args.ensemble_max)
+    elif args.phase == "stock":
+        result = stock_probe(args.size, queries)
     elif args.phase == "embedded":
         result = concurrency(args.size, queries, None, 0)
     else:
@@ -347,9 +381,12 @@ def child(args: argparse.Namespace) -> None:
     print("RESULT " + json.dumps(result))
 
 
-def run_child(args: argparse.Namespace, phase: str, size: int) -> Any:
+def run_child(
+    args: argparse.Namespace, phase: str, size: int, queries: int | None = None
+) -> Any:
     command = [sys.executable, __file__, "--child", phase, "--size", str(size)]
-    command += ["--data", args.data, "--queries", str(args.queries)]
+    count = args.queries if queries is None else queries
+    command += ["--data", args.data, "--queries", str(count)]
     command += ["--ensemble-max", str(args.ensemble_max)]
     output = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
     line = next(x for x in output.stdout.splitlines() if x.startswith("RESULT "))
@@ -367,14 +404,29 @@ def main() -> None:
     )
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--ensemble-max", type=int, default=100_000)
+    parser.add_argument(
+        "--stock-sizes",
+        type=int,
+        nargs="*",
+        default=[],
+        help="sizes at which to try the stock ensemble alone, in its own process",
+    )
+    parser.add_argument("--stock-queries", type=int, default=20)
     parser.add_argument("--no-server", action="store_true")
-    parser.add_argument("--child", choices=["build", "serve", "embedded", "server"])
+    parser.add_argument(
+        "--child", choices=["build", "serve", "stock", "embedded", "server"]
+    )
     parser.add_argument("--size", type=int, default=0)
     args = parser.parse_args()
     if args.child:
         args.phase = args.child
         child(args)
         return
+    previous = (
+        json.loads((RESULTS / "scale.json").read_text())
+        if (RESULTS / "scale.json").is_file()
+        else {}
+    )
     rows = []
     for size in args.sizes:
         cached = scale_dir(size) / "build.json"
@@ -386,15 +438,28 @@ def main() -> None:
         row = {**built, **run_child(args, "serve", size)}
         rows.append(row)
         print_row(row)
-    server_rows = {}
+    probes = {str(p["size"]): p for p in previous.get("stock_probe", [])}
+    for size in args.stock_sizes:
+        probe = run_child(args, "stock", size, queries=args.stock_queries)
+        probes[str(size)] = probe
+        print("stock EnsembleRetriever alone", json.dumps(probe), flush=True)
+    server_rows = previous.get("server", {})
     if not args.no_server:
         for phase in ("embedded", "server"):
             server_rows[phase] = run_child(args, phase, SERVER_SIZE)
-            print(phase, json.dumps(server_rows[phase]))
+            print(phase, json.dumps(server_rows[phase]), flush=True)
+        server_rows["load_average"] = os.getloadavg()[0]
+    # Rows measured in earlier runs (other sizes) are kept: a million is slow.
+    measured = {row["size"] for row in rows}
+    rows = sorted(
+        rows + [r for r in previous.get("rows", []) if r["size"] not in measured],
+        key=lambda row: row["size"],
+    )
     RESULTS.mkdir(exist_ok=True)
     report = {
         "rows": rows,
         "server": server_rows,
+        "stock_probe": [probes[key] for key in sorted(probes, key=int)],
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}",
         "load_average": os.getloadavg(),
