@@ -58,8 +58,12 @@ def top_positive(
     positions = np.flatnonzero(scores > 0)
     positive = scores[positions]
     if len(positions) > k:
-        chosen = np.argpartition(-positive, k - 1)[:k]
-        positions, positive = positions[chosen], positive[chosen]
+        # Everything above the k-th best score, then its ties in index order.
+        cut = -np.partition(-positive, k - 1)[k - 1]
+        above = positive > cut
+        tied = np.flatnonzero(positive == cut)[: k - int(above.sum())]
+        above[tied] = True
+        positions, positive = positions[above], positive[above]
     order = np.lexsort((positions, -positive))
     return positions[order], positive[order]
 
