@@ -471,7 +471,7 @@ def main() -> None:
         f"N(0, {NOISE}) noise, re-normalised",
     }
     (RESULTS / "scale.json").write_text(json.dumps(report, indent=2))
-    plot(rows)
+    plot(rows, report["stock_probe"])
 
 
 def print_row(row: dict[str, Any]) -> None:
@@ -489,35 +489,58 @@ def print_row(row: dict[str, Any]) -> None:
     )
 
 
-def plot(rows: list[dict[str, Any]]) -> None:
+def plot(rows: list[dict[str, Any]], probes: list[dict[str, Any]]) -> None:
+    """Latency (p50 solid, p95 dotted, one colour per system) and memory by size."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     sizes = [row["size"] for row in rows]
-    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    for name in rows[0]["latency_ms"]:
-        points = [(r["size"], r["latency_ms"].get(name)) for r in rows]
-        shown = [(s, v) for s, v in points if v is not None]
+    names = list(dict.fromkeys(name for row in rows for name in row["latency_ms"]))
+    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for index, name in enumerate(names):
+        shown = [
+            (r["size"], r["latency_ms"][name]) for r in rows if name in r["latency_ms"]
+        ]
+        colour = f"C{index}"
         for stat, style in (("p50", "-o"), ("p95", ":x")):
             left.plot(
-                [s for s, _ in shown],
-                [v[stat] for _, v in shown],
+                [size for size, _ in shown],
+                [value[stat] for _, value in shown],
                 style,
+                color=colour,
                 label=f"{name} {stat}",
             )
+        if name == "stock EnsembleRetriever":
+            for probe in probes:
+                left.plot(
+                    [probe["size"]] * 2,
+                    [probe["latency_ms"]["p50"], probe["latency_ms"]["p95"]],
+                    "s",
+                    color=colour,
+                    fillstyle="none",
+                    label=f"{name} alone, {probe['queries']} queries",
+                )
+    for target, label in ((50, "target p50"), (150, "target p95")):
+        left.axhline(target, color="grey", linewidth=0.6, linestyle="--")
+        left.annotate(label, (sizes[-1], target), fontsize=6, color="grey", ha="right")
     left.set(xscale="log", yscale="log", xlabel="chunks", ylabel="ms per query")
-    left.legend(fontsize=6)
-    right.plot(
-        sizes, [r["build_peak_rss_mib"] / 1024 for r in rows], "-o", label="build"
-    )
-    right.plot(
-        sizes, [r["serve_peak_rss_mib"] / 1024 for r in rows], "-o", label="serve"
+    left.legend(fontsize=6, loc="upper left", ncol=2)
+    for key, label in (
+        ("build_peak_rss_mib", "build"),
+        ("serve_peak_rss_mib", "serve"),
+    ):
+        right.plot(sizes, [r[key] / 1024 for r in rows], "-o", label=label)
+    right.axhline(
+        8, color="grey", linewidth=0.6, linestyle="--", label="target (serve)"
     )
     right.set(xscale="log", xlabel="chunks", ylabel="peak RSS, GiB")
     right.legend()
-    figure.suptitle("synthetic corpora (SciFact sentences, perturbed SciFact vectors)")
+    figure.suptitle(
+        "synthetic corpora (SciFact sentences, perturbed SciFact vectors); "
+        "2 shared cores, load in BENCHMARKS.md"
+    )
     figure.tight_layout()
     figure.savefig(RESULTS / "scale.png", dpi=120)
 
