@@ -21,6 +21,7 @@ a `chroma run` on loopback side by side.
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import asyncio
 import json
@@ -34,6 +35,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -289,27 +291,65 @@ def stock_ensemble(sparse: BM25Retriever, store: Any) -> Any:
     return EnsembleRetriever(retrievers=[stock, chroma], weights=[0.5, 0.5])
 
 
-def stock_probe(size: int, queries: list[str]) -> dict[str, Any]:
+def rss_mib() -> float:
+    """This process's resident memory now (Linux), for the watchdog."""
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def watch_memory(
+    cap_mib: float, done: threading.Event, tripped: threading.Event
+) -> None:
+    """Interrupt the main thread once resident memory passes `cap_mib`."""
+    while not done.wait(0.25):
+        if rss_mib() > cap_mib:
+            tripped.set()
+            _thread.interrupt_main()
+            return
+
+
+def stock_probe(size: int, queries: list[str], cap_mib: float) -> dict[str, Any]:
     """The stock ensemble alone at a size `serve` leaves it out: its build and cost.
 
-    Run in its own process so its memory does not count against the hybrid's.
+    Run in its own process so its memory does not count against the hybrid's, and
+    stopped once the process passes `cap_mib` (by default the 8 GiB the targets
+    give the hybrid at a million chunks), so a probe cannot starve the machine.
     """
     _, sparse, store, _, _, _ = open_hybrid(size)
-    before = peak_rss_mib()
+    before = rss_mib()
+    done, tripped = threading.Event(), threading.Event()
+    threading.Thread(
+        target=watch_memory, args=(cap_mib, done, tripped), daemon=True
+    ).start()
     start = time.perf_counter()
-    ensemble = stock_ensemble(sparse, store)
-    built = time.perf_counter() - start
-    after = peak_rss_mib()
-    latencies = []
-    for text in queries:
-        start = time.perf_counter()
-        ensemble.invoke(text)
-        latencies.append((time.perf_counter() - start) * 1000)
+    latencies: list[float] = []
+    try:
+        ensemble = stock_ensemble(sparse, store)
+        built = time.perf_counter() - start
+        after = rss_mib()
+        for text in queries:
+            begin = time.perf_counter()
+            ensemble.invoke(text)
+            latencies.append((time.perf_counter() - begin) * 1000)
+    except KeyboardInterrupt:
+        if not tripped.is_set():
+            raise
+        return {
+            "size": size,
+            "gave_up": f"resident memory passed {cap_mib:,.0f} MiB "
+            f"{time.perf_counter() - start:.0f} s into building rank_bm25 over "
+            f"{size:,} chunks ({before:,.0f} MiB before it started), after "
+            f"{len(latencies)} queries",
+            "peak_rss_mib": peak_rss_mib(),
+            "load_average": os.getloadavg()[0],
+        }
+    finally:
+        done.set()
     return {
         "size": size,
         "build_s": built,
         "peak_rss_mib": peak_rss_mib(),
-        "rss_added_by_build_mib": after - before,
+        "rss_added_by_build_mib": after - before,  # resident, not peak
         "queries": len(queries),
         "latency_ms": percentiles(latencies),
         "load_average": os.getloadavg()[0],
@@ -372,7 +412,7 @@ def child(args: argparse.Namespace) -> None:
     elif args.phase == "serve":
         result = serve(args.size, queries, args.ensemble_max)
     elif args.phase == "stock":
-        result = stock_probe(args.size, queries)
+        result = stock_probe(args.size, queries, args.stock_cap_gib * 1024)
     elif args.phase == "embedded":
         result = concurrency(args.size, queries, None, 0)
     else:
@@ -392,6 +432,7 @@ def run_child(
     count = args.queries if queries is None else queries
     command += ["--data", args.data, "--queries", str(count)]
     command += ["--ensemble-max", str(args.ensemble_max)]
+    command += ["--stock-cap-gib", str(args.stock_cap_gib)]
     output = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
     line = next(x for x in output.stdout.splitlines() if x.startswith("RESULT "))
     return json.loads(line.removeprefix("RESULT "))
@@ -416,6 +457,12 @@ def main() -> None:
         help="sizes at which to try the stock ensemble alone, in its own process",
     )
     parser.add_argument("--stock-queries", type=int, default=20)
+    parser.add_argument(
+        "--stock-cap-gib",
+        type=float,
+        default=8.0,
+        help="stop the stock probe once its process holds this much memory",
+    )
     parser.add_argument("--no-server", action="store_true")
     parser.add_argument(
         "--child", choices=["build", "serve", "stock", "embedded", "server"]
@@ -513,7 +560,7 @@ def plot(rows: list[dict[str, Any]], probes: list[dict[str, Any]]) -> None:
                 label=f"{name} {stat}",
             )
         if name == "stock EnsembleRetriever":
-            for probe in probes:
+            for probe in (p for p in probes if "latency_ms" in p):
                 left.plot(
                     [probe["size"]] * 2,
                     [probe["latency_ms"]["p50"], probe["latency_ms"]["p95"]],
