@@ -445,7 +445,7 @@ def main() -> None:
         default=os.environ.get("RAGBUDGET_SCIFACT_DIR", "../shared/data/scifact"),
     )
     parser.add_argument(
-        "--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000]
+        "--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000]
     )
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--ensemble-max", type=int, default=100_000)
