@@ -21,7 +21,6 @@ a `chroma run` on loopback side by side.
 
 from __future__ import annotations
 
-import _thread
 import argparse
 import asyncio
 import json
@@ -35,7 +34,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -291,60 +289,35 @@ def stock_ensemble(sparse: BM25Retriever, store: Any) -> Any:
     return EnsembleRetriever(retrievers=[stock, chroma], weights=[0.5, 0.5])
 
 
-def rss_mib() -> float:
-    """This process's resident memory now (Linux), for the watchdog."""
-    pages = int(Path("/proc/self/statm").read_text().split()[1])
+def rss_mib(pid: int | str = "self") -> float:
+    """A process's resident memory now (Linux); 0 once it has gone."""
+    try:
+        pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+    except FileNotFoundError:
+        return 0.0
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def watch_memory(
-    cap_mib: float, done: threading.Event, tripped: threading.Event
-) -> None:
-    """Interrupt the main thread once resident memory passes `cap_mib`."""
-    while not done.wait(0.25):
-        if rss_mib() > cap_mib:
-            tripped.set()
-            _thread.interrupt_main()
-            return
-
-
-def stock_probe(size: int, queries: list[str], cap_mib: float) -> dict[str, Any]:
+def stock_probe(size: int, queries: list[str]) -> dict[str, Any]:
     """The stock ensemble alone at a size `serve` leaves it out: its build and cost.
 
-    Run in its own process so its memory does not count against the hybrid's, and
-    stopped once the process passes `cap_mib` (by default the 8 GiB the targets
-    give the hybrid at a million chunks), so a probe cannot starve the machine.
+    Run in its own process so its memory does not count against the hybrid's; the
+    parent kills it at a memory cap (`run_child`), and the stage it reached (printed
+    as it goes) says where it gave up.
     """
     _, sparse, store, _, _, _ = open_hybrid(size)
     before = rss_mib()
-    done, tripped = threading.Event(), threading.Event()
-    threading.Thread(
-        target=watch_memory, args=(cap_mib, done, tripped), daemon=True
-    ).start()
+    print(f"STAGE building rank_bm25 ({before:,.0f} MiB before)", flush=True)
     start = time.perf_counter()
-    latencies: list[float] = []
-    try:
-        ensemble = stock_ensemble(sparse, store)
-        built = time.perf_counter() - start
-        after = rss_mib()
-        for text in queries:
-            begin = time.perf_counter()
-            ensemble.invoke(text)
-            latencies.append((time.perf_counter() - begin) * 1000)
-    except KeyboardInterrupt:
-        if not tripped.is_set():
-            raise
-        return {
-            "size": size,
-            "gave_up": f"resident memory passed {cap_mib:,.0f} MiB "
-            f"{time.perf_counter() - start:.0f} s into building rank_bm25 over "
-            f"{size:,} chunks ({before:,.0f} MiB before it started), after "
-            f"{len(latencies)} queries",
-            "peak_rss_mib": peak_rss_mib(),
-            "load_average": os.getloadavg()[0],
-        }
-    finally:
-        done.set()
+    ensemble = stock_ensemble(sparse, store)
+    built = time.perf_counter() - start
+    after = rss_mib()
+    print(f"STAGE built in {built:.0f} s, {after:,.0f} MiB; querying", flush=True)
+    latencies = []
+    for text in queries:
+        begin = time.perf_counter()
+        ensemble.invoke(text)
+        latencies.append((time.perf_counter() - begin) * 1000)
     return {
         "size": size,
         "build_s": built,
@@ -412,7 +385,7 @@ def child(args: argparse.Namespace) -> None:
     elif args.phase == "serve":
         result = serve(args.size, queries, args.ensemble_max)
     elif args.phase == "stock":
-        result = stock_probe(args.size, queries, args.stock_cap_gib * 1024)
+        result = stock_probe(args.size, queries)
     elif args.phase == "embedded":
         result = concurrency(args.size, queries, None, 0)
     else:
@@ -426,15 +399,39 @@ def child(args: argparse.Namespace) -> None:
 
 
 def run_child(
-    args: argparse.Namespace, phase: str, size: int, queries: int | None = None
+    args: argparse.Namespace,
+    phase: str,
+    size: int,
+    queries: int | None = None,
+    cap_mib: float | None = None,
 ) -> Any:
+    """Run one phase in a fresh process; its RESULT line, or why it was stopped.
+
+    With `cap_mib`, the child is killed once its resident memory passes the cap
+    (watched from here, since a child busy in one long call cannot watch itself).
+    """
     command = [sys.executable, __file__, "--child", phase, "--size", str(size)]
     count = args.queries if queries is None else queries
     command += ["--data", args.data, "--queries", str(count)]
     command += ["--ensemble-max", str(args.ensemble_max)]
-    command += ["--stock-cap-gib", str(args.stock_cap_gib)]
-    output = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
-    line = next(x for x in output.stdout.splitlines() if x.startswith("RESULT "))
+    start = time.perf_counter()
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
+        while process.poll() is None:
+            if cap_mib is not None and rss_mib(process.pid) > cap_mib:
+                process.kill()
+                stages = [x for x in process.communicate()[0].splitlines() if x]
+                return {
+                    "size": size,
+                    "gave_up": f"resident memory passed {cap_mib:,.0f} MiB after "
+                    f"{time.perf_counter() - start:.0f} s; last stage: "
+                    f"{stages[-1] if stages else 'loading'}",
+                    "load_average": os.getloadavg()[0],
+                }
+            time.sleep(0.2)
+        stdout = process.communicate()[0]
+    if process.returncode:
+        raise subprocess.CalledProcessError(process.returncode, command, stdout)
+    line = next(x for x in stdout.splitlines() if x.startswith("RESULT "))
     return json.loads(line.removeprefix("RESULT "))
 
 
@@ -491,7 +488,9 @@ def main() -> None:
         print_row(row)
     probes = {str(p["size"]): p for p in previous.get("stock_probe", [])}
     for size in args.stock_sizes:
-        probe = run_child(args, "stock", size, queries=args.stock_queries)
+        probe = run_child(
+            args, "stock", size, args.stock_queries, args.stock_cap_gib * 1024
+        )
         probes[str(size)] = probe
         print("stock EnsembleRetriever alone", json.dumps(probe), flush=True)
     server_rows = previous.get("server", {})
