@@ -544,7 +544,9 @@ def plot(rows: list[dict[str, Any]], probes: list[dict[str, Any]]) -> None:
 
     sizes = [row["size"] for row in rows]
     names = list(dict.fromkeys(name for row in rows for name in row["latency_ms"]))
-    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    figure, (left, right) = plt.subplots(
+        1, 2, figsize=(14, 4.8), gridspec_kw={"width_ratios": [1.6, 1]}
+    )
     for index, name in enumerate(names):
         shown = [
             (r["size"], r["latency_ms"][name]) for r in rows if name in r["latency_ms"]
@@ -572,7 +574,16 @@ def plot(rows: list[dict[str, Any]], probes: list[dict[str, Any]]) -> None:
         left.axhline(target, color="grey", linewidth=0.6, linestyle="--")
         left.annotate(label, (sizes[-1], target), fontsize=6, color="grey", ha="right")
     left.set(xscale="log", yscale="log", xlabel="chunks", ylabel="ms per query")
-    left.legend(fontsize=6, loc="upper left", ncol=2)
+    for probe in (p for p in probes if "gave_up" in p):
+        left.annotate(
+            f"stock ensemble: no result at {probe['size']:,}\n"
+            "(memory cap, BENCHMARKS.md)",
+            (probe["size"], 150),
+            fontsize=6,
+            ha="right",
+            va="bottom",
+        )
+    left.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     for key, label in (
         ("build_peak_rss_mib", "build"),
         ("serve_peak_rss_mib", "serve"),
