@@ -7,16 +7,20 @@ SciFact embedding of the abstract its first sentence came from, plus Gaussian no
 take days). Queries are SciFact's test queries, embedded for real on every call.
 
 Each size runs in its own subprocess, twice: once to build (bm25s index saved, Chroma
-filled from the vectors; cached under the user cache folder) and once to serve (open
-the saved index with bm25s memory-mapped, then time queries), so peak RSS is measured
-per size and per phase. Per size: build time, peak RSS, load time, and p50/p95 of
-sparse, dense, hybrid and hybrid + budget (`chat` surface), and the stock
-EnsembleRetriever (rank_bm25 + Chroma) up to `--ensemble-max`. Then the server
+filled from the vectors; cached under the user cache folder, and a build cut short
+resumes) and once to serve (open the saved index with bm25s memory-mapped, then time
+queries), so peak RSS is measured per size and per phase. Per size: build time, peak
+RSS, load time, and p50/p95 of sparse, plain bm25s (its own top-k selection, for
+reference), dense, hybrid and hybrid + budget (`chat` surface), and the stock
+EnsembleRetriever (rank_bm25 + Chroma) up to `--ensemble-max`; above that, the stock
+ensemble is tried alone in its own process under a memory cap. Then the server
 table: the 100k corpus through `ainvoke` at concurrency 1, 8, 32, embedded Chroma and
-a `chroma run` on loopback side by side.
+a `chroma run` on loopback side by side. Rows of sizes not run this time are kept
+from `results/scale.json`.
 
     make bench_scale                       # 10k, 100k, 1M and the server table
     python benchmarks/bench_scale.py --sizes 10000 100000 --no-server
+    python benchmarks/bench_scale.py --sizes 1000000 --no-server   # one row alone
 """
 
 from __future__ import annotations
@@ -450,8 +454,9 @@ def main() -> None:
         "--stock-sizes",
         type=int,
         nargs="*",
-        default=[],
-        help="sizes at which to try the stock ensemble alone, in its own process",
+        default=None,
+        help="sizes at which to try the stock ensemble alone, in its own process "
+        "(default: the sizes above --ensemble-max)",
     )
     parser.add_argument("--stock-queries", type=int, default=20)
     parser.add_argument(
@@ -487,6 +492,8 @@ def main() -> None:
         rows.append(row)
         print_row(row)
     probes = {str(p["size"]): p for p in previous.get("stock_probe", [])}
+    if args.stock_sizes is None:
+        args.stock_sizes = [s for s in args.sizes if s > args.ensemble_max]
     for size in args.stock_sizes:
         probe = run_child(
             args, "stock", size, args.stock_queries, args.stock_cap_gib * 1024
