@@ -7,16 +7,20 @@ SciFact embedding of the abstract its first sentence came from, plus Gaussian no
 take days). Queries are SciFact's test queries, embedded for real on every call.
 
 Each size runs in its own subprocess, twice: once to build (bm25s index saved, Chroma
-filled from the vectors; cached under the user cache folder) and once to serve (open
-the saved index with bm25s memory-mapped, then time queries), so peak RSS is measured
-per size and per phase. Per size: build time, peak RSS, load time, and p50/p95 of
-sparse, dense, hybrid and hybrid + budget (`chat` surface), and the stock
-EnsembleRetriever (rank_bm25 + Chroma) up to `--ensemble-max`. Then the server
+filled from the vectors; cached under the user cache folder, and a build cut short
+resumes) and once to serve (open the saved index with bm25s memory-mapped, then time
+queries), so peak RSS is measured per size and per phase. Per size: build time, peak
+RSS, load time, and p50/p95 of sparse, plain bm25s (its own top-k selection, for
+reference), dense, hybrid and hybrid + budget (`chat` surface), and the stock
+EnsembleRetriever (rank_bm25 + Chroma) up to `--ensemble-max`; above that, the stock
+ensemble is tried alone in its own process under a memory cap. Then the server
 table: the 100k corpus through `ainvoke` at concurrency 1, 8, 32, embedded Chroma and
-a `chroma run` on loopback side by side.
+a `chroma run` on loopback side by side. Rows of sizes not run this time are kept
+from `results/scale.json`.
 
     make bench_scale                       # 10k, 100k, 1M and the server table
     python benchmarks/bench_scale.py --sizes 10000 100000 --no-server
+    python benchmarks/bench_scale.py --sizes 1000000 --no-server   # one row alone
 """
 
 from __future__ import annotations
@@ -36,9 +40,11 @@ import subprocess
 import sys
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import bm25s
 import numpy as np
 from langchain_core.documents import Document
 
@@ -101,10 +107,10 @@ def scifact_parts(data: str) -> tuple[list[list[str]], np.ndarray, list[str]]:
 
 
 def synthetic_chunks(
-    size: int, sentences: list[list[str]], vectors: np.ndarray
+    size: int, sentences: list[list[str]]
 ) -> tuple[list[Document], np.ndarray]:
+    """The chunks' texts, and for each the SciFact abstract its vector comes from."""
     rng = random.Random(SEED)
-    noise = np.random.default_rng(SEED)
     documents, sources = [], []
     for i in range(size):
         source = rng.randrange(len(sentences))
@@ -115,45 +121,85 @@ def synthetic_chunks(
         metadata = {"chunk_id": chunk_id, "doc_id": f"d{i // 4}", "source": "synth"}
         documents.append(Document(" ".join(parts), metadata=metadata, id=chunk_id))
         sources.append(source)
-    chunk_vectors = vectors[sources] + noise.normal(0, NOISE, (size, 384)).astype(
-        np.float32
-    )
-    chunk_vectors /= np.linalg.norm(chunk_vectors, axis=1, keepdims=True)
-    return documents, chunk_vectors
+    return documents, np.asarray(sources, dtype=np.int32)
+
+
+def perturbed_vectors(
+    vectors: np.ndarray, sources: np.ndarray
+) -> Iterator[tuple[int, np.ndarray]]:
+    """(first row, vectors) per batch: the source's vector + noise, re-normalised.
+
+    Drawn batch by batch from one seeded stream (the same numbers as one big draw),
+    so a million chunks never hold a float64 noise matrix, and a resumed build
+    regenerates the batches it skips.
+    """
+    noise = np.random.default_rng(SEED)
+    for begin in range(0, len(sources), ADD_BATCH):
+        rows = vectors[sources[begin : begin + ADD_BATCH]]
+        rows = rows + noise.normal(0, NOISE, rows.shape).astype(np.float32)
+        yield begin, rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
 def build(size: int, data: str) -> dict[str, Any]:
-    """Generate, index and save one corpus; the numbers of the build phase."""
+    """Generate, index and save one corpus, resuming a build cut short.
+
+    The BM25 side is saved whole or redone; Chroma is filled in batches of
+    `ADD_BATCH` upserts, and a resumed build carries on from the collection's count
+    (ids and vectors are deterministic), so an interrupted million is not lost.
+    Times of all sessions add up in `progress.json`; `build.json` marks it done.
+    """
     import chromadb
     from chromadb.config import Settings
 
     folder = scale_dir(size)
-    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    progress = folder / "progress.json"
+    numbers: dict[str, Any] = (
+        json.loads(progress.read_text())
+        if progress.is_file()
+        else {"size": size, "chroma_build_s": 0.0, "resumed": 0}
+    )
     sentences, vectors, _ = scifact_parts(data)
-    start = time.perf_counter()
-    documents, chunk_vectors = synthetic_chunks(size, sentences, vectors)
-    generated = time.perf_counter()
-    config = load_config()
-    sparse = build_sparse_retriever(documents, config)
-    sparse.save(folder / "bm25")
-    sparsed = time.perf_counter()
+    if "bm25_build_s" not in numbers:
+        start = time.perf_counter()
+        documents, sources = synthetic_chunks(size, sentences)
+        generated = time.perf_counter()
+        sparse = build_sparse_retriever(documents, load_config())
+        shutil.rmtree(folder / "bm25", ignore_errors=True)
+        sparse.save(folder / "bm25")
+        np.save(folder / "sources.npy", sources)
+        numbers["generate_s"] = generated - start
+        numbers["bm25_build_s"] = time.perf_counter() - generated
+        numbers["bm25_peak_rss_mib"] = peak_rss_mib()
+        progress.write_text(json.dumps(numbers))
+        del documents, sparse
+    sources = np.load(folder / "sources.npy")
     client = chromadb.PersistentClient(
         str(folder / "chroma"), settings=Settings(anonymized_telemetry=False)
     )
-    collection = client.create_collection("scale", metadata={"hnsw:space": "cosine"})
-    for begin in range(0, size, ADD_BATCH):
-        collection.add(
-            ids=[d.id or "" for d in documents[begin : begin + ADD_BATCH]],
-            embeddings=chunk_vectors[begin : begin + ADD_BATCH],
+    collection = client.get_or_create_collection(
+        "scale", metadata={"hnsw:space": "cosine"}
+    )
+    done = collection.count()
+    if done:
+        numbers["resumed"] += 1
+        print(f"resuming the Chroma build at {done:,} of {size:,}", file=sys.stderr)
+    for begin, rows in perturbed_vectors(vectors, sources):
+        if begin + len(rows) <= done:
+            continue
+        start = time.perf_counter()
+        collection.upsert(
+            ids=[f"c{i}" for i in range(begin, begin + len(rows))], embeddings=rows
         )
-    done = time.perf_counter()
-    numbers = {
-        "size": size,
-        "generate_s": generated - start,
-        "bm25_build_s": sparsed - generated,
-        "chroma_build_s": done - sparsed,
-        "build_peak_rss_mib": peak_rss_mib(),
-    }
+        numbers["chroma_build_s"] += time.perf_counter() - start
+        numbers["chroma_done"] = begin + len(rows)
+        numbers["build_peak_rss_mib"] = peak_rss_mib()
+        progress.write_text(json.dumps(numbers))
+        print(
+            f"chroma {begin + len(rows):,}/{size:,} {numbers['chroma_build_s']:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
     (folder / "build.json").write_text(json.dumps(numbers))
     return numbers
 
@@ -182,6 +228,19 @@ def open_hybrid(size: int, host: str | None = None, port: int = 8000) -> Any:
     return hybrid, sparse, store, docstore, loaded, config
 
 
+def plain_bm25s(sparse: BM25Retriever, query: str) -> Any:
+    """Top 100 as bm25s's own `retrieve` selects them: the reference for the tail.
+
+    Same tokens and scores as `sparse`; only the selection differs (bm25s's
+    `selection.topk` over every document, against `top_positive`).
+    """
+    tokens = sparse._query_tokens(query)
+    if not tokens or sparse._index is None:
+        return None
+    scores = sparse._index.get_scores(tokens)
+    return bm25s.selection.topk(scores, 100, backend="numpy")
+
+
 def serve(size: int, queries: list[str], ensemble_max: int) -> dict[str, Any]:
     """Open a built corpus and time every system on the same queries, rotated."""
     hybrid, sparse, store, docstore, loaded, config = open_hybrid(size)
@@ -189,25 +248,22 @@ def serve(size: int, queries: list[str], ensemble_max: int) -> dict[str, Any]:
     budget = build_budget("chat", config)
     systems: dict[str, Any] = {
         "sparse": lambda q: sparse.scored_hits(q, 100),
+        "plain bm25s": lambda q: plain_bm25s(sparse, q),
         "dense": lambda q: dense.scored_hits(q, 100),
         "hybrid": hybrid.invoke,
         "hybrid + budget": lambda q: budget.fit(hybrid.invoke(q), question=q),
     }
     ensemble_note = f"not run above {ensemble_max:,} chunks"
     if size <= ensemble_max:
-        warnings.filterwarnings("ignore", category=DeprecationWarning)
-        from langchain_classic.retrievers import EnsembleRetriever
-        from langchain_community.retrievers import BM25Retriever as StockBM25
-
         start = time.perf_counter()
-        stock = StockBM25.from_documents(sparse._documents, k=100)
-        chroma = store.as_retriever(search_kwargs={"k": 100})
-        ensemble = EnsembleRetriever(retrievers=[stock, chroma], weights=[0.5, 0.5])
-        systems["stock EnsembleRetriever"] = ensemble.invoke
+        systems["stock EnsembleRetriever"] = stock_ensemble(sparse, store).invoke
         ensemble_note = f"built in {time.perf_counter() - start:.1f} s"
     order = list(systems)
+    first_ms = {}  # the first call opens Chroma's HNSW index: a load time too
     for name in order:
+        start = time.perf_counter()
         systems[name](queries[0])
+        first_ms[name] = (time.perf_counter() - start) * 1000
     latencies: dict[str, list[float]] = {name: [] for name in order}
     for turn, text in enumerate(queries):
         shift = turn % len(order)
@@ -220,7 +276,60 @@ def serve(size: int, queries: list[str], ensemble_max: int) -> dict[str, Any]:
         "load_s": loaded,
         "serve_peak_rss_mib": peak_rss_mib(),
         "latency_ms": {name: percentiles(v) for name, v in latencies.items()},
+        "first_call_ms": first_ms,
         "ensemble": ensemble_note,
+        "load_average": os.getloadavg()[0],
+    }
+
+
+def stock_ensemble(sparse: BM25Retriever, store: Any) -> Any:
+    """LangChain's stock hybrid: rank_bm25 + the same Chroma, equal weights."""
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    from langchain_classic.retrievers import EnsembleRetriever
+    from langchain_community.retrievers import BM25Retriever as StockBM25
+
+    stock = StockBM25.from_documents(sparse._documents, k=100)
+    chroma = store.as_retriever(search_kwargs={"k": 100})
+    return EnsembleRetriever(retrievers=[stock, chroma], weights=[0.5, 0.5])
+
+
+def rss_mib(pid: int | str = "self") -> float:
+    """A process's resident memory now (Linux); 0 once it has gone."""
+    try:
+        pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+    except FileNotFoundError:
+        return 0.0
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def stock_probe(size: int, queries: list[str]) -> dict[str, Any]:
+    """The stock ensemble alone at a size `serve` leaves it out: its build and cost.
+
+    Run in its own process so its memory does not count against the hybrid's; the
+    parent kills it at a memory cap (`run_child`), and the stage it reached (printed
+    as it goes) says where it gave up.
+    """
+    _, sparse, store, _, _, _ = open_hybrid(size)
+    before = rss_mib()
+    print(f"STAGE building rank_bm25 ({before:,.0f} MiB before)", flush=True)
+    start = time.perf_counter()
+    ensemble = stock_ensemble(sparse, store)
+    built = time.perf_counter() - start
+    after = rss_mib()
+    print(f"STAGE built in {built:.0f} s, {after:,.0f} MiB; querying", flush=True)
+    latencies = []
+    for text in queries:
+        begin = time.perf_counter()
+        ensemble.invoke(text)
+        latencies.append((time.perf_counter() - begin) * 1000)
+    return {
+        "size": size,
+        "build_s": built,
+        "peak_rss_mib": peak_rss_mib(),
+        "rss_added_by_build_mib": after - before,  # resident, not peak
+        "queries": len(queries),
+        "latency_ms": percentiles(latencies),
+        "load_average": os.getloadavg()[0],
     }
 
 
@@ -279,6 +388,8 @@ def child(args: argparse.Namespace) -> None:
         result: Any = build(args.size, args.data)
     elif args.phase == "serve":
         result = serve(args.size, queries, args.ensemble_max)
+    elif args.phase == "stock":
+        result = stock_probe(args.size, queries)
     elif args.phase == "embedded":
         result = concurrency(args.size, queries, None, 0)
     else:
@@ -291,12 +402,40 @@ def child(args: argparse.Namespace) -> None:
     print("RESULT " + json.dumps(result))
 
 
-def run_child(args: argparse.Namespace, phase: str, size: int) -> Any:
+def run_child(
+    args: argparse.Namespace,
+    phase: str,
+    size: int,
+    queries: int | None = None,
+    cap_mib: float | None = None,
+) -> Any:
+    """Run one phase in a fresh process; its RESULT line, or why it was stopped.
+
+    With `cap_mib`, the child is killed once its resident memory passes the cap
+    (watched from here, since a child busy in one long call cannot watch itself).
+    """
     command = [sys.executable, __file__, "--child", phase, "--size", str(size)]
-    command += ["--data", args.data, "--queries", str(args.queries)]
+    count = args.queries if queries is None else queries
+    command += ["--data", args.data, "--queries", str(count)]
     command += ["--ensemble-max", str(args.ensemble_max)]
-    output = subprocess.run(command, check=True, capture_output=True, text=True)
-    line = next(x for x in output.stdout.splitlines() if x.startswith("RESULT "))
+    start = time.perf_counter()
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
+        while process.poll() is None:
+            if cap_mib is not None and rss_mib(process.pid) > cap_mib:
+                process.kill()
+                stages = [x for x in process.communicate()[0].splitlines() if x]
+                return {
+                    "size": size,
+                    "gave_up": f"resident memory passed {cap_mib:,.0f} MiB after "
+                    f"{time.perf_counter() - start:.0f} s; last stage: "
+                    f"{stages[-1] if stages else 'loading'}",
+                    "load_average": os.getloadavg()[0],
+                }
+            time.sleep(0.2)
+        stdout = process.communicate()[0]
+    if process.returncode:
+        raise subprocess.CalledProcessError(process.returncode, command, stdout)
+    line = next(x for x in stdout.splitlines() if x.startswith("RESULT "))
     return json.loads(line.removeprefix("RESULT "))
 
 
@@ -307,18 +446,40 @@ def main() -> None:
         default=os.environ.get("RAGBUDGET_SCIFACT_DIR", "../shared/data/scifact"),
     )
     parser.add_argument(
-        "--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000]
+        "--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000]
     )
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--ensemble-max", type=int, default=100_000)
+    parser.add_argument(
+        "--stock-sizes",
+        type=int,
+        nargs="*",
+        default=None,
+        help="sizes at which to try the stock ensemble alone, in its own process "
+        "(default: the sizes above --ensemble-max)",
+    )
+    parser.add_argument("--stock-queries", type=int, default=20)
+    parser.add_argument(
+        "--stock-cap-gib",
+        type=float,
+        default=8.0,
+        help="stop the stock probe once its process holds this much memory",
+    )
     parser.add_argument("--no-server", action="store_true")
-    parser.add_argument("--child", choices=["build", "serve", "embedded", "server"])
+    parser.add_argument(
+        "--child", choices=["build", "serve", "stock", "embedded", "server"]
+    )
     parser.add_argument("--size", type=int, default=0)
     args = parser.parse_args()
     if args.child:
         args.phase = args.child
         child(args)
         return
+    previous = (
+        json.loads((RESULTS / "scale.json").read_text())
+        if (RESULTS / "scale.json").is_file()
+        else {}
+    )
     rows = []
     for size in args.sizes:
         cached = scale_dir(size) / "build.json"
@@ -330,15 +491,32 @@ def main() -> None:
         row = {**built, **run_child(args, "serve", size)}
         rows.append(row)
         print_row(row)
-    server_rows = {}
+    probes = {str(p["size"]): p for p in previous.get("stock_probe", [])}
+    if args.stock_sizes is None:
+        args.stock_sizes = [s for s in args.sizes if s > args.ensemble_max]
+    for size in args.stock_sizes:
+        probe = run_child(
+            args, "stock", size, args.stock_queries, args.stock_cap_gib * 1024
+        )
+        probes[str(size)] = probe
+        print("stock EnsembleRetriever alone", json.dumps(probe), flush=True)
+    server_rows = previous.get("server", {})
     if not args.no_server:
         for phase in ("embedded", "server"):
             server_rows[phase] = run_child(args, phase, SERVER_SIZE)
-            print(phase, json.dumps(server_rows[phase]))
+            print(phase, json.dumps(server_rows[phase]), flush=True)
+        server_rows["load_average"] = os.getloadavg()[0]
+    # Rows measured in earlier runs (other sizes) are kept: a million is slow.
+    measured = {row["size"] for row in rows}
+    rows = sorted(
+        rows + [r for r in previous.get("rows", []) if r["size"] not in measured],
+        key=lambda row: row["size"],
+    )
     RESULTS.mkdir(exist_ok=True)
     report = {
         "rows": rows,
         "server": server_rows,
+        "stock_probe": [probes[key] for key in sorted(probes, key=int)],
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}",
         "load_average": os.getloadavg(),
@@ -346,7 +524,7 @@ def main() -> None:
         f"N(0, {NOISE}) noise, re-normalised",
     }
     (RESULTS / "scale.json").write_text(json.dumps(report, indent=2))
-    plot(rows)
+    plot(rows, report["stock_probe"])
 
 
 def print_row(row: dict[str, Any]) -> None:
@@ -364,35 +542,69 @@ def print_row(row: dict[str, Any]) -> None:
     )
 
 
-def plot(rows: list[dict[str, Any]]) -> None:
+def plot(rows: list[dict[str, Any]], probes: list[dict[str, Any]]) -> None:
+    """Latency (p50 solid, p95 dotted, one colour per system) and memory by size."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     sizes = [row["size"] for row in rows]
-    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    for name in rows[0]["latency_ms"]:
-        points = [(r["size"], r["latency_ms"].get(name)) for r in rows]
-        shown = [(s, v) for s, v in points if v is not None]
+    names = list(dict.fromkeys(name for row in rows for name in row["latency_ms"]))
+    figure, (left, right) = plt.subplots(
+        1, 2, figsize=(14, 4.8), gridspec_kw={"width_ratios": [1.6, 1]}
+    )
+    for index, name in enumerate(names):
+        shown = [
+            (r["size"], r["latency_ms"][name]) for r in rows if name in r["latency_ms"]
+        ]
+        colour = f"C{index}"
         for stat, style in (("p50", "-o"), ("p95", ":x")):
             left.plot(
-                [s for s, _ in shown],
-                [v[stat] for _, v in shown],
+                [size for size, _ in shown],
+                [value[stat] for _, value in shown],
                 style,
+                color=colour,
                 label=f"{name} {stat}",
             )
+        if name == "stock EnsembleRetriever":
+            for probe in (p for p in probes if "latency_ms" in p):
+                left.plot(
+                    [probe["size"]] * 2,
+                    [probe["latency_ms"]["p50"], probe["latency_ms"]["p95"]],
+                    "s",
+                    color=colour,
+                    fillstyle="none",
+                    label=f"{name} alone, {probe['queries']} queries",
+                )
+    for target, label in ((50, "target p50"), (150, "target p95")):
+        left.axhline(target, color="grey", linewidth=0.6, linestyle="--")
+        left.annotate(label, (sizes[-1], target), fontsize=6, color="grey", ha="right")
     left.set(xscale="log", yscale="log", xlabel="chunks", ylabel="ms per query")
-    left.legend(fontsize=6)
-    right.plot(
-        sizes, [r["build_peak_rss_mib"] / 1024 for r in rows], "-o", label="build"
-    )
-    right.plot(
-        sizes, [r["serve_peak_rss_mib"] / 1024 for r in rows], "-o", label="serve"
+    for probe in (p for p in probes if "gave_up" in p):
+        left.annotate(
+            f"stock ensemble: no result at {probe['size']:,}\n"
+            "(memory cap, BENCHMARKS.md)",
+            (probe["size"], 150),
+            fontsize=6,
+            ha="right",
+            va="bottom",
+        )
+    left.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    for key, label in (
+        ("build_peak_rss_mib", "build"),
+        ("serve_peak_rss_mib", "serve"),
+    ):
+        right.plot(sizes, [r[key] / 1024 for r in rows], "-o", label=label)
+    right.axhline(
+        8, color="grey", linewidth=0.6, linestyle="--", label="target (serve)"
     )
     right.set(xscale="log", xlabel="chunks", ylabel="peak RSS, GiB")
     right.legend()
-    figure.suptitle("synthetic corpora (SciFact sentences, perturbed SciFact vectors)")
+    figure.suptitle(
+        "synthetic corpora (SciFact sentences, perturbed SciFact vectors); "
+        "2 shared cores, load in BENCHMARKS.md"
+    )
     figure.tight_layout()
     figure.savefig(RESULTS / "scale.png", dpi=120)
 

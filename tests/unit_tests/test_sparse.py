@@ -2,14 +2,15 @@ import json
 from pathlib import Path
 
 import bm25s
+import numpy as np
 import pytest
 import Stemmer
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
 from langchain_ragbudget import BM25Retriever
-from langchain_ragbudget.sparse import TOKEN_PATTERN
+from langchain_ragbudget.sparse import TOKEN_PATTERN, top_positive
 
 TEXTS = [
     "Runners were running in the marathon on Sunday.",
@@ -177,11 +178,37 @@ def test_hits_equal_bm25s_retrieve(documents: list[Document], method: str) -> No
             show_progress=False,
         )
         positions, scores = retriever._index.retrieve(tokens, k=5, show_progress=False)
+        # bm25s orders equal scores arbitrarily; ours keep index order.
         expected = [
             (f"d{p}", s)
-            for p, s in zip(positions[0].tolist(), scores[0].tolist(), strict=True)
-            if s > 0
+            for s, p in sorted(
+                (-s, p)
+                for p, s in zip(positions[0].tolist(), scores[0].tolist(), strict=True)
+                if s > 0
+            )
         ]
+        expected = [(d, -s) for d, s in expected]
         hits = [(d.id, s) for d, s in retriever.scored_hits(query)]
         assert hits == expected
         assert query.startswith("zzz") or hits
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    scores=st.lists(
+        st.sampled_from([0.0, 0.0, 0.0, -1.0, 0.5, 1.25, 3.0])
+        | st.floats(min_value=-5, max_value=50, width=32),
+        min_size=1,
+        max_size=300,
+    ),
+    k=st.integers(min_value=1, max_value=40),
+)
+@example(scores=[0.5, 0.5, 1.25, 1.0], k=3)  # a tie at the cut: the lower index
+def test_top_positive_is_the_k_best_scores(scores: list[float], k: int) -> None:
+    # Mostly zeros and ties, as on a large corpus: the selection must equal a full
+    # sort of the positive scores, ties in index order.
+    array = np.asarray(scores, dtype=np.float32)
+    positions, values = top_positive(array, k)
+    expected = sorted((-float(s), i) for i, s in enumerate(array.tolist()) if s > 0)
+    assert positions.tolist() == [i for _, i in expected[:k]]
+    assert values.tolist() == [-s for s, _ in expected[:k]]
