@@ -273,6 +273,8 @@ def test_cli_eval_json_alone_prints_one_object_on_stdout(
     assert "nDCG" in err or "ndcg" in err.lower()  # the tables went to stderr
 
 
+@pytest.mark.needs_embedding_model
+@pytest.mark.needs_tiktoken
 def test_harness_agrees_with_pytrec_eval_when_queries_are_corpus_documents(
     tmp_path: Path,
 ) -> None:
