@@ -24,7 +24,11 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_ragbudget.beir import BeirDataset, judged_id
 from langchain_ragbudget.budget import BudgetedContext, ContextBudget
 from langchain_ragbudget.cache import cached_hybrid_retriever, corpus_fingerprint
-from langchain_ragbudget.config import CombinedEvidence, RagBudgetConfig
+from langchain_ragbudget.config import (
+    CombinedEvidence,
+    RagBudgetConfig,
+    TreeEvidence,
+)
 from langchain_ragbudget.errors import MissingExtraError, require
 from langchain_ragbudget.evidence import top_score
 from langchain_ragbudget.factory import (
@@ -168,7 +172,8 @@ class EvalReport:
             row["survival"] = item.survival
             row["evidence_survival"] = item.evidence_survival
         if self.weak_evidence is not None:
-            data["weak_evidence"]["model"] = self.weak_evidence.model.model_dump()
+            model = self.weak_evidence.model
+            data["weak_evidence"]["model"] = model.model_dump(exclude_none=True)
         return data
 
     def __repr__(self) -> str:
@@ -341,7 +346,9 @@ def weak_caption(weak: WeakEvidence) -> str:
         f"weak evidence: {weak.n_measured} questions measured twice (as is, and "
         f"with their judged-relevant documents removed); fitted on {weak.fit_split} "
         f"({weak.n_fit} questions) for a weak-flag precision of "
-        f"{weak.target_precision:.0%}"
+        f"{weak.target_precision:.0%}; combined model chosen there by grouped "
+        "5-fold AUROC: "
+        + ", ".join(f"{kind} {value:.3f}" for kind, value in weak.cv_auroc.items())
     )
 
 
@@ -692,6 +699,8 @@ class WeakEvidence:
         target_precision: The weak flag's precision the thresholds aim at.
         methods: The single threshold and the combined signal, side by side.
         model: The fitted combined model (as the YAML holds it).
+        cv_auroc: Each kind of combined model to its cross-validated AUROC on
+            the fitting split (the better one is `model`).
         reliability: Mean predicted and observed share answerable per bin of the
             combined probability on the measured split.
     """
@@ -701,7 +710,8 @@ class WeakEvidence:
     n_measured: int
     target_precision: float
     methods: list[FlagQuality]
-    model: CombinedEvidence
+    model: CombinedEvidence | TreeEvidence
+    cv_auroc: dict[str, float]
     reliability: tuple[list[float], list[float]]
 
 
@@ -725,16 +735,16 @@ def measure_weak_evidence(
     fit_cases = _cases(stages, fit_on, None, settings.thresholds, progress)
     cases = _cases(stages, measured, limit, settings.thresholds, progress)
     names = common_features([*fit_cases.features, *cases.features])
-    model = fit_combined(
+    fitted = fit_combined(
         fit_cases,
         names,
         settings.precision,
         f"{measured.name}, {fit_on.name} ({len(fit_on.queries)} questions)",
     )
+    model = fitted.model
     key = ", ".join(sorted(set(fit_cases.top_keys) | set(cases.top_keys)))
     fit_top = _present(fit_cases.top_scores, key)
     top = _present(cases.top_scores, key)
-    fit_probs = combined_scores(fit_cases, model)
     probs = combined_scores(cases, model)
     return WeakEvidence(
         fit_split=fit_on.name,
@@ -753,8 +763,8 @@ def measure_weak_evidence(
                 ),
             ),
             flag_quality(
-                "combined",
-                fit_probs,
+                f"combined ({model.kind})",
+                fitted.held_out,
                 fit_cases.answerable,
                 probs,
                 cases.answerable,
@@ -762,6 +772,7 @@ def measure_weak_evidence(
             ),
         ],
         model=model,
+        cv_auroc=fitted.cv_auroc,
         reliability=reliability(probs, cases.answerable),
     )
 

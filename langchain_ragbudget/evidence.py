@@ -15,9 +15,13 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
-from langchain_ragbudget.config import CombinedEvidence, WeakEvidenceSettings
+from langchain_ragbudget.config import (
+    CombinedEvidence,
+    TreeEvidence,
+    WeakEvidenceSettings,
+)
 from langchain_ragbudget.inputs import finite_score
-from langchain_ragbudget.weak_signal import answerable_probability, signal_features
+from langchain_ragbudget.weak_signal import combined_probability, signal_features
 
 COMBINED = "combined signal"  # the Evidence.score_key of the combined method
 UNKNOWN_COMBINED = (
@@ -106,7 +110,9 @@ def assess_evidence(
 
 
 def assess_combined(
-    candidates: Sequence[Document], question: str, model: CombinedEvidence
+    candidates: Sequence[Document],
+    question: str,
+    model: CombinedEvidence | TreeEvidence,
 ) -> Evidence:
     """Apply the fitted model to the candidates' signals (the harness's decision).
 
@@ -115,9 +121,7 @@ def assess_combined(
     rerank features, run without a reranker; one with list features, given a
     plain list whose documents lead to no run ledger).
     """
-    probability = answerable_probability(
-        signal_features(candidates, question), model.coefficients, model.intercept
-    )
+    probability = combined_probability(signal_features(candidates, question), model)
     if probability is None:
         return Evidence(weak=None, score_key=COMBINED)
     return Evidence(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
@@ -26,9 +26,11 @@ from langchain_core.vectorstores import VectorStore
 
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.config import (
+    CombinedEvidence,
     EmbeddingSettings,
     LlmSettings,
     RagBudgetConfig,
+    TreeEvidence,
     VectorStoreSettings,
     import_provider,
     load_config,
@@ -322,15 +324,28 @@ def build_budget(
                 threshold,
                 f"no stage writes this score; known: {', '.join(sorted(known))}",
             )
-    for name, weight in (weak.combined.coefficients if weak.combined else {}).items():
+    for key, name in _model_features(weak.combined):
         if name not in FEATURES:
             raise ConfigError(
                 config.source,
-                f"surfaces.{surface}.weak_evidence.combined.coefficients.{name}",
-                weight,
+                f"surfaces.{surface}.weak_evidence.combined.{key}",
+                name,
                 f"not a weak-evidence signal; known: {', '.join(FEATURES)}",
             )
     return budget
+
+
+def _model_features(
+    model: CombinedEvidence | TreeEvidence | None,
+) -> Iterator[tuple[str, str]]:
+    """Each feature a combined model names, with its key under `combined`."""
+    if isinstance(model, CombinedEvidence):
+        yield from ((f"coefficients.{name}", name) for name in model.coefficients)
+    elif isinstance(model, TreeEvidence):
+        for i, tree in enumerate(model.trees):
+            for j, node in enumerate(tree.nodes):
+                if node.feature is not None:
+                    yield f"trees.{i}.nodes.{j}.feature", node.feature
 
 
 def build_chat_model(settings: LlmSettings) -> BaseChatModel | None:

@@ -9,6 +9,7 @@ And the report of `ragbudget tune`: the settings compared and the gain.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import yaml
 from rich.table import Table
@@ -228,16 +229,38 @@ def plot_calibration(weak: WeakEvidence, path: Path) -> Path:
     return path
 
 
+class _Node(dict[str, Any]):
+    """A tree node, written on one line: `{feature: x, threshold: 0.4, ...}`."""
+
+
+class _ModelDumper(yaml.SafeDumper):
+    """The safe dumper, with each tree node as one flow mapping."""
+
+
+_ModelDumper.add_representer(
+    _Node,
+    lambda dumper, node: dumper.represent_mapping(
+        "tag:yaml.org,2002:map", node, flow_style=True
+    ),
+)
+
+
 def weak_evidence_yaml(weak: WeakEvidence, surfaces: list[str]) -> str:
-    """A YAML to merge over a configuration: the combined method on `surfaces`."""
+    """A YAML to merge over a configuration: the combined method on `surfaces`.
+
+    A tree model is written one node per line, so a tree reads top to bottom.
+    """
+    model = weak.model.model_dump(exclude_none=True)
+    for tree in model.get("trees", []):
+        tree["nodes"] = [_Node(node) for node in tree["nodes"]]
     section = {
         "method": "combined",
         "precision": weak.target_precision,
-        "combined": weak.model.model_dump(),
+        "combined": model,
     }
     header = (
         f"# written by `ragbudget eval`: the combined weak-evidence signal, "
         f"{weak_caption(weak)}\n"
     )
     body = {"surfaces": {name: {"weak_evidence": section} for name in surfaces}}
-    return header + yaml.safe_dump(body, sort_keys=False)
+    return header + yaml.dump(body, Dumper=_ModelDumper, sort_keys=False, width=1_000)

@@ -7,11 +7,11 @@ whether the two retrievers agree, and how many of the question's terms the top
 passage holds. How far each retriever's top score stands above the rest of
 everything it fetched comes from the run ledger, which holds the candidates fusion
 cut; a list without its ledger lacks those features rather than computing them over
-a shorter list. `ragbudget eval` fits a logistic model over them on the train split
-of a labelled dataset (each question once as is and once with its judged-relevant
-passages removed); the budget's weak-evidence check applies the same model to the
-same features. One function computes them for both, so the harness measures exactly
-what runs.
+a shorter list. `ragbudget eval` fits a model over them (logistic, or boosted
+trees, whichever cross-validates better) on the train split of a labelled dataset
+(each question once as is and once with its judged-relevant passages removed); the
+budget's weak-evidence check applies the same model to the same features. One
+function computes them for both, so the harness measures exactly what runs.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from collections.abc import Iterator, Mapping, Sequence
 import numpy as np
 from langchain_core.documents import Document
 
+from langchain_ragbudget.boosting import boosted_score
+from langchain_ragbudget.config import CombinedEvidence, TreeEvidence
 from langchain_ragbudget.inputs import finite_score
 from langchain_ragbudget.ledger import (
     LEDGER_KEY,
@@ -302,6 +304,23 @@ def answerable_probability(
         weight * features[name] for name, weight in coefficients.items()
     )
     return _sigmoid(logit)
+
+
+def combined_probability(
+    features: Mapping[str, float], model: CombinedEvidence | TreeEvidence
+) -> float | None:
+    """The fitted model's probability that the candidates hold the answer.
+
+    One function for the harness and the budget's check, whichever kind of model
+    the configuration holds.
+
+    Returns:
+        The probability, or None when a feature the model needs is missing.
+    """
+    if isinstance(model, TreeEvidence):
+        score = boosted_score(model, features)
+        return None if score is None else _sigmoid(score)
+    return answerable_probability(features, model.coefficients, model.intercept)
 
 
 def _sigmoid(x: float) -> float:

@@ -13,7 +13,12 @@ from sklearn.metrics import roc_auc_score
 
 from langchain_ragbudget.beir import BeirDataset
 from langchain_ragbudget.config import WeakEvidenceSettings, load_config
-from langchain_ragbudget.evaluation import _doc_id, _Stages, measure_weak_evidence
+from langchain_ragbudget.evaluation import (
+    _cases,
+    _doc_id,
+    _Stages,
+    measure_weak_evidence,
+)
 from langchain_ragbudget.evidence import assess_evidence, calibrate_threshold
 from langchain_ragbudget.factory import build_budget
 from langchain_ragbudget.hybrid import HybridRetriever
@@ -23,7 +28,10 @@ from langchain_ragbudget.weak_fit import (
     Cases,
     auroc,
     combined_scores,
+    common_features,
     fit_combined,
+    fit_logistic,
+    fit_trees,
     threshold_for_precision,
 )
 from langchain_ragbudget.weak_signal import (
@@ -56,8 +64,9 @@ def test_the_fitted_model_reproduces_its_probabilities() -> None:
     features = [{"a": float(i % 7), "b": float(i % 3)} for i in range(40)]
     labels = [i % 7 > 2 for i in range(40)]
     cases = Cases(features, [None] * 40, ["none"] * 40, labels)
-    model = fit_combined(cases, ["a", "b"], 0.8, "toy")
+    model, search = fit_logistic(cases, ["a", "b"], 0.8, "toy")
     probabilities = combined_scores(cases, model)
+    assert auroc(search.held_out, labels) > 0.9
     assert auroc(probabilities, labels) > 0.9  # `a` separates the classes
     assert model.coefficients["a"] > 0 and 0 < model.threshold < 1
     chosen = float(model.fitted_on.split("C=")[1].split()[0])
@@ -170,10 +179,13 @@ def test_fitted_on_the_fitting_split_only_and_reproduced_at_run_time(
     ]
     assert all(len(cases.answerable) == 2 * len(ids) for cases in fitted)
     assert results[0].model == results[1].model  # the measured split changes nothing
+    kind = results[0].model.kind
     assert [m.method for m in results[0].methods] == [
         "threshold (dense_score)",
-        "combined",
+        f"combined ({kind})",
     ]
+    cv = results[0].cv_auroc
+    assert kind == ("trees" if cv["trees"] > cv["logistic"] else "logistic")
     model = results[0].model
     settings = WeakEvidenceSettings(method="combined", combined=model)
     for query_id in ids:
@@ -204,20 +216,22 @@ def test_the_harness_sees_what_the_budget_sees(
     invoked, its CandidateList handed to the budget) give the same features and
     the same combined decision, list features included."""
     stages, dataset = northwind
-    model = measure_weak_evidence(stages, load_config(), "chat", dataset, dataset).model
-    assert set(LIST_FEATURES) <= set(model.coefficients)
-    budget = build_budget("chat", load_config())
-    combined = WeakEvidenceSettings(method="combined", combined=model)
-    budget = budget.model_copy(
-        update={
-            "settings": budget.settings.model_copy(update={"weak_evidence": combined})
-        }
-    )
-    for text in dataset.queries.values():
-        harness, _ = stages.with_and_without(text, set())
-        runtime = stages.hybrid.invoke(text)
-        features = signal_features(harness, text)
-        assert features == pytest.approx(signal_features(runtime, text))
-        [expected] = combined_scores(Cases([features], [None], ["none"], [True]), model)
-        evidence = budget.fit(runtime, question=text).evidence
-        assert evidence.score == pytest.approx(expected)
+    cases = _cases(stages, dataset, None, {}, None)
+    names = common_features(cases.features)
+    assert set(LIST_FEATURES) <= set(names)
+    logistic, _ = fit_logistic(cases, names, 0.8, "northwind")
+    trees, _ = fit_trees(cases, names, 0.8, "northwind")
+    for model in (logistic, trees):
+        budget = build_budget("chat", load_config())
+        combined = WeakEvidenceSettings(method="combined", combined=model)
+        settings = budget.settings.model_copy(update={"weak_evidence": combined})
+        budget = budget.model_copy(update={"settings": settings})
+        for text in dataset.queries.values():
+            harness, _ = stages.with_and_without(text, set())
+            runtime = stages.hybrid.invoke(text)
+            features = signal_features(harness, text)
+            assert features == pytest.approx(signal_features(runtime, text))
+            case = Cases([features], [None], ["none"], [True])
+            [expected] = combined_scores(case, model)
+            evidence = budget.fit(runtime, question=text).evidence
+            assert evidence.score == pytest.approx(expected, abs=1e-12)

@@ -1,0 +1,54 @@
+"""Gradient-boosted trees evaluated from plain data, without the library that fit them.
+
+The combined weak-evidence model may be a small ensemble of regression trees,
+fitted by scikit-learn on the train split and written to the configuration as
+numbers (`config.TreeEvidence`); the package promises no pickle, and the runtime
+needs no scikit-learn. This walk reproduces scikit-learn's
+`GradientBoostingClassifier.decision_function` exactly: a feature is compared as
+a 32-bit float, as scikit-learn casts its input, and the trees are added in
+their fitted order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import cast
+
+import numpy as np
+
+from langchain_ragbudget.config import Tree, TreeEvidence
+
+
+def tree_value(tree: Tree, features: Mapping[str, float]) -> float:
+    """The value of the leaf that `features` reach in `tree`.
+
+    Args:
+        tree: A validated tree (children after parents, so the walk ends).
+        features: Feature name to value; every feature the path reads present.
+
+    Returns:
+        The leaf's value.
+    """
+    node = tree.nodes[0]
+    while (split := node.split) is not None:
+        feature, threshold, left, right = split
+        value = float(np.float32(features[feature]))
+        node = tree.nodes[left if value <= threshold else right]
+    return cast(float, node.value)  # a node without a split is a leaf
+
+
+def boosted_score(model: TreeEvidence, features: Mapping[str, float]) -> float | None:
+    """The ensemble's log-odds that the candidates hold the answer.
+
+    `baseline + learning_rate * value` of each tree in turn.
+
+    Returns:
+        The log-odds, or None when a feature a split reads is missing (a model
+        with rerank features, run without a reranker).
+    """
+    if any(name not in features for name in model.features):
+        return None
+    score = model.baseline
+    for tree in model.trees:
+        score += model.learning_rate * tree_value(tree, features)
+    return score
