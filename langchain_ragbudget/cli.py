@@ -680,7 +680,7 @@ def run_tune(args: argparse.Namespace, console: Console) -> None:
         atomic_write_text(args.out, text)
     if args.json:
         data = {**result.to_dict(), "yaml": text, "out": args.out and str(args.out)}
-        print(json.dumps(data, indent=2))
+        _print_json(data)
         return
     console.print(tune_table(result))
     for line in tune_lines(result):
