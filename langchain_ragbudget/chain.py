@@ -10,7 +10,7 @@ output limit, as good code already warns when the output is cut.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseLanguageModel
@@ -410,23 +410,33 @@ def _checked_prompt(prompt: BasePromptTemplate | None) -> BasePromptTemplate:
     return prompt
 
 
-def _text_chain(generate: Runnable[dict[str, Any], Any]) -> Runnable[Any, str]:
-    """The model's tokens as they come, then the warning lines."""
+Finish = Callable[[dict[str, Any], Any], Any]
 
-    # LangChain passes `config` (with the child callbacks) to generators that take it.
+
+def _token_streams(
+    generate: Runnable[dict[str, Any], Any], finish: Finish
+) -> tuple[
+    Callable[..., Iterator[Any]],
+    Callable[..., AsyncIterator[Any]],
+]:
+    """The model's tokens (`str`) as they come, then `finish(state, reply)`.
+
+    LangChain passes `config` (with the child callbacks) to generators that take it.
+    """
+
     def stream(
         states: Iterator[dict[str, Any]], config: RunnableConfig | None = None
-    ) -> Iterator[str]:
+    ) -> Iterator[Any]:
         state = _merged(states)
         reply: Any = None
         for chunk in generate.stream(state, config):
             reply = chunk if reply is None else reply + chunk
             yield _text_of(chunk)
-        yield _warning_tail(_context_of(state), reply)
+        yield finish(state, reply)
 
     async def astream(
         states: AsyncIterator[dict[str, Any]], config: RunnableConfig | None = None
-    ) -> AsyncIterator[str]:
+    ) -> AsyncIterator[Any]:
         state: dict[str, Any] = {}
         async for part in states:
             state.update(part)
@@ -434,8 +444,16 @@ def _text_chain(generate: Runnable[dict[str, Any], Any]) -> Runnable[Any, str]:
         async for chunk in generate.astream(state, config):
             reply = chunk if reply is None else reply + chunk
             yield _text_of(chunk)
-        yield _warning_tail(_context_of(state), reply)
+        yield finish(state, reply)
 
+    return stream, astream
+
+
+def _text_chain(generate: Runnable[dict[str, Any], Any]) -> Runnable[Any, str]:
+    """The model's tokens as they come, then the warning lines."""
+    stream, astream = _token_streams(
+        generate, lambda state, reply: _warning_tail(_context_of(state), reply)
+    )
     return RunnableGenerator(stream, astream, name=ANSWER_RUN)
 
 
@@ -451,28 +469,12 @@ class _StreamedAnswer(RunnableGenerator):
         generate: Runnable[dict[str, Any], Any],
         whole: Runnable[dict[str, Any], BudgetedAnswer],
     ) -> None:
-        def stream(
-            states: Iterator[dict[str, Any]], config: RunnableConfig | None = None
-        ) -> Iterator[str | BudgetedAnswer]:
-            state = _merged(states)
-            reply: Any = None
-            for chunk in generate.stream(state, config):
-                reply = chunk if reply is None else reply + chunk
-                yield _text_of(chunk)
-            yield build_answer(state["question"], _context_of(state), _reply(reply))
-
-        async def astream(
-            states: AsyncIterator[dict[str, Any]], config: RunnableConfig | None = None
-        ) -> AsyncIterator[str | BudgetedAnswer]:
-            state: dict[str, Any] = {}
-            async for part in states:
-                state.update(part)
-            reply: Any = None
-            async for chunk in generate.astream(state, config):
-                reply = chunk if reply is None else reply + chunk
-                yield _text_of(chunk)
-            yield build_answer(state["question"], _context_of(state), _reply(reply))
-
+        stream, astream = _token_streams(
+            generate,
+            lambda state, reply: build_answer(
+                state["question"], _context_of(state), _reply(reply)
+            ),
+        )
         super().__init__(stream, astream, name=ANSWER_RUN)
         self._whole = whole
 
