@@ -16,27 +16,12 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
+from list_retriever import ListRetriever
 from pydantic import Field, ValidationError
 
 from langchain_ragbudget import CandidateList, DropReason, HybridRetriever, Stage
 from langchain_ragbudget.hybrid import ScoredSearch
 from langchain_ragbudget.ledger import LEDGER_KEY, drops_of
-
-
-class ListRetriever(BaseRetriever):
-    documents: list[Document]
-    k: int = 100
-    calls: list[int] = Field(default_factory=list)
-
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-    ) -> list[Document]:
-        self.calls.append(self.k if k is None else k)
-        return self.documents[: self.k if k is None else k]
 
 
 class GatedRetriever(BaseRetriever):
@@ -171,7 +156,7 @@ def test_k_cut_is_recorded_not_silent() -> None:
 
 def test_fetch_k_is_passed_to_each_retriever() -> None:
     first = ListRetriever(documents=[doc("a"), doc("b"), doc("c")], calls=[])
-    second = ListRetriever(documents=[doc("c")], calls=[])
+    second = ListRetriever(documents=[doc("c")], k=100, calls=[])
     HybridRetriever(retrievers=[first, second], fetch_k=[2, None]).invoke("q")
     assert first.calls == [2] and second.calls == [100]
 

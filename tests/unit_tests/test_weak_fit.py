@@ -6,9 +6,8 @@ LangChain retriever") so a list that runs out is stated exactly."""
 from dataclasses import replace
 
 import pytest
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
+from list_retriever import ListRetriever
 from sklearn.metrics import roc_auc_score
 
 from langchain_ragbudget.beir import BeirDataset
@@ -73,20 +72,6 @@ def test_the_fitted_model_reproduces_its_probabilities() -> None:
     assert model.fitted_on.startswith("toy; ") and chosen in REGULARISATION
 
 
-class ListRetriever(BaseRetriever):
-    documents: list[Document]
-    k: int = 3
-
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-    ) -> list[Document]:
-        return self.documents[: self.k if k is None else k]
-
-
 def listed(ids: str) -> list[Document]:
     scores = range(len(ids), 0, -1)
     return [
@@ -100,8 +85,8 @@ def test_both_cases_hand_fusion_lists_of_one_length() -> None:
     to the same length as retrieved, so its length cannot give the label away."""
     hybrid = HybridRetriever(
         retrievers=[
-            ListRetriever(documents=listed("abc")),  # runs out: no refill for "a"
-            ListRetriever(documents=listed("daefg")),  # refilled with "g"
+            ListRetriever(documents=listed("abc"), k=3),  # runs out: no refill for "a"
+            ListRetriever(documents=listed("daefg"), k=3),  # refilled with "g"
         ],
         names=["bm25", "dense"],
         k=2,

@@ -10,9 +10,8 @@ import pickle
 import statistics
 
 import pytest
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
+from list_retriever import ListRetriever
 
 from langchain_ragbudget.chain import context_warnings
 from langchain_ragbudget.config import (
@@ -148,15 +147,6 @@ def test_list_statistics_by_hand() -> None:
     assert long["top_minus_median"] == pytest.approx(60 - 30.5)
     assert list_statistics([2.0, 2.0])["list_z"] == 0.0  # no spread
     assert set(list_statistics([]).values()) == {0.0}
-
-
-class ListRetriever(BaseRetriever):
-    documents: list[Document]
-
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
-    ) -> list[Document]:
-        return self.documents
 
 
 def scored(ids: str, scores: list[float]) -> list[Document]:
