@@ -201,15 +201,17 @@ def tune_lines(report: TuneReport) -> list[str]:
 
 
 def plot_calibration(weak: WeakEvidence, path: Path) -> Path:
-    """Write a PNG reliability diagram of the combined weak-evidence signal."""
-    require("matplotlib", "eval", "the calibration plot")
-    import matplotlib
+    """Write a PNG reliability diagram of the combined weak-evidence signal.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    Drawn on a bare matplotlib `Figure`, as the survival plot is, so it does not
+    switch a notebook's plotting backend.
+    """
+    require("matplotlib", "eval", "the calibration plot")
+    from matplotlib.figure import Figure
 
     predicted, observed = weak.reliability
-    figure, axis = plt.subplots(figsize=(4.8, 4.4), dpi=120)
+    figure = Figure(figsize=(4.8, 4.4), dpi=120)
+    axis = figure.subplots()
     axis.plot([0, 1], [0, 1], linestyle=":", color="grey", label="perfectly calibrated")
     axis.plot(predicted, observed, marker="o", label="combined signal")
     axis.axvline(
@@ -225,7 +227,6 @@ def plot_calibration(weak: WeakEvidence, path: Path) -> Path:
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path)
-    plt.close(figure)
     return path
 
 
