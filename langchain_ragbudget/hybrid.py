@@ -9,9 +9,12 @@ score, and reports the candidates cut below `k` instead of dropping them in sile
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
+from operator import itemgetter
 from typing import Any, Protocol, cast, runtime_checkable
 
 from langchain_core.callbacks import (
@@ -33,6 +36,7 @@ from langchain_ragbudget.ledger import (
     LEDGER_KEY,
     CandidateList,
     DeferredDropRecord,
+    DeferredRecords,
     DropReason,
     DropRecord,
     RunLedger,
@@ -315,10 +319,7 @@ class HybridRetriever(BaseRetriever):
         )
         # reversed: the first occurrence of a key in each list wins
         firsts = [
-            {
-                key: hit
-                for key, hit in zip(reversed(list_keys), reversed(pairs), strict=True)
-            }
+            dict(zip(reversed(list_keys), reversed(pairs), strict=True))
             for list_keys, pairs in zip(keys, hits, strict=True)
         ]
         names = self.resolved_names
@@ -332,24 +333,13 @@ class HybridRetriever(BaseRetriever):
             (rank_key(name), score_key(name), normalised_key(name)) for name in names
         ]
         kept: list[Document] = []
-        cut: list[DropRecord] = []
-        for rank, item in enumerate(fused, 1):
-            if rank <= k:
-                document = self._merge(item, rank, firsts, labels, reference)
-                entered[item.key] = document
-                kept.append(document)
-            else:  # recorded now, its merged document built only if read
-                cut.append(
-                    DeferredDropRecord(
-                        item.key,
-                        Stage.FUSION,
-                        DropReason.FUSION_CUT,
-                        rank,
-                        partial(self._merge, item, rank, firsts, labels, reference),
-                        detail=f"fused rank {rank} is past k={k}",
-                    )
-                )
-        drops = upstream.drops + cut
+        for rank, item in enumerate(fused[:k], 1):
+            document = self._merge(item, rank, firsts, labels, reference)
+            entered[item.key] = document
+            kept.append(document)
+        # Recorded when first read, each cut candidate's merged document later still.
+        cut_off = _FusionCut(self, fused, firsts, labels, reference, k)
+        drops = DeferredRecords(partial(cut_off.records, upstream.drops))
         ledger.add(drops, upstream.skipped, issues)
         file_in_scope(ledger)
         return CandidateList(kept, drops, upstream.skipped, issues)
@@ -398,6 +388,38 @@ class HybridRetriever(BaseRetriever):
         )
 
 
+@dataclass(frozen=True)
+class _FusionCut:
+    """The candidates one fusion ranked past `k`: what their drop records show."""
+
+    retriever: HybridRetriever
+    fused: list[Fused]
+    firsts: list[dict[str, tuple[Document, Any]]]
+    labels: list[_Labels]
+    reference: str
+    k: int
+
+    def document(self, rank: int) -> Document:
+        """The merged document of the candidate fused at `rank`."""
+        return self.retriever._merge(
+            self.fused[rank - 1], rank, self.firsts, self.labels, self.reference
+        )
+
+    def detail(self, rank: int) -> str:
+        """Why the candidate at `rank` was cut."""
+        return f"fused rank {rank} is past k={self.k}"
+
+    def records(self, upstream: list[DropRecord]) -> list[DropRecord]:
+        """The records upstream made, then one per cut candidate."""
+        cut: list[DropRecord] = [
+            DeferredDropRecord(
+                item.key, Stage.FUSION, DropReason.FUSION_CUT, rank, self
+            )
+            for rank, item in enumerate(self.fused[self.k :], self.k + 1)
+        ]
+        return upstream + cut
+
+
 def hit_keys(
     hits: Sequence[Sequence[tuple[Document, Any]]], id_key: str | None
 ) -> list[list[str]]:
@@ -425,6 +447,9 @@ def _score_issues(
     With `missing_too` (score-based fusion, where a missing score counts 0), an
     absent score is reported as well.
     """
+    scores = list(map(itemgetter(1), by_key.values()))
+    if set(map(type, scores)) <= {float} and math.isfinite(sum(scores)):
+        return []  # the common case, settled in C: a NaN or an inf makes any sum so
     return [
         ScoreIssue(Stage.FUSION, key, score_key(name), repr(score))
         for key, (_, score) in by_key.items()

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.documents import Document
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
@@ -139,15 +139,28 @@ class DropRecord:
         return {**self.to_dict(), **scores_of(self.document)}
 
 
+class DeferredSource(Protocol):
+    """Makes, on demand, what a `DeferredDropRecord` shows of its candidate."""
+
+    def document(self, rank: int) -> Document:
+        """The dropped candidate at `rank`, with the scores it had gathered."""
+        ...
+
+    def detail(self, rank: int) -> str:
+        """A readable explanation of the drop at `rank`."""
+        ...
+
+
 class DeferredDropRecord(DropRecord):
-    """A drop record whose document is built only when someone reads it.
+    """A drop record whose document and detail are made only when someone reads them.
 
     Fusion cuts most of its candidates; building each one's merged document (the
     metadata of every retriever, its ranks and scores) would cost more than the
-    fusion itself, and most are never looked at.
+    fusion itself, and most are never looked at. The records of one cut share one
+    `source`, so each costs three fields.
     """
 
-    _make: Callable[[], Document]
+    _source: DeferredSource
     _built: Document | None
 
     def __init__(
@@ -156,30 +169,45 @@ class DeferredDropRecord(DropRecord):
         stage: Stage,
         reason: DropReason,
         rank: int,
-        make: Callable[[], Document],
-        tokens: int | None = None,
-        detail: str = "",
+        source: DeferredSource,
     ) -> None:
-        # Frozen: fields go straight into __dict__ (fusion makes ~150 per query).
+        # Frozen: fields go straight into __dict__ (fusion makes ~160 per query).
         self.__dict__.update(
-            key=key,
-            stage=stage,
-            reason=reason,
-            rank=rank,
-            tokens=tokens,
-            detail=detail,
-            header_tokens=None,
-            _make=make,
-            _built=None,
+            key=key, stage=stage, reason=reason, rank=rank, _source=source, _built=None
         )
 
     @property
     def document(self) -> Document:
         """The dropped candidate, built on first read and kept."""
         if self._built is None:
-            object.__setattr__(self, "_built", self._make())
+            object.__setattr__(self, "_built", self._source.document(self.rank))
         assert self._built is not None
         return self._built
+
+    @property
+    def detail(self) -> str:
+        """Why it was dropped, in words (made on each read: it is rarely read)."""
+        return self._source.detail(self.rank)
+
+
+class DeferredRecords(Iterable[DropRecord]):
+    """Drop records made on the first read, once, for every holder.
+
+    Fusion cuts ~160 candidates per query. A retriever used on its own rarely has
+    its records read, so the `CandidateList` and the `RunLedger` hold this instead
+    and make the records when someone first iterates (the budget, a report).
+    """
+
+    def __init__(self, make: Callable[[], list[DropRecord]]) -> None:
+        self._make: Callable[[], list[DropRecord]] | None = make
+        self._records: list[DropRecord] = []
+        self._lock = threading.Lock()
+
+    def __iter__(self) -> Iterator[DropRecord]:
+        with self._lock:
+            if self._make is not None:
+                self._records, self._make = self._make(), None
+        return iter(self._records)
 
 
 @dataclass(frozen=True)
@@ -279,9 +307,18 @@ class CandidateList(list[Document]):
         issues: Iterable[ScoreIssue] = (),
     ) -> None:
         super().__init__(documents)
-        self.drops: list[DropRecord] = list(drops)
+        self._drops: list[DropRecord] | DeferredRecords = (
+            drops if isinstance(drops, DeferredRecords) else list(drops)
+        )
         self.skipped: list[StageSkip] = list(skipped)
         self.issues: list[ScoreIssue] = list(issues)
+
+    @property
+    def drops(self) -> list[DropRecord]:
+        """Every candidate removed so far (deferred records are made on this read)."""
+        if isinstance(self._drops, DeferredRecords):
+            self._drops = list(self._drops)
+        return self._drops
 
     def _summary(self) -> str:
         """One line: documents, drops by stage and reason, skipped stages, issues."""
@@ -343,6 +380,7 @@ class RunLedger:
         self._lock = threading.Lock()
         self._drops: dict[tuple[str, Stage, DropReason], DropRecord] = {}
         self._unmerged: list[DropRecord] = []  # deduplicated when first read
+        self._deferred: list[DeferredRecords] = []  # made when first read
         self._skipped: list[StageSkip] = []
         self._issues: list[ScoreIssue] = []
 
@@ -361,7 +399,10 @@ class RunLedger:
             issues: Scores that were not finite numbers.
         """
         with self._lock:
-            self._unmerged.extend(drops)
+            if isinstance(drops, DeferredRecords):
+                self._deferred.append(drops)
+            else:
+                self._unmerged.extend(drops)
             self._skipped.extend(s for s in skipped if s not in self._skipped)
             self._issues.extend(i for i in issues if i not in self._issues)
 
@@ -369,7 +410,10 @@ class RunLedger:
     def drops(self) -> list[DropRecord]:
         """The drop records, in the order they were made."""
         with self._lock:
-            # Merged on read: fusion adds ~150 records per query, mostly never read.
+            # Merged on read: fusion adds ~160 records per query, mostly never read.
+            for block in self._deferred:
+                self._unmerged.extend(block)
+            self._deferred.clear()
             for record in self._unmerged:
                 self._drops.setdefault(record.identity, record)
             self._unmerged.clear()

@@ -227,6 +227,33 @@ def test_a_cut_candidate_is_built_only_when_read_and_then_in_full() -> None:
     assert record.to_dict()["id"] == "d2" and record.source is None
 
 
+def test_cut_records_are_made_on_first_read_once_for_list_and_ledger(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from langchain_ragbudget.ledger import DeferredDropRecord, ledgers_of
+
+    made: list[str] = []
+    original = DeferredDropRecord.__init__
+
+    def counting(self: DeferredDropRecord, key: str, *args: object) -> None:
+        made.append(key)
+        original(self, key, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(DeferredDropRecord, "__init__", counting)
+    docs = [doc(f"d{i}", score=float(10 - i)) for i in range(6)]
+    results = HybridRetriever(retrievers=[ListRetriever(documents=docs)], k=2).invoke(
+        "q"
+    )
+    assert isinstance(results, CandidateList)
+    assert made == []  # nobody has read the records yet
+    (ledger,) = ledgers_of(results)
+    from_ledger = ledger.drops
+    assert made == ["d2", "d3", "d4", "d5"]
+    assert [id(r) for r in results.drops] == [id(r) for r in from_ledger]
+    assert made == ["d2", "d3", "d4", "d5"]  # the list read the same records
+    assert results.drops[0].detail == "fused rank 3 is past k=2"
+
+
 class HandOverRetriever(BaseRetriever):
     """Hands over its hits directly (`ScoredSearch`) once `released` is set.
 
