@@ -93,11 +93,12 @@ class DenseRetriever(BaseRetriever):
             query_embeddings=[vector], n_results=k, include=["distances"]
         )
         relevance = store._select_relevance_score_fn()
+        docstore = self.docstore
         pairs = []
         for doc_id, distance in zip(
             found["ids"][0], found["distances"][0], strict=True
         ):
-            document = self.docstore.get(doc_id)
+            document = docstore.get(doc_id)
             if document is None:
                 raise IndexLoadError(
                     f"the vector store holds id {doc_id!r} that the docstore lacks: "

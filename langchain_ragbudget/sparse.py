@@ -169,12 +169,12 @@ class BM25Retriever(BaseRetriever):
         query; on SciFact that was most of a BM25 search. A test pins the tokens to
         bm25s's own on hostile text.
         """
-        words = [
-            word for word in _split(query.lower()) if word not in self._stopword_set
-        ]
-        if self._stemmer is None:
+        stopwords = self._stopword_set  # a private attribute: read once, not per word
+        words = [word for word in _split(query.lower()) if word not in stopwords]
+        stemmer = self._stemmer
+        if stemmer is None:
             return words
-        stems: list[str] = self._stemmer.stemWords(words)
+        stems: list[str] = stemmer.stemWords(words)
         return stems
 
     def _tokenize(self, texts: list[str], *, return_ids: bool) -> Any:
