@@ -4,7 +4,9 @@ passages to whole sentences").
 
 Every variant runs on the same fused top-10 lists of SciFact's test queries (the
 corpus index comes from the evaluation cache); only gold passages whose evidence
-sentences the dataset marks count.
+sentences the dataset marks count. The default relevance is the model fitted on
+SciFact's train claims (`benchmarks/fit_sentence_relevance.py`); the `relevance:`
+rows swap in other sentence scorers, the one it replaced first.
 
     python benchmarks/bench_trim_variants.py [--dense]
 """
@@ -14,23 +16,33 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
+import Stemmer
+from bm25s.stopwords import STOPWORDS_EN
+from fit_sentence_relevance import REGULARISATION, training_rows
 from langchain_core.documents import Document
 
 from langchain_ragbudget import budget as budget_module
 from langchain_ragbudget import packing
-from langchain_ragbudget.beir import load_beir
+from langchain_ragbudget.beir import BeirDataset, load_beir
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.config import SurfaceSettings, load_config
 from langchain_ragbudget.evaluation import _doc_id, _Stages
 from langchain_ragbudget.factory import build_embeddings
 from langchain_ragbudget.progress import ProgressBars
-from langchain_ragbudget.relevance import sentence_relevance, terms
+from langchain_ragbudget.relevance import (
+    FEATURES,
+    SentenceModel,
+    overlap_relevance,
+    sentence_relevance,
+    terms,
+)
 from langchain_ragbudget.survival import policy_survival
 
 BUDGETS = [256, 384, 512, 768, 1024]
@@ -38,8 +50,7 @@ ENCODING = "o200k_base"
 Case = tuple[str, list[Document], dict[int, list[str]]]
 
 
-def cases(folder: str) -> list[Case]:
-    dataset = load_beir(folder)
+def cases(dataset: BeirDataset) -> list[Case]:
     with ProgressBars(transient=True) as progress:  # embeds SciFact on a first run
         stages = _Stages.build(dataset, load_config(), ["chat"], None, progress)
     hybrid = stages.hybrid
@@ -100,9 +111,98 @@ def overlap(question: str | None, sentences: Sequence[str]) -> list[float]:
 
 
 def later_prior(question: str | None, sentences: Sequence[str]) -> list[float]:
-    base = sentence_relevance(question, sentences)
+    base = overlap_relevance(question, sentences)
     last = max(len(sentences) - 1, 1)
     return [score + 0.3 * i / last for i, score in enumerate(base)]
+
+
+def corpus_idf(dataset: BeirDataset) -> dict[str, float]:
+    """Each term's BM25 (Lucene) IDF over the whole corpus, as bm25s weighs it."""
+    frequency: Counter[str] = Counter()
+    for document in dataset.corpus:
+        frequency.update(terms(document.page_content))
+    n = len(dataset.corpus)
+    return {t: math.log(1 + (n - df + 0.5) / (df + 0.5)) for t, df in frequency.items()}
+
+
+Scorer = Callable[[str | None, Sequence[str]], list[float]]
+
+
+def corpus_overlap(idf: dict[str, float]) -> Scorer:
+    """IDF-weighted overlap, the IDF over the corpus (the BM25 side's)."""
+
+    def scored(question: str | None, sentences: Sequence[str]) -> list[float]:
+        wanted = terms(question or "")
+        return [sum(idf.get(t, 0.0) for t in terms(s) & wanted) for s in sentences]
+
+    return scored
+
+
+_WORD = re.compile(r"\w\w+")
+_STEMMER = Stemmer.Stemmer("english")
+_STOPWORDS = frozenset(STOPWORDS_EN)
+
+
+def stems(text: str) -> list[str]:
+    """The terms of `text` with repeats (`relevance.terms` keeps a set)."""
+    words = [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
+    found: list[str] = _STEMMER.stemWords(words)
+    return found
+
+
+def bm25_sentences(idf: dict[str, float], k1: float, b: float) -> Scorer:
+    """BM25 of each sentence as a document: corpus IDF, term-frequency
+    saturation `k1`, length normalised (`b`) by the passage's mean sentence."""
+
+    def scored(question: str | None, sentences: Sequence[str]) -> list[float]:
+        wanted = terms(question or "")
+        counts = [Counter(stems(s)) for s in sentences]
+        lengths = [sum(c.values()) for c in counts]
+        mean = sum(lengths) / max(len(lengths), 1) or 1.0
+        return [
+            sum(
+                idf.get(t, 0.0) * c[t] * (k1 + 1) / (c[t] + k1 * (1 - b + b * n / mean))
+                for t in wanted
+                if c[t]
+            )
+            for c, n in zip(counts, lengths, strict=True)
+        ]
+
+    return scored
+
+
+def with_neighbours(base: Scorer, share: float) -> Scorer:
+    """A sentence's score plus `share` of each neighbour's."""
+
+    def scored(question: str | None, sentences: Sequence[str]) -> list[float]:
+        own = base(question, sentences)
+        last = len(own) - 1
+        return [
+            x + share * ((own[i - 1] if i else 0.0) + (own[i + 1] if i < last else 0.0))
+            for i, x in enumerate(own)
+        ]
+
+    return scored
+
+
+POSITION = ("position", "first", "last", "log_sentences")
+
+
+def lexical_only_model(folder: str) -> Scorer:
+    """The fitted model refitted without its position features (SciFact train)."""
+    from sklearn.linear_model import LogisticRegression
+
+    rows, labels = training_rows(load_beir(folder, split="train"))
+    keep = [i for i, name in enumerate(FEATURES) if name not in POSITION]
+    fitted = LogisticRegression(C=REGULARISATION, max_iter=5000).fit(
+        [[row[i] for i in keep] for row in rows], labels
+    )
+    weights = dict(zip(keep, fitted.coef_[0].tolist(), strict=True))
+    model = SentenceModel(
+        tuple(weights.get(i, 0.0) for i in range(len(FEATURES))),
+        float(fitted.intercept_[0]),
+    )
+    return partial(sentence_relevance, model=model)
 
 
 def with_list_idf(all_cases: list[Case]) -> list[float]:
@@ -167,7 +267,7 @@ def dense_relevance(alpha: float) -> Callable[..., list[float]]:
             sum(a * b for a, b in zip(vector(s), wanted, strict=True))
             for s in sentences
         ]
-        lexical = sentence_relevance(question, sentences)
+        lexical = overlap_relevance(question, sentences)
         top = max(lexical) or 1.0
         return [
             alpha * c + (1 - alpha) * x / top
@@ -202,7 +302,7 @@ def where_lost(all_cases: list[Case], budget: int) -> Counter[str]:
 
 
 def row(name: str, values: list[float]) -> None:
-    print(f"{name:34}", " ".join(f"{v:5.1f}" for v in values))
+    print(f"{name:38}", " ".join(f"{v:5.1f}" for v in values))
 
 
 def main() -> None:
@@ -217,7 +317,8 @@ def main() -> None:
         help="also score sentences by embedding each one (slow: minutes)",
     )
     args = parser.parse_args()
-    all_cases = cases(args.data)
+    dataset = load_beir(args.data)
+    all_cases = cases(dataset)
     total = sum(len(evidence) for _, _, evidence in all_cases)
     print(f"{total} gold passages with marked evidence; evidence kept (%) at")
     row("budget", [float(b) for b in BUDGETS])
@@ -230,9 +331,19 @@ def main() -> None:
     for fraction in (0.75, 0.5, 0.33):
         with patched("pack", share_of_budget(fraction)):
             row(f"  a passage takes <= {fraction} of it", evidence_kept(all_cases))
+    idf = corpus_idf(dataset)
+    old, corpus = overlap_relevance, corpus_overlap(idf)
     for name, scorer in (
+        ("  relevance: overlap (the old default)", overlap_relevance),
         ("  relevance: term overlap", overlap),
         ("  relevance: + later prior", later_prior),
+        ("  relevance: IDF over the corpus", corpus),
+        ("  relevance: BM25 per sentence", bm25_sentences(idf, 1.2, 0.75)),
+        ("  relevance: BM25, k1 0.5, b 0.5", bm25_sentences(idf, 0.5, 0.5)),
+        ("  relevance: old + 0.1 neighbours", with_neighbours(old, 0.1)),
+        ("  relevance: old + 0.25 neighbours", with_neighbours(old, 0.25)),
+        ("  relevance: corpus + 0.1 neighbours", with_neighbours(corpus, 0.1)),
+        ("  relevance: fitted, no position", lexical_only_model(args.data)),
     ):
         with patched("sentence_relevance", scorer):
             row(name, evidence_kept(all_cases))

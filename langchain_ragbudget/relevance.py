@@ -1,26 +1,59 @@
 """Which sentences of a passage matter for the question: cheap, offline, explainable.
 
-A sentence scores the IDF-weighted overlap of its stemmed terms with the question's,
-IDF taken over the sentences of the same passage: a question term that every sentence
-shares tells them apart less than one only a single sentence has. Terms are made the
-way the BM25 side makes them (lower case, English stopwords of bm25s, the PyStemmer
-English stemmer). With no question every sentence scores 0 and the leading sentences
-win, which the budget's record says.
+A sentence's relevance is the probability, by a logistic model, that it is evidence
+for the question. The model reads ten cheap features of the sentence within its
+passage: how much of the question it covers (IDF-weighted, the IDF taken over the
+passage's own sentences, so a passage needs nothing from outside it), the same for its
+neighbours, its length, and where it stands in the passage. Its coefficients are
+data (`sentence_relevance.json`), fitted on SciFact's *train* claims by
+`benchmarks/fit_sentence_relevance.py` and applied here in pure Python.
+
+Terms are made the way the BM25 side makes them (lower case, English stopwords of
+bm25s, the PyStemmer English stemmer). With no question every sentence scores 0 and
+the leading sentences win, which the budget's record says.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from collections.abc import Sequence
-from functools import lru_cache
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from importlib import resources
 
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 
+from langchain_ragbudget.errors import ConfigError
+
 _WORD = re.compile(r"\w\w+")
 _STOPWORDS = frozenset(STOPWORDS_EN)
 _STEMMER = Stemmer.Stemmer("english")
+MODEL_FILE = "sentence_relevance.json"
+
+FEATURES = (
+    "coverage",
+    "gap_to_best",
+    "previous_coverage",
+    "next_coverage",
+    "question_share",
+    "log_terms",
+    "position",
+    "first",
+    "last",
+    "log_sentences",
+)
+"""The model's inputs, per sentence of one passage.
+
+`coverage`: the IDF weight of the question terms the sentence holds over that of all
+question terms; `gap_to_best`: its coverage minus the passage's best; previous and
+next: the neighbours' coverage (evidence often runs over adjacent sentences);
+`question_share`: the share of question terms it holds, unweighted; `log_terms`:
+log(1 + its distinct terms); `position`: 0 for the first sentence to 1 for the last;
+`first`, `last`: 1 or 0; `log_sentences`: log of the passage's sentence count.
+"""
 
 
 @lru_cache(maxsize=200_000)
@@ -30,16 +63,138 @@ def terms(text: str) -> frozenset[str]:
     return frozenset(_STEMMER.stemWords(words))
 
 
-def sentence_relevance(question: str | None, sentences: Sequence[str]) -> list[float]:
-    """One score per sentence: the IDF-weighted question terms it contains."""
+def overlap_relevance(question: str | None, sentences: Sequence[str]) -> list[float]:
+    """One score per sentence: the IDF-weighted question terms it contains.
+
+    The IDF is over the sentences of the passage: a question term that every
+    sentence shares tells them apart less than one only a single sentence has.
+    """
     if not question:
         return [0.0] * len(sentences)
     wanted = terms(question)
     per_sentence = [terms(sentence) & wanted for sentence in sentences]
-    count = len(sentences)
+    weight = _passage_idf(per_sentence)
+    return [float(sum(weight[term] for term in found)) for found in per_sentence]
+
+
+def _passage_idf(per_sentence: Sequence[frozenset[str]]) -> dict[str, float]:
+    """log(1 + n / df) of each term, df counted over the passage's sentences."""
+    count = len(per_sentence)
     frequency: dict[str, int] = {}
     for found in per_sentence:
         for term in found:
             frequency[term] = frequency.get(term, 0) + 1
-    weight = {term: math.log(1 + count / n) for term, n in frequency.items()}
-    return [float(sum(weight[term] for term in found)) for found in per_sentence]
+    return {term: math.log(1 + count / n) for term, n in frequency.items()}
+
+
+def sentence_features(question: str, sentences: Sequence[str]) -> list[list[float]]:
+    """The `FEATURES` of each sentence of one passage, in that order.
+
+    Args:
+        question: The question (non-empty).
+        sentences: The passage's sentences, in order.
+
+    Returns:
+        One row per sentence.
+    """
+    wanted = terms(question)
+    per_sentence = [terms(sentence) for sentence in sentences]
+    found = [sentence_terms & wanted for sentence_terms in per_sentence]
+    weight = _passage_idf(found)
+    unseen = math.log(1 + len(sentences))  # a question term no sentence holds
+    total = sum(weight.get(term, unseen) for term in wanted) or 1.0
+    coverage = [sum(weight[term] for term in hits) / total for hits in found]
+    best = max(coverage, default=0.0)
+    count = len(sentences)
+    last = count - 1
+    rows = []
+    for i, hits in enumerate(found):
+        rows.append(
+            [
+                coverage[i],
+                coverage[i] - best,
+                coverage[i - 1] if i else 0.0,
+                coverage[i + 1] if i < last else 0.0,
+                len(hits) / max(len(wanted), 1),
+                math.log1p(len(per_sentence[i])),
+                i / last if last else 0.0,
+                float(i == 0),
+                float(i == last),
+                math.log(count),
+            ]
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class SentenceModel:
+    """A logistic model over `FEATURES`: P(evidence) = sigmoid(intercept + w . x).
+
+    Attributes:
+        coefficients: One weight per feature, in `FEATURES` order.
+        intercept: The bias term.
+    """
+
+    coefficients: tuple[float, ...]
+    intercept: float
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, object], source: str) -> SentenceModel:
+        """The model in `data` (`{"coefficients": {feature: w}, "intercept": b}`).
+
+        Raises:
+            ConfigError: A feature is missing or unknown, or a value is not a
+                finite number; the message names `source`.
+        """
+        weights = data.get("coefficients")
+        if not isinstance(weights, Mapping) or set(weights) != set(FEATURES):
+            got = sorted(weights) if isinstance(weights, Mapping) else weights
+            raise ConfigError(
+                source,
+                "coefficients",
+                got,
+                f"must map exactly the features {list(FEATURES)}",
+            )
+        values = [*(weights[name] for name in FEATURES), data.get("intercept")]
+        for name, value in zip([*FEATURES, "intercept"], values, strict=True):
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if not number or not math.isfinite(value):
+                key = name if name == "intercept" else f"coefficients.{name}"
+                raise ConfigError(source, key, value, "must be a finite number")
+        numbers = [float(v) for v in values]
+        return cls(tuple(numbers[:-1]), numbers[-1])
+
+    def probability(self, row: Sequence[float]) -> float:
+        """P(evidence) for one feature row."""
+        z = self.intercept + sum(
+            w * x for w, x in zip(self.coefficients, row, strict=True)
+        )
+        return 1 / (1 + math.exp(-z)) if z >= 0 else math.exp(z) / (1 + math.exp(z))
+
+
+@cache
+def shipped_model() -> SentenceModel:
+    """The fitted model shipped with the package, read once."""
+    text = resources.files("langchain_ragbudget").joinpath(MODEL_FILE).read_text()
+    return SentenceModel.from_mapping(json.loads(text), MODEL_FILE)
+
+
+def sentence_relevance(
+    question: str | None,
+    sentences: Sequence[str],
+    model: SentenceModel | None = None,
+) -> list[float]:
+    """One score per sentence: the model's probability that it is evidence.
+
+    Args:
+        question: The question, or None (every sentence then scores 0).
+        sentences: The passage's sentences, in order.
+        model: The model; the shipped one by default.
+
+    Returns:
+        Probabilities, one per sentence.
+    """
+    if not question or not sentences:
+        return [0.0] * len(sentences)
+    model = model or shipped_model()
+    return [model.probability(row) for row in sentence_features(question, sentences)]

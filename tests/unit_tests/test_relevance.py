@@ -1,0 +1,148 @@
+import json
+import math
+from importlib import resources
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from langchain_ragbudget.errors import ConfigError
+from langchain_ragbudget.relevance import (
+    FEATURES,
+    MODEL_FILE,
+    SentenceModel,
+    overlap_relevance,
+    sentence_features,
+    sentence_relevance,
+    shipped_model,
+)
+
+PASSAGE = [
+    "Hypertension is common in older adults.",
+    "We studied salt intake in a cohort of patients.",
+    "Lower salt intake reduced blood pressure by 5 mmHg.",
+    "Funding came from a national agency.",
+]
+QUESTION = "Salt intake lowers blood pressure."
+
+
+def column(rows: list[list[float]], name: str) -> list[float]:
+    return [row[FEATURES.index(name)] for row in rows]
+
+
+def test_features_by_hand() -> None:
+    rows = sentence_features(QUESTION, PASSAGE)
+    assert len(rows) == 4 and all(len(row) == len(FEATURES) for row in rows)
+    # question terms: salt, intak, lower, blood, pressur; the third sentence has all
+    assert column(rows, "coverage")[2] == pytest.approx(1.0)
+    assert column(rows, "coverage")[0] == 0.0 and column(rows, "coverage")[3] == 0.0
+    assert column(rows, "gap_to_best") == pytest.approx(
+        [c - 1.0 for c in column(rows, "coverage")]
+    )
+    assert column(rows, "previous_coverage")[3] == pytest.approx(1.0)
+    assert column(rows, "next_coverage")[1] == pytest.approx(1.0)
+    assert column(rows, "previous_coverage")[0] == 0.0
+    assert column(rows, "question_share") == pytest.approx([0.0, 0.4, 1.0, 0.0])
+    assert column(rows, "position") == pytest.approx([0.0, 1 / 3, 2 / 3, 1.0])
+    assert column(rows, "first") == [1.0, 0.0, 0.0, 0.0]
+    assert column(rows, "last") == [0.0, 0.0, 0.0, 1.0]
+    assert column(rows, "log_sentences") == pytest.approx([math.log(4)] * 4)
+
+
+def test_a_rarer_question_term_weighs_more() -> None:
+    # "salt" is in two sentences, "pressure" in one: holding "pressure" covers more
+    passage = ["Salt was measured.", "Salt and pressure.", "Pressure alone."]
+    rows = sentence_features("salt pressure", passage)
+    coverage = column(rows, "coverage")
+    assert coverage[1] == pytest.approx(1.0)
+    assert coverage[2] > 0 and coverage[0] > 0
+    assert coverage[2] == pytest.approx(coverage[0])  # each term in two sentences
+
+
+def test_one_sentence_passage() -> None:
+    rows = sentence_features("salt", ["Salt."])
+    assert column(rows, "position") == [0.0]
+    assert column(rows, "first") == [1.0] and column(rows, "last") == [1.0]
+
+
+def test_shipped_model_ranks_the_answering_sentence_first() -> None:
+    scores = sentence_relevance(QUESTION, PASSAGE)
+    assert max(range(4), key=scores.__getitem__) == 2
+    assert all(0.0 < s < 1.0 for s in scores)
+
+
+def test_no_question_keeps_leading_sentences() -> None:
+    assert sentence_relevance(None, PASSAGE) == [0.0] * 4
+    assert sentence_relevance("", PASSAGE) == [0.0] * 4
+    assert sentence_relevance(QUESTION, []) == []
+
+
+def test_a_question_of_stopwords_only_scores_on_position_alone() -> None:
+    scores = sentence_relevance("what is the", PASSAGE)
+    assert len(scores) == 4 and len(set(scores)) > 1
+
+
+def test_probability_is_the_logistic_function() -> None:
+    model = SentenceModel(tuple(float(i) for i in range(len(FEATURES))), -1.0)
+    row = [0.5] * len(FEATURES)
+    z = -1.0 + 0.5 * sum(range(len(FEATURES)))
+    assert model.probability(row) == pytest.approx(1 / (1 + math.exp(-z)))
+
+
+@pytest.mark.parametrize("z", [-1e6, -800.0, 0.0, 800.0, 1e6])
+def test_probability_does_not_overflow(z: float) -> None:
+    model = SentenceModel((0.0,) * len(FEATURES), z)
+    p = model.probability([0.0] * len(FEATURES))
+    assert 0.0 <= p <= 1.0 and p == pytest.approx(1 / (1 + math.exp(-max(z, -700))))
+
+
+def test_shipped_file_names_every_feature() -> None:
+    text = resources.files("langchain_ragbudget").joinpath(MODEL_FILE).read_text()
+    data = json.loads(text)
+    assert list(data["coefficients"]) == list(FEATURES)
+    model = shipped_model()
+    assert model.coefficients == tuple(data["coefficients"][f] for f in FEATURES)
+    assert model.intercept == data["intercept"]
+
+
+def good() -> dict[str, object]:
+    return {"coefficients": dict.fromkeys(FEATURES, 0.5), "intercept": -1.0}
+
+
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [
+        (lambda d: d["coefficients"].pop("position"), "coefficients"),
+        (lambda d: d["coefficients"].update(extra=1.0), "coefficients"),
+        (lambda d: d.update(coefficients=[1.0, 2.0]), "coefficients"),
+        (lambda d: d["coefficients"].update(first=float("nan")), "coefficients.first"),
+        (lambda d: d["coefficients"].update(last=float("inf")), "coefficients.last"),
+        (lambda d: d["coefficients"].update(coverage="1"), "coefficients.coverage"),
+        (lambda d: d["coefficients"].update(coverage=True), "coefficients.coverage"),
+        (lambda d: d.pop("intercept"), "intercept"),
+    ],
+)
+def test_a_bad_model_file_names_the_key(change: object, key: str) -> None:
+    data = good()
+    change(data)  # type: ignore[operator]
+    with pytest.raises(ConfigError) as raised:
+        SentenceModel.from_mapping(data, "model.json")
+    assert raised.value.file == "model.json" and raised.value.key == key
+
+
+def test_overlap_relevance_prefers_the_rarer_term() -> None:
+    passage = ["Salt was measured.", "Salt again.", "Pressure once."]
+    scores = overlap_relevance("salt pressure", passage)
+    assert scores[2] > scores[0] == scores[1] > 0
+
+
+@given(
+    st.text(max_size=60),
+    st.lists(st.text(min_size=1, max_size=80), min_size=1, max_size=8),
+)
+def test_scores_are_probabilities_one_per_sentence(
+    question: str, passage: list[str]
+) -> None:
+    scores = sentence_relevance(question, passage)
+    assert len(scores) == len(passage)
+    assert all(0.0 <= s <= 1.0 for s in scores)
