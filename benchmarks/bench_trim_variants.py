@@ -4,9 +4,10 @@ passages to whole sentences").
 
 Every variant runs on the same fused top-10 lists of SciFact's test queries (the
 corpus index comes from the evaluation cache); only gold passages whose evidence
-sentences the dataset marks count. The default relevance is the model fitted on
-SciFact's train claims (`benchmarks/fit_sentence_relevance.py`); the `relevance:`
-rows swap in other sentence scorers, the one it replaced first.
+sentences the dataset marks count. The default relevance is IDF-weighted overlap
+(`relevance: overlap`); the `relevance:` rows swap in other sentence scorers, first
+the option `relevance: fitted`, the model fitted on SciFact's train claims
+(`benchmarks/fit_sentence_relevance.py`).
 
     python benchmarks/bench_trim_variants.py [--dense]
 """
@@ -185,7 +186,7 @@ def with_neighbours(base: Scorer, share: float) -> Scorer:
     return scored
 
 
-POSITION = ("position", "first", "last", "log_sentences")
+POSITION = ("position", "last", "log_sentences")
 
 
 def lexical_only_model(folder: str) -> Scorer:
@@ -226,7 +227,7 @@ def with_list_idf(all_cases: list[Case]) -> list[float]:
                 for s in sentences
             ]
 
-        with patched("sentence_relevance", scored):
+        with patched("overlap_relevance", scored):
             hits.append(evidence_hits(case))
     return percent(all_cases, hits)
 
@@ -244,7 +245,7 @@ def with_oracle_relevance(all_cases: list[Case]) -> list[float]:
         ) -> list[float]:
             return [float(any(m in s or s in m for m in marked)) for s in sentences]
 
-        with patched("sentence_relevance", scored):
+        with patched("overlap_relevance", scored):
             hits.append(evidence_hits(case))
     return percent(all_cases, hits)
 
@@ -334,7 +335,7 @@ def main() -> None:
     idf = corpus_idf(dataset)
     old, corpus = overlap_relevance, corpus_overlap(idf)
     for name, scorer in (
-        ("  relevance: overlap (the old default)", overlap_relevance),
+        ("  relevance: fitted (the option)", sentence_relevance),
         ("  relevance: term overlap", overlap),
         ("  relevance: + later prior", later_prior),
         ("  relevance: IDF over the corpus", corpus),
@@ -345,13 +346,13 @@ def main() -> None:
         ("  relevance: corpus + 0.1 neighbours", with_neighbours(corpus, 0.1)),
         ("  relevance: fitted, no position", lexical_only_model(args.data)),
     ):
-        with patched("sentence_relevance", scorer):
+        with patched("overlap_relevance", scorer):
             row(name, evidence_kept(all_cases))
     row("  relevance: IDF over the list", with_list_idf(all_cases))
     row("  relevance: oracle (ceiling)", with_oracle_relevance(all_cases))
     if args.dense:
         for alpha in (1.0, 0.8, 0.5):
-            with patched("sentence_relevance", dense_relevance(alpha)):
+            with patched("overlap_relevance", dense_relevance(alpha)):
                 row(f"  relevance: dense x {alpha}", evidence_kept(all_cases))
     for budget in (384, 1024):
         print(f"where the evidence goes at {budget} tokens:")

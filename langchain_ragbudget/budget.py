@@ -11,7 +11,7 @@ metadata of a child run, so a tracer such as LangSmith shows the dropped ids.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -72,7 +72,7 @@ from langchain_ragbudget.packing import (
     omission_points,
     pack,
 )
-from langchain_ragbudget.relevance import sentence_relevance
+from langchain_ragbudget.relevance import overlap_relevance, sentence_relevance
 from langchain_ragbudget.render import Citation, ContextFormat, group_citations
 from langchain_ragbudget.scores import CONTEXT_TOKENS, FUSED_RANK, HEADER_TOKENS
 from langchain_ragbudget.sentences import sentence_spans
@@ -357,7 +357,15 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         documents = check_documents(documents)
         settings = self.settings
         items = self._measure(documents)
-        shorten = _Shortener(self.format, settings.encoding_name, documents, question)
+        shorten = _Shortener(
+            self.format,
+            settings.encoding_name,
+            documents,
+            question,
+            overlap_relevance
+            if settings.relevance == "overlap"
+            else sentence_relevance,
+        )
         result = pack(
             items,
             max_tokens=settings.max_tokens,
@@ -650,11 +658,13 @@ class _Shortener:
         encoding: str,
         documents: Sequence[Document],
         question: str | None,
+        relevance: Callable[[str | None, Sequence[str]], list[float]],
     ) -> None:
         self.format = fmt
         self.encoding = encoding
         self.documents = documents
         self.question = question
+        self.relevance = relevance
         self.spans: dict[int, tuple[tuple[int, int], ...]] = {}
 
     def shape(self, index: int) -> Sentences:
@@ -668,7 +678,7 @@ class _Shortener:
             block = self.format.render_shortened(self.segments(index, chosen))
             return count_tokens(block, self.encoding)
 
-        return Sentences(tuple(sentence_relevance(self.question, texts)), cost)
+        return Sentences(tuple(self.relevance(self.question, texts)), cost)
 
     def segments(self, index: int, chosen: tuple[int, ...]) -> list[str | None]:
         """Runs of adjacent kept sentences, and `None` where sentences are left out.

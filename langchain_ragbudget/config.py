@@ -48,6 +48,7 @@ DEFAULT_SURFACE = "chat"
 BM25Method = Literal["robertson", "atire", "bm25l", "bm25+", "lucene"]
 QueryPrecision = Literal["float32", "int8"]
 FusionMethod = Literal["rrf", "minmax", "dbsf"]  # fusion.py says what each does
+Relevance = Literal["overlap", "fitted"]  # how `trim` scores sentences
 PLACEHOLDERS = (
     "__debezium_unavailable_value",
     "placeholder",
@@ -490,6 +491,11 @@ class SurfaceSettings(_Strict):
             and goes on.
         max_sentences: With `trim`, at most this many sentences of one shortened
             passage (None: as many as fit).
+        relevance: With `trim`, how sentences are chosen: `overlap`, IDF-weighted
+            overlap with the question, which assumes nothing about where a passage
+            puts its point; `fitted`, a logistic model fitted on SciFact abstracts,
+            which learned that abstracts state their findings late (better on
+            abstracts, and worse wherever the point comes first).
         order: `rank` shows citations best first; `edges` puts the best first and
             last and the weakest in the middle.
         weak_evidence: When the evidence is weak: thresholds on the top score, or
@@ -503,6 +509,7 @@ class SurfaceSettings(_Strict):
     min_docs: StrictInt = Field(1, ge=0)
     packing: Literal["skip", "stop", "trim"] = "skip"
     max_sentences: StrictInt | None = Field(None, ge=1)
+    relevance: Relevance = "overlap"
     order: Literal["rank", "edges"] = "rank"
     weak_evidence: WeakEvidenceSettings = WeakEvidenceSettings()
 

@@ -13,17 +13,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from langchain_core.documents import Document
 
 from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.config import SurfaceSettings
+from langchain_ragbudget.config import Relevance, SurfaceSettings
 from langchain_ragbudget.identity import document_key
 from langchain_ragbudget.render import ContextFormat, group_citations
 from langchain_ragbudget.sentences import sentences
 from langchain_ragbudget.tokens import get_encoding
 
-POLICIES = ("naive slice", "stop", "skip", "trim")
+POLICIES = ("naive slice", "stop", "skip", "trim", "trim, fitted")
+# packing and sentence relevance of each policy the budget runs
+_BUDGET_POLICIES: dict[str, tuple[Literal["stop", "skip", "trim"], Relevance]] = {
+    "stop": ("stop", "overlap"),
+    "skip": ("skip", "overlap"),
+    "trim": ("trim", "overlap"),
+    "trim, fitted": ("trim", "fitted"),
+}
 
 
 @dataclass(frozen=True)
@@ -118,8 +126,9 @@ def policy_survival(
     if policy == "naive slice":
         sliced = naive_slice(documents, budgets, encoding, evidence)
         return PolicySurvival(sliced.passages, sliced.evidence, [0] * len(budgets))
-    if policy not in POLICIES:
+    if policy not in _BUDGET_POLICIES:
         raise ValueError(f"unknown policy {policy!r}; use one of {POLICIES}")
+    packing, relevance = _BUDGET_POLICIES[policy]
     passages, kept_evidence, bad_cuts = [], [], []
     for budget in budgets:
         settings = SurfaceSettings(
@@ -127,8 +136,9 @@ def policy_survival(
             max_tokens=budget,
             encoding=encoding,
             min_docs=0,
-            packing=policy,
+            packing=packing,
             max_sentences=max_sentences,
+            relevance=relevance,
         )
         context = ContextBudget(settings=settings, id_key=id_key).fit(
             documents, question=question

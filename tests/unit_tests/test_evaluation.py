@@ -173,7 +173,7 @@ def test_evidence_survival_counts_sentences_a_slice_keeps(beir_folder: Path) -> 
     assert "counting evidence instead of whole passages" in markdown
     evidence_table = rich_tables(report)[-1]
     assert "gold evidence sentences" in str(evidence_table.title)
-    assert evidence_table.row_count == 4  # naive slice, stop, skip, trim
+    assert evidence_table.row_count == 5  # naive slice, stop, skip, trim, fitted
 
 
 def test_malformed_rationales_are_named(beir_folder: Path) -> None:
@@ -223,7 +223,13 @@ def test_chunked_evaluation_counts_evidence_across_chunks(
     assert reports[-1] == ("queries (64-token chunks)", 3, 3)
     assert first.k == chunk_k(10, 64) == 40 and first.evidence_gold > 0
     assert all(n == 0 for n in first.mid_sentence_cuts.values())
-    assert set(first.evidence_survival) == {"naive slice", "stop", "skip", "trim"}
+    assert set(first.evidence_survival) == {
+        "naive slice",
+        "stop",
+        "skip",
+        "trim",
+        "trim, fitted",
+    }
     for shares in first.evidence_survival.values():
         assert all(share is not None and 0 <= share <= 1 for share in shares)
     trim, skip = first.evidence_survival["trim"][1], first.evidence_survival["skip"][1]

@@ -15,6 +15,7 @@ from langchain_ragbudget.relevance import (
     sentence_features,
     sentence_relevance,
     shipped_model,
+    terms,
 )
 
 PASSAGE = [
@@ -44,7 +45,6 @@ def test_features_by_hand() -> None:
     assert column(rows, "previous_coverage")[0] == 0.0
     assert column(rows, "question_share") == pytest.approx([0.0, 0.4, 1.0, 0.0])
     assert column(rows, "position") == pytest.approx([0.0, 1 / 3, 2 / 3, 1.0])
-    assert column(rows, "first") == [1.0, 0.0, 0.0, 0.0]
     assert column(rows, "last") == [0.0, 0.0, 0.0, 1.0]
     assert column(rows, "log_sentences") == pytest.approx([math.log(4)] * 4)
 
@@ -62,13 +62,13 @@ def test_a_rarer_question_term_weighs_more() -> None:
 def test_one_sentence_passage() -> None:
     rows = sentence_features("salt", ["Salt."])
     assert column(rows, "position") == [0.0]
-    assert column(rows, "first") == [1.0] and column(rows, "last") == [1.0]
+    assert column(rows, "last") == [1.0]
 
 
 def test_shipped_model_ranks_the_answering_sentence_first() -> None:
     scores = sentence_relevance(QUESTION, PASSAGE)
     assert max(range(4), key=scores.__getitem__) == 2
-    assert all(0.0 < s < 1.0 for s in scores)
+    assert all(0.0 < s < 2.0 for s in scores)
 
 
 def test_no_question_keeps_leading_sentences() -> None:
@@ -115,7 +115,7 @@ def good() -> dict[str, object]:
         (lambda d: d["coefficients"].pop("position"), "coefficients"),
         (lambda d: d["coefficients"].update(extra=1.0), "coefficients"),
         (lambda d: d.update(coefficients=[1.0, 2.0]), "coefficients"),
-        (lambda d: d["coefficients"].update(first=float("nan")), "coefficients.first"),
+        (lambda d: d["coefficients"].update(last=float("nan")), "coefficients.last"),
         (lambda d: d["coefficients"].update(last=float("inf")), "coefficients.last"),
         (lambda d: d["coefficients"].update(coverage="1"), "coefficients.coverage"),
         (lambda d: d["coefficients"].update(coverage=True), "coefficients.coverage"),
@@ -140,9 +140,30 @@ def test_overlap_relevance_prefers_the_rarer_term() -> None:
     st.text(max_size=60),
     st.lists(st.text(min_size=1, max_size=80), min_size=1, max_size=8),
 )
-def test_scores_are_probabilities_one_per_sentence(
+def test_scores_are_one_per_sentence_and_question_terms_come_first(
     question: str, passage: list[str]
 ) -> None:
     scores = sentence_relevance(question, passage)
     assert len(scores) == len(passage)
-    assert all(0.0 <= s <= 1.0 for s in scores)
+    holds = [bool(terms(question) & terms(s)) for s in passage]
+    for score, has_term in zip(scores, holds, strict=True):
+        assert (1.0 <= score < 2.0) if has_term else (0.0 <= score < 1.0)
+
+
+def test_a_late_sentence_without_question_terms_never_beats_the_answer() -> None:
+    # A model that only likes late sentences (abstracts end with findings) must
+    # still rank an answer stated first, as runbooks do, above unrelated sentences.
+    late = SentenceModel(
+        tuple(10.0 if name == "position" else 0.0 for name in FEATURES), 0.0
+    )
+    question = "How quickly must a SEV1 page be acknowledged?"
+    passage = [
+        "A SEV1 page must be acknowledged within 5 minutes.",
+        "Pagerline then calls the secondary engineer.",
+        "The secondary has 10 more minutes before the manager is called.",
+    ]
+    alone = [late.probability(row) for row in sentence_features(question, passage)]
+    assert alone[2] > alone[1] > alone[0]  # the bias this guards against
+    scores = sentence_relevance(question, passage, model=late)
+    assert max(range(3), key=scores.__getitem__) == 0
+    assert scores[2] > scores[1]  # among the rest, the model's order stands

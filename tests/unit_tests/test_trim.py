@@ -46,6 +46,32 @@ def test_choose_sentences_prefers_relevance_and_keeps_order() -> None:
     assert choose_sentences(shape, 100, max_sentences=1) == (1,)
 
 
+@pytest.mark.parametrize(
+    ("relevance", "kept"),
+    [
+        ("overlap", "Application logs are kept for 90 days."),
+        ("fitted", "Audit logs are kept for a year."),
+    ],
+)
+def test_the_surface_chooses_how_sentences_are_scored(
+    relevance: str, kept: str
+) -> None:
+    # overlap weighs the question's terms; the model fitted on abstracts also
+    # weighs position (findings come late) and here picks the wrong kind of log.
+    passage = Document(
+        id="retention",
+        page_content="Application logs are kept for 90 days. Metrics live longer. "
+        "Traces are sampled. Dashboards show them. Audit logs are kept for a year.",
+    )
+    context = budget(30, max_sentences=1, relevance=relevance).fit(
+        [passage], question="How long are application logs kept?"
+    )
+    (record,) = context.report.trimmed
+    assert record.kept_sentences == 1
+    assert kept in context.text
+    assert ("90 days" in context.text) == (relevance == "overlap")
+
+
 def test_omission_points_mark_gaps_and_cut_ends() -> None:
     assert omission_points((0, 1), 2) == []
     assert omission_points((1, 3), 5) == [0, 1, 2]  # before 1, before 3, at the end
