@@ -61,6 +61,12 @@ def test_user_yaml_merges_over_defaults(tmp_path: Path) -> None:
             "skip",
         ),
         (
+            "surfaces:\n  chat:\n    relevance: Fitted\n",
+            "surfaces.chat.relevance",
+            "Fitted",
+            "'overlap' or 'fitted'",
+        ),
+        (
             "retrieval:\n  sparse:\n    weight: -1\n",
             "retrieval.sparse.weight",
             -1,
