@@ -40,8 +40,8 @@ from langchain_ragbudget.progress import ProgressBars
 from langchain_ragbudget.relevance import (
     FEATURES,
     SentenceModel,
+    fitted_relevance,
     overlap_relevance,
-    sentence_relevance,
     terms,
 )
 from langchain_ragbudget.survival import policy_survival
@@ -203,7 +203,7 @@ def lexical_only_model(folder: str) -> Scorer:
         tuple(weights.get(i, 0.0) for i in range(len(FEATURES))),
         float(fitted.intercept_[0]),
     )
-    return partial(sentence_relevance, model=model)
+    return partial(fitted_relevance, model=model)
 
 
 def with_list_idf(all_cases: list[Case]) -> list[float]:
@@ -335,7 +335,7 @@ def main() -> None:
     idf = corpus_idf(dataset)
     old, corpus = overlap_relevance, corpus_overlap(idf)
     for name, scorer in (
-        ("  relevance: fitted (the option)", sentence_relevance),
+        ("  relevance: fitted (the option)", fitted_relevance),
         ("  relevance: term overlap", overlap),
         ("  relevance: + later prior", later_prior),
         ("  relevance: IDF over the corpus", corpus),

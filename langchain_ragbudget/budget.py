@@ -72,7 +72,7 @@ from langchain_ragbudget.packing import (
     omission_points,
     pack,
 )
-from langchain_ragbudget.relevance import overlap_relevance, sentence_relevance
+from langchain_ragbudget.relevance import fitted_relevance, overlap_relevance
 from langchain_ragbudget.render import Citation, ContextFormat, group_citations
 from langchain_ragbudget.scores import CONTEXT_TOKENS, FUSED_RANK, HEADER_TOKENS
 from langchain_ragbudget.sentences import sentence_spans
@@ -362,9 +362,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             settings.encoding_name,
             documents,
             question,
-            overlap_relevance
-            if settings.relevance == "overlap"
-            else sentence_relevance,
+            overlap_relevance if settings.relevance == "overlap" else fitted_relevance,
         )
         result = pack(
             items,

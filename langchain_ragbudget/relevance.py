@@ -182,7 +182,7 @@ def shipped_model() -> SentenceModel:
     return SentenceModel.from_mapping(json.loads(text), MODEL_FILE)
 
 
-def sentence_relevance(
+def fitted_relevance(
     question: str | None,
     sentences: Sequence[str],
     model: SentenceModel | None = None,

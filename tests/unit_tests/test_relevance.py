@@ -11,9 +11,9 @@ from langchain_ragbudget.relevance import (
     FEATURES,
     MODEL_FILE,
     SentenceModel,
+    fitted_relevance,
     overlap_relevance,
     sentence_features,
-    sentence_relevance,
     shipped_model,
     terms,
 )
@@ -66,19 +66,19 @@ def test_one_sentence_passage() -> None:
 
 
 def test_shipped_model_ranks_the_answering_sentence_first() -> None:
-    scores = sentence_relevance(QUESTION, PASSAGE)
+    scores = fitted_relevance(QUESTION, PASSAGE)
     assert max(range(4), key=scores.__getitem__) == 2
     assert all(0.0 < s < 2.0 for s in scores)
 
 
 def test_no_question_keeps_leading_sentences() -> None:
-    assert sentence_relevance(None, PASSAGE) == [0.0] * 4
-    assert sentence_relevance("", PASSAGE) == [0.0] * 4
-    assert sentence_relevance(QUESTION, []) == []
+    assert fitted_relevance(None, PASSAGE) == [0.0] * 4
+    assert fitted_relevance("", PASSAGE) == [0.0] * 4
+    assert fitted_relevance(QUESTION, []) == []
 
 
 def test_a_question_of_stopwords_only_scores_on_position_alone() -> None:
-    scores = sentence_relevance("what is the", PASSAGE)
+    scores = fitted_relevance("what is the", PASSAGE)
     assert len(scores) == 4 and len(set(scores)) > 1
 
 
@@ -143,7 +143,7 @@ def test_overlap_relevance_prefers_the_rarer_term() -> None:
 def test_scores_are_one_per_sentence_and_question_terms_come_first(
     question: str, passage: list[str]
 ) -> None:
-    scores = sentence_relevance(question, passage)
+    scores = fitted_relevance(question, passage)
     assert len(scores) == len(passage)
     holds = [bool(terms(question) & terms(s)) for s in passage]
     for score, has_term in zip(scores, holds, strict=True):
@@ -164,6 +164,6 @@ def test_a_late_sentence_without_question_terms_never_beats_the_answer() -> None
     ]
     alone = [late.probability(row) for row in sentence_features(question, passage)]
     assert alone[2] > alone[1] > alone[0]  # the bias this guards against
-    scores = sentence_relevance(question, passage, model=late)
+    scores = fitted_relevance(question, passage, model=late)
     assert max(range(3), key=scores.__getitem__) == 0
     assert scores[2] > scores[1]  # among the rest, the model's order stands
