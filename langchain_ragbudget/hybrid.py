@@ -449,7 +449,7 @@ def _score_issues(
     """
     scores = list(map(itemgetter(1), by_key.values()))
     if set(map(type, scores)) <= {float} and math.isfinite(sum(scores)):
-        return []  # the common case, settled in C: a NaN or an inf makes any sum so
+        return []  # all finite floats, checked in C: a NaN or inf makes the sum one
     return [
         ScoreIssue(Stage.FUSION, key, score_key(name), repr(score))
         for key, (_, score) in by_key.items()

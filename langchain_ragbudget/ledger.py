@@ -157,7 +157,7 @@ class DeferredDropRecord(DropRecord):
     Fusion cuts most of its candidates; building each one's merged document (the
     metadata of every retriever, its ranks and scores) would cost more than the
     fusion itself, and most are never looked at. The records of one cut share one
-    `source`, so each costs three fields.
+    `source`; each holds only its key, rank and a reference to it.
     """
 
     _source: DeferredSource
