@@ -189,6 +189,23 @@ class DeferredDropRecord(DropRecord):
         """Why it was dropped, in words (made on each read: it is rarely read)."""
         return self._source.detail(self.rank)
 
+    def __reduce__(self) -> tuple[type[DropRecord], tuple[Any, ...]]:
+        # Pickled as the plain record it stands for, document built: the source
+        # refers to the retriever, which has no place in a pickled result.
+        return (
+            DropRecord,
+            (
+                self.key,
+                self.stage,
+                self.reason,
+                self.rank,
+                self.document,
+                self.tokens,
+                self.detail,
+                self.header_tokens,
+            ),
+        )
+
 
 class DeferredRecords(Iterable[DropRecord]):
     """Drop records made on the first read, once, for every holder.
@@ -319,6 +336,10 @@ class CandidateList(list[Document]):
         if isinstance(self._drops, DeferredRecords):
             self._drops = list(self._drops)
         return self._drops
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Copies and pickles carry the records themselves, never the deferral.
+        return {**self.__dict__, "_drops": self.drops}
 
     def _summary(self) -> str:
         """One line: documents, drops by stage and reason, skipped stages, issues."""

@@ -7,6 +7,7 @@ exercised in test_standard.py and test_dense.py.
 
 import asyncio
 import json
+import pickle
 import threading
 
 import pytest
@@ -252,6 +253,19 @@ def test_cut_records_are_made_on_first_read_once_for_list_and_ledger(
     assert [id(r) for r in results.drops] == [id(r) for r in from_ledger]
     assert made == ["d2", "d3", "d4", "d5"]  # the list read the same records
     assert results.drops[0].detail == "fused rank 3 is past k=2"
+
+
+def test_a_pickled_result_carries_its_records_not_the_retriever() -> None:
+    docs = [doc(f"d{i}", score=float(10 - i)) for i in range(6)]
+    results = HybridRetriever(retrievers=[ListRetriever(documents=docs)], k=2).invoke(
+        "q"
+    )
+    data = pickle.dumps(results)
+    assert b"HybridRetriever" not in data and b"ListRetriever" not in data
+    back = pickle.loads(data)
+    assert isinstance(back, CandidateList) and isinstance(results, CandidateList)
+    assert [d.id for d in back] == [d.id for d in results]
+    assert [r.to_entry() for r in back.drops] == [r.to_entry() for r in results.drops]
 
 
 class HandOverRetriever(BaseRetriever):
