@@ -26,7 +26,7 @@ from typing import Any
 
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
-from fit_sentence_relevance import REGULARISATION, training_rows
+from fit_sentence_relevance import REGULARISATION, is_evidence, training_rows
 from langchain_core.documents import Document
 
 from langchain_ragbudget import budget as budget_module
@@ -42,8 +42,10 @@ from langchain_ragbudget.relevance import (
     SentenceModel,
     fitted_relevance,
     overlap_relevance,
+    sentence_features,
     terms,
 )
+from langchain_ragbudget.sentences import sentences as split_sentences
 from langchain_ragbudget.survival import policy_survival
 
 BUDGETS = [256, 384, 512, 768, 1024]
@@ -250,30 +252,82 @@ def with_oracle_relevance(all_cases: list[Case]) -> list[float]:
     return percent(all_cases, hits)
 
 
-def dense_relevance(alpha: float) -> Callable[..., list[float]]:
-    """Cosine of each sentence's MiniLM vector with the question's, mixed with
-    `alpha` of it against the default score scaled to [0, 1]: what embedding every
-    sentence at query time would buy."""
+Vector = Callable[[str], tuple[float, ...]]
+
+
+def sentence_vectors() -> Vector:
+    """MiniLM vectors of texts, each embedded once per run."""
     embeddings = build_embeddings(load_config().embedding)
 
     @cache
     def vector(text: str) -> tuple[float, ...]:
         return tuple(embeddings.embed_query(text))
 
+    return vector
+
+
+def cosines(vector: Vector, question: str, sentences: Sequence[str]) -> list[float]:
+    wanted = vector(question)
+    return [
+        sum(a * b for a, b in zip(vector(s), wanted, strict=True)) for s in sentences
+    ]
+
+
+def dense_relevance(vector: Vector, alpha: float, base: Scorer, scale: bool) -> Scorer:
+    """`alpha` times each sentence's MiniLM cosine with the question plus `1 - alpha`
+    times the `base` score (scaled to a top of 1 when `scale`): what embedding every
+    sentence at query time would buy."""
+
     def scored(question: str | None, sentences: Sequence[str]) -> list[float]:
-        if not question:
-            return [0.0] * len(sentences)
-        wanted = vector(question)
-        cosine = [
-            sum(a * b for a, b in zip(vector(s), wanted, strict=True))
-            for s in sentences
-        ]
-        lexical = overlap_relevance(question, sentences)
-        top = max(lexical) or 1.0
+        own = base(question, sentences)
+        if not question or not sentences:
+            return own
+        top = (max(own) or 1.0) if scale else 1.0
         return [
             alpha * c + (1 - alpha) * x / top
-            for c, x in zip(cosine, lexical, strict=True)
+            for c, x in zip(cosines(vector, question, sentences), own, strict=True)
         ]
+
+    return scored
+
+
+def dense_features(
+    vector: Vector, question: str, sentences: Sequence[str]
+) -> list[list[float]]:
+    """`FEATURES` plus the cosine, its gap to the best sentence, the neighbours'."""
+    cos = cosines(vector, question, sentences)
+    best, last = max(cos), len(cos) - 1
+    return [
+        [*row, c, c - best, cos[i - 1] if i else 0.0, cos[i + 1] if i < last else 0.0]
+        for i, (row, c) in enumerate(
+            zip(sentence_features(question, sentences), cos, strict=True)
+        )
+    ]
+
+
+def dense_model(vector: Vector, folder: str) -> Scorer:
+    """The fitted model refitted on SciFact train with `dense_features` (same +1
+    for a sentence holding a question term)."""
+    from sklearn.linear_model import LogisticRegression
+
+    train = load_beir(folder, split="train")
+    texts = {str(d.id): d.page_content for d in train.corpus}
+    rows: list[list[float]] = []
+    labels: list[int] = []
+    for query_id, documents in sorted(train.rationales.items()):
+        question = train.queries[query_id]
+        for doc_id, marked in sorted(documents.items()):
+            pieces = split_sentences(texts[doc_id])
+            rows += dense_features(vector, question, pieces)
+            labels += [int(is_evidence(s, marked)) for s in pieces]
+    fitted = LogisticRegression(C=REGULARISATION, max_iter=5000).fit(rows, labels)
+
+    def scored(question: str | None, pieces: Sequence[str]) -> list[float]:
+        if not question or not pieces:
+            return [0.0] * len(pieces)
+        rows = dense_features(vector, question, pieces)
+        chance = fitted.predict_proba(rows)[:, 1]
+        return [float(p) + (row[0] > 0) for p, row in zip(chance, rows, strict=True)]
 
     return scored
 
@@ -351,9 +405,18 @@ def main() -> None:
     row("  relevance: IDF over the list", with_list_idf(all_cases))
     row("  relevance: oracle (ceiling)", with_oracle_relevance(all_cases))
     if args.dense:
+        vector = sentence_vectors()
         for alpha in (1.0, 0.8, 0.5):
-            with patched("overlap_relevance", dense_relevance(alpha)):
+            with patched(
+                "overlap_relevance", dense_relevance(vector, alpha, old, True)
+            ):
                 row(f"  relevance: dense x {alpha}", evidence_kept(all_cases))
+        for alpha in (0.3, 0.5):
+            scorer = dense_relevance(vector, alpha, fitted_relevance, False)
+            with patched("overlap_relevance", scorer):
+                row(f"  relevance: fitted + dense x {alpha}", evidence_kept(all_cases))
+        with patched("overlap_relevance", dense_model(vector, args.data)):
+            row("  relevance: fitted, dense features", evidence_kept(all_cases))
     for budget in (384, 1024):
         print(f"where the evidence goes at {budget} tokens:")
         for what, n in sorted(where_lost(all_cases, budget).items()):

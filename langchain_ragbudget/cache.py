@@ -74,6 +74,21 @@ def cached_sparse_retriever(
     return retriever
 
 
+def vector_store_folder(
+    documents: Sequence[Document],
+    embedding: EmbeddingSettings,
+    name: str = "corpus",
+    root: Path | None = None,
+) -> Path:
+    """The Chroma folder `cached_vector_store` keeps `documents` in."""
+    key = corpus_fingerprint(documents, embedding.model)
+    return _store_folder(name, key, root) / "chroma"
+
+
+def _store_folder(name: str, key: str, root: Path | None) -> Path:
+    return (root or cache_root()) / f"{name}-{key}"
+
+
 def cached_vector_store(
     documents: Sequence[Document],
     embedding: EmbeddingSettings,
@@ -89,7 +104,7 @@ def cached_vector_store(
     when the cache already holds the corpus).
     """
     key = corpus_fingerprint(documents, embedding.model)
-    folder = (root or cache_root()) / f"{name}-{key}"
+    folder = _store_folder(name, key, root)
     settings = VectorStoreSettings(
         collection=f"{name[:40]}-{key[:12]}", persist_directory=str(folder / "chroma")
     )

@@ -8,6 +8,7 @@ from langchain_ragbudget.cache import (
     cached_sparse_retriever,
     cached_vector_store,
     corpus_fingerprint,
+    vector_store_folder,
 )
 from langchain_ragbudget.factory import build_embeddings
 
@@ -49,6 +50,9 @@ def test_vector_store_is_embedded_once(tmp_path: Path) -> None:
     assert embeddings.embedded == 2
     assert second.similarity_search("electricity", k=1)[0].id == "a"
     assert first is not second
+    folder = vector_store_folder(DOCS, settings, root=tmp_path)
+    assert (folder / "chroma.sqlite3").is_file()
+    assert vector_store_folder(DOCS[:1], settings, root=tmp_path) != folder
 
 
 @pytest.mark.needs_embedding_model
