@@ -195,7 +195,11 @@ class EmbeddingSettings(_Strict):
 
 
 class VectorStoreSettings(_Strict):
-    """Chroma embedded (in memory or persistent) or a Chroma server."""
+    """Chroma embedded (in memory or persistent) or a Chroma server.
+
+    `ef_search` is the breadth of Chroma's HNSW search, set on the collection when
+    it is opened; `None` keeps what the collection has (Chroma's default is 100).
+    """
 
     provider: Annotated[StrictStr, AfterValidator(_importable)] = Field(
         "chroma", pattern=_PROVIDER
@@ -206,6 +210,16 @@ class VectorStoreSettings(_Strict):
     host: StrictStr | None = None
     port: StrictInt = Field(8000, ge=1, le=65535)
     timeout: StrictFloat = Field(30.0, gt=0)
+    ef_search: StrictInt | None = Field(None, ge=1, le=100_000)
+
+    @model_validator(mode="after")
+    def _ef_search_is_chroma_s(self) -> VectorStoreSettings:
+        if self.ef_search is not None and self.provider != "chroma":
+            raise ValueError(
+                f"ef_search is a Chroma setting; provider {self.provider!r} takes "
+                "its own search settings through options"
+            )
+        return self
 
 
 class IndexSettings(_Strict):

@@ -98,7 +98,8 @@ def build_vector_store(
         embeddings: The embedding model the store uses.
 
     Returns:
-        A Chroma store (cosine distance), or an instance of the configured
+        A Chroma store (cosine distance, and `ef_search` set on its collection when
+        configured), or an instance of the configured
         `package.module:Class` provider, made with `embedding` and `options`.
 
     Raises:
@@ -119,14 +120,34 @@ def build_vector_store(
         "collection_metadata": {"hnsw:space": "cosine"},
     }
     if settings.host is not None:
-        return Chroma(client=connect_chroma_server(settings, client_settings), **common)
-    if settings.persist_directory is None:
-        common["collection_name"] = f"{settings.collection}-{uuid.uuid4().hex[:12]}"
-    return Chroma(
-        persist_directory=settings.persist_directory,
-        client_settings=client_settings,
-        **common,
-    )
+        client = connect_chroma_server(settings, client_settings)
+        chroma = Chroma(client=client, **common)
+    else:
+        if settings.persist_directory is None:
+            name = f"{settings.collection}-{uuid.uuid4().hex[:12]}"
+            common["collection_name"] = name
+        chroma = Chroma(
+            persist_directory=settings.persist_directory,
+            client_settings=client_settings,
+            **common,
+        )
+    if settings.ef_search is not None:
+        _set_ef_search(chroma._client, chroma._collection.name, settings.ef_search)
+    return chroma
+
+
+def _set_ef_search(client: Any, collection: str, ef_search: int) -> None:
+    """Set a collection's HNSW search breadth, before its index is first loaded.
+
+    Chroma keeps it in the collection's configuration (so a persistent index, or a
+    server's collection, keeps it for later opens too); it is written only when it
+    differs, through a handle of its own: the handle that modifies marks its
+    embedding function "legacy", and langchain-chroma would warn of it per query.
+    """
+    handle = client.get_collection(collection)
+    hnsw = (handle.configuration_json or {}).get("hnsw") or {}
+    if hnsw.get("ef_search") != ef_search:
+        handle.modify(configuration={"hnsw": {"ef_search": ef_search}})
 
 
 def build_sparse_retriever(

@@ -1091,7 +1091,9 @@ def _vector_settings(config: RagBudgetConfig, directory: Path) -> VectorStoreSet
     if config.vector_store.host is not None:
         return config.vector_store
     return VectorStoreSettings(
-        collection=COLLECTION, persist_directory=str(directory / CHROMA_DIR)
+        collection=COLLECTION,
+        persist_directory=str(directory / CHROMA_DIR),
+        ef_search=config.vector_store.ef_search,
     )
 
 

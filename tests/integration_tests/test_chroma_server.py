@@ -8,10 +8,19 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import chromadb
 import pytest
 from langchain_core.runnables import RunnableParallel, RunnablePassthrough
 
-from langchain_ragbudget import ContextBudget, build_hybrid_retriever, load_config
+from langchain_ragbudget import (
+    ContextBudget,
+    DenseRetriever,
+    build_embeddings,
+    build_hybrid_retriever,
+    build_vector_store,
+    load_config,
+)
+from langchain_ragbudget.dense import add_documents
 from langchain_ragbudget.sample import load_sample_corpus
 
 
@@ -54,6 +63,25 @@ def test_hybrid_retrieval_against_a_chroma_server(
     assert all(
         "dense_rank" in doc.metadata or "bm25_rank" in doc.metadata for doc in top
     )
+
+
+def test_ef_search_is_set_on_the_server_s_collection(
+    tmp_path: Path, chroma_port: int
+) -> None:
+    path = tmp_path / "server.yml"
+    path.write_text(
+        f"vector_store:\n  host: 127.0.0.1\n  port: {chroma_port}\n"
+        "  collection: widened\n  ef_search: 300\n"
+    )
+    config = load_config(path)
+    store = build_vector_store(config.vector_store, build_embeddings(config.embedding))
+    collection = chromadb.HttpClient(host="127.0.0.1", port=chroma_port).get_collection(
+        "widened"
+    )
+    assert collection.configuration_json["hnsw"]["ef_search"] == 300
+    add_documents(store, load_sample_corpus())
+    hits = DenseRetriever(vectorstore=store, k=3).invoke("application log retention")
+    assert "data-retention-policy::0" in [doc.id for doc in hits]
 
 
 def test_budgeted_pipeline_on_a_chroma_server_with_a_class_path_sparse_side(

@@ -196,6 +196,13 @@ BAD_CONFIGS: list[tuple[str, str | bytes, str, str]] = [
     ("bool-for-int", "surfaces:\n  chat:\n    max_docs: yes\n",
      "surfaces.chat.max_docs", "True"),
     ("fraction-for-int", "rerank:\n  top_n: 2.5\n", "rerank.top_n", "2.5"),
+    ("ef-search-zero", "vector_store:\n  ef_search: 0\n", "vector_store.ef_search",
+     "0"),
+    ("ef-search-bool", "vector_store:\n  ef_search: yes\n",
+     "vector_store.ef_search", "True"),
+    ("ef-search-not-chroma",
+     "vector_store:\n  provider: langchain_core.vectorstores:InMemoryVectorStore\n"
+     "  ef_search: 200\n", "vector_store", "'ef_search': 200"),
     ("float-for-int", "index:\n  chunk_size: 300.0\n", "index.chunk_size", "300.0"),
     ("string-for-int", 'retrieval:\n  k: "7"\n', "retrieval.k", "'7'"),
     ("string-for-float", 'retrieval:\n  rrf_c: "60"\n', "retrieval.rrf_c", "'60'"),

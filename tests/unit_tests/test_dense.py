@@ -104,6 +104,30 @@ def test_persistent_chroma_reopens(
     assert reopened.invoke("markets")[0].id == "b"
 
 
+def _ef_search(store: Any) -> Any:
+    """The collection's setting as Chroma has it now (a handle of its own)."""
+    collection = store._client.get_collection(store._collection.name)
+    return collection.configuration_json["hnsw"]["ef_search"]
+
+
+@pytest.mark.needs_embedding_model
+def test_ef_search_is_set_on_the_collection_and_kept(
+    embeddings: FastEmbedEmbeddings, tmp_path: Path
+) -> None:
+    folder = str(tmp_path / "db")
+    settings = VectorStoreSettings(collection="tuned", persist_directory=folder)
+    store = build_vector_store(settings, embeddings)
+    assert _ef_search(store) == 100  # Chroma's own default: left alone
+    add_documents(store, DOCS)
+    wider = settings.model_copy(update={"ef_search": 250})
+    searched = DenseRetriever(vectorstore=build_vector_store(wider, embeddings), k=1)
+    assert _ef_search(searched.vectorstore) == 250
+    assert searched.invoke("markets")[0].id == "b"
+    assert _ef_search(build_vector_store(settings, embeddings)) == 250  # kept
+    in_memory = build_vector_store(VectorStoreSettings(ef_search=40), embeddings)
+    assert _ef_search(in_memory) == 40
+
+
 @pytest.mark.needs_embedding_model
 def test_embedded_hybrid_end_to_end(embeddings: FastEmbedEmbeddings) -> None:
     config = load_config()

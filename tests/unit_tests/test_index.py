@@ -152,6 +152,21 @@ def test_another_embedding_model_is_refused(tmp_path: Path) -> None:
         HybridIndex.open(tmp_path / "ix", config_with(chunk_size=999))
 
 
+def test_the_index_s_chroma_takes_ef_search_from_the_config(tmp_path: Path) -> None:
+    HybridIndex.open(tmp_path / "ix").upsert([doc("a.md", "Alpha text.")])
+    config = load_config()
+    wider = config.model_copy(
+        update={
+            "vector_store": config.vector_store.model_copy(update={"ef_search": 180})
+        }
+    )
+    index = HybridIndex.open(tmp_path / "ix", wider)
+    store = index.vectorstore
+    collection = store._client.get_collection(store._collection.name)
+    assert collection.configuration_json["hnsw"]["ef_search"] == 180
+    assert index.as_retriever().invoke("alpha")[0].metadata["source"] == "a.md"
+
+
 def test_one_sided_ids_are_reported_and_repaired(tmp_path: Path) -> None:
     index = HybridIndex.open(tmp_path / "ix")
     index.upsert([doc("a.md", "Alpha text."), doc("b.md", "Beta text.")])
