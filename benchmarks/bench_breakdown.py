@@ -97,6 +97,7 @@ def main() -> None:
             embeddings,
             name=dataset.name,
             progress=progress,
+            ef_search=config.vector_store.ef_search,
         )
     hybrid = build_hybrid_retriever(dataset.corpus, config, vectorstore=store)
     if args.k is not None:

@@ -81,6 +81,7 @@ def main() -> None:
                 build_embeddings(settings.embedding),
                 name=dataset.name,
                 progress=progress,
+                ef_search=settings.vector_store.ef_search,
             )
             for settings in (config, int8)
         )

@@ -57,6 +57,7 @@ def main() -> None:
         config.embedding,
         build_embeddings(config.embedding),
         name=dataset.name,
+        ef_search=config.vector_store.ef_search,
     )
     sparse = cached_sparse_retriever(dataset.corpus, config, name=dataset.name)
     docstore = {doc.id: doc for doc in dataset.corpus if doc.id is not None}

@@ -19,6 +19,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
 from langchain_ragbudget.config import (
+    CHROMA_EF_SEARCH,
     EmbeddingSettings,
     RagBudgetConfig,
     VectorStoreSettings,
@@ -97,16 +98,21 @@ def cached_vector_store(
     name: str = "corpus",
     root: Path | None = None,
     progress: ProgressCallback | None = None,
+    ef_search: int | None = None,
 ) -> VectorStore:
     """A persistent Chroma holding `documents`, embedded once per content and model.
 
     `progress` hears `EMBEDDING_CORPUS`: documents embedded of all of them (nothing
-    when the cache already holds the corpus).
+    when the cache already holds the corpus). `ef_search` is set on the cached
+    collection every time, `None` as Chroma's default, so no run inherits the
+    setting of the run before it.
     """
     key = corpus_fingerprint(documents, embedding.model)
     folder = _store_folder(name, key, root)
     settings = VectorStoreSettings(
-        collection=f"{name[:40]}-{key[:12]}", persist_directory=str(folder / "chroma")
+        collection=f"{name[:40]}-{key[:12]}",
+        persist_directory=str(folder / "chroma"),
+        ef_search=ef_search or CHROMA_EF_SEARCH,
     )
     manifest = folder / _MANIFEST
     if manifest.is_file():
@@ -143,6 +149,7 @@ def cached_hybrid_retriever(
         name=name,
         root=root,
         progress=progress,
+        ef_search=config.vector_store.ef_search,
     )
     sparse = cached_sparse_retriever(documents, config, name=name, root=root)
     return build_hybrid_retriever(documents, config, vectorstore=store, sparse=sparse)

@@ -194,6 +194,10 @@ class EmbeddingSettings(_Strict):
         return self
 
 
+CHROMA_EF_SEARCH = 100
+"""Chroma's own HNSW `ef_search` for a new collection."""
+
+
 class VectorStoreSettings(_Strict):
     """Chroma embedded (in memory or persistent) or a Chroma server.
 

@@ -1,4 +1,5 @@
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.documents import Document
@@ -10,6 +11,7 @@ from langchain_ragbudget.cache import (
     corpus_fingerprint,
     vector_store_folder,
 )
+from langchain_ragbudget.config import CHROMA_EF_SEARCH
 from langchain_ragbudget.factory import build_embeddings
 
 DOCS = [
@@ -53,6 +55,24 @@ def test_vector_store_is_embedded_once(tmp_path: Path) -> None:
     folder = vector_store_folder(DOCS, settings, root=tmp_path)
     assert (folder / "chroma.sqlite3").is_file()
     assert vector_store_folder(DOCS[:1], settings, root=tmp_path) != folder
+
+
+@pytest.mark.needs_embedding_model
+def test_a_cached_store_never_inherits_the_last_run_s_ef_search(
+    tmp_path: Path,
+) -> None:
+    settings = load_config().embedding
+    embeddings = CountingEmbeddings()
+
+    def ef_search(store: Any) -> Any:
+        collection = store._client.get_collection(store._collection.name)
+        return collection.configuration_json["hnsw"]["ef_search"]
+
+    wide = cached_vector_store(DOCS, settings, embeddings, root=tmp_path, ef_search=300)  # type: ignore[arg-type]
+    assert ef_search(wide) == 300
+    plain = cached_vector_store(DOCS, settings, embeddings, root=tmp_path)  # type: ignore[arg-type]
+    assert ef_search(plain) == CHROMA_EF_SEARCH
+    assert embeddings.embedded == 2
 
 
 @pytest.mark.needs_embedding_model
