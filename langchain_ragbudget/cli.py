@@ -170,7 +170,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="delete indexed documents under PATH whose file is gone from PATH "
         f"(asks for --yes above {PRUNE_HANDFUL} documents and "
-        f"{PRUNE_SHARE:.0%} of the index)",
+        f"{PRUNE_SHARE * 100:.0f}%% of the index)",  # %% : argparse formats help
     )
     index.add_argument(
         "--yes",

@@ -6,6 +6,7 @@ failure is not about configuration, so these tests build no index and no model.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,24 @@ def test_limit_and_k_must_be_positive(
             cli.main(["eval", "data", option, value])
         assert caught.value.code == 2
         assert "must be at least 1" in capsys.readouterr().err
+
+
+def _commands() -> list[str]:
+    subparsers = next(
+        action
+        for action in cli._parser()._actions
+        if isinstance(action, argparse._SubParsersAction)
+    )
+    return sorted(subparsers.choices)
+
+
+@pytest.mark.parametrize("command", ["", *_commands()])
+def test_every_help_page_prints(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # argparse formats help with %: a literal "10%" once crashed `index --help`
+    with pytest.raises(SystemExit) as exited:
+        cli.main([command, "--help"] if command else ["--help"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: ragbudget {command}".rstrip())
