@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import traceback
@@ -724,8 +725,24 @@ def _stdout_to_devnull() -> None:
         pass
 
 
+def name_library_warnings() -> logging.Handler:
+    """Print a library's logged warnings with the logger's name, on stderr.
+
+    Without a handler Python prints a bare message ("EOF marker not found", from
+    pypdf reading a broken file) that names neither the library nor the file's
+    context; the application, not a library, configures logging, so the console
+    script does it here.
+    """
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    handler.setLevel(logging.WARNING)
+    logging.getLogger().addHandler(handler)
+    return handler
+
+
 def run() -> None:
     """Console-script entry point."""
+    name_library_warnings()
     try:
         code = main()
     except KeyboardInterrupt:  # while parsing or importing, before a command ran

@@ -7,12 +7,14 @@ failure is not about configuration, so these tests build no index and no model.
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 
 import pytest
 
 from langchain_ragbudget import cli, demo
 from langchain_ragbudget.errors import IndexLoadError, ModelUnavailableError
+from langchain_ragbudget.loaders import read_file
 
 
 def one_error_line(err: str) -> str:
@@ -230,3 +232,18 @@ def test_every_help_page_prints(
     assert exited.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith(f"usage: ragbudget {command}".rstrip())
+
+
+def test_a_library_warning_names_its_library(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "docs"
+    broken.mkdir()
+    (broken / "broken.pdf").write_bytes(b"%PDF-1.4 broken")
+    handler = cli.name_library_warnings()
+    try:
+        with pytest.raises(ValueError, match="unreadable PDF"):
+            read_file(broken / "broken.pdf")
+    finally:
+        logging.getLogger().removeHandler(handler)
+    assert "pypdf._reader: EOF marker not found" in capsys.readouterr().err
