@@ -725,8 +725,17 @@ def _stdout_to_devnull() -> None:
         pass
 
 
+class _NamedFormatter(logging.Formatter):
+    """Another library's message after its logger's name; this package's as it is."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = super().format(record)
+        own = record.name.split(".", 1)[0] == __package__
+        return message if own else f"{record.name}: {message}"
+
+
 def name_library_warnings() -> logging.Handler:
-    """Print a library's logged warnings with the logger's name, on stderr.
+    """Print logged warnings on stderr, another library's with its logger's name.
 
     Without a handler Python prints a bare message ("EOF marker not found", from
     pypdf reading a broken file) that names neither the library nor the file's
@@ -734,7 +743,7 @@ def name_library_warnings() -> logging.Handler:
     script does it here.
     """
     handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    handler.setFormatter(_NamedFormatter())
     handler.setLevel(logging.WARNING)
     logging.getLogger().addHandler(handler)
     return handler
