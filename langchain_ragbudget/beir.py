@@ -47,6 +47,22 @@ class BeirDataset:
     qrels: dict[str, dict[str, int]]
     rationales: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
+    def judged_missing(self) -> list[str]:
+        """Judged relevant documents that are not in the corpus, sorted.
+
+        No retriever can find them, so they count as misses; BEIR datasets may
+        hold a few, so they are reported, not refused.
+        """
+        ids = {str(d.id) for d in self.corpus}
+        return sorted(
+            {
+                doc
+                for docs in self.qrels.values()
+                for doc, grade in docs.items()
+                if grade > 0 and doc not in ids
+            }
+        )
+
     def subset(self, max_queries: int, distractors: int) -> BeirDataset:
         """The first `max_queries` queries over a corpus cut down around them.
 

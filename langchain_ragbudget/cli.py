@@ -596,6 +596,14 @@ def run_eval(
     for surface in args.surface or []:
         config.surface(surface)  # an unknown surface fails before any work
     dataset = load_beir(args.data, args.split)
+    if missing := dataset.judged_missing():
+        console.print(
+            f"note: the {args.split} qrels judge {len(missing)} document(s) relevant "
+            f"that the corpus does not hold (e.g. {', '.join(missing[:3])}); they "
+            "count as never retrieved",
+            markup=False,
+            highlight=False,
+        )
     weak_fit = (  # named by its split in the report; same corpus as `dataset`
         replace(load_beir(args.data, args.weak_fit), name=f"{args.weak_fit} split")
         if args.weak_fit

@@ -1,8 +1,12 @@
-"""BeirDataset.subset: a small corpus that still holds every judged document."""
+"""BeirDataset: a subset that still holds every judged document; judged documents
+the corpus lacks are reported."""
+
+from pathlib import Path
 
 import pytest
 from langchain_core.documents import Document
 
+from langchain_ragbudget import cli, evaluation
 from langchain_ragbudget.beir import BeirDataset
 
 
@@ -43,3 +47,31 @@ def test_subset_refuses_sizes_that_make_no_sense(
 ) -> None:
     with pytest.raises(ValueError, match="max_queries >= 1 and distractors >= 0"):
         _dataset().subset(max_queries=queries, distractors=distractors)
+
+
+def test_judged_documents_missing_from_the_corpus_are_listed() -> None:
+    dataset = _dataset()
+    assert dataset.judged_missing() == []
+    dataset.qrels["q2"].update({"gone": 2, "also-gone": 1, "not-relevant": 0})
+    assert dataset.judged_missing() == ["also-gone", "gone"]
+
+
+def test_eval_says_when_the_qrels_judge_documents_the_corpus_lacks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "corpus.jsonl").write_text('{"_id": "d1", "text": "Cats sleep."}\n')
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q1", "text": "cats"}\n')
+    (tmp_path / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\tgone\t1\n"
+    )
+    # stop after the note: the run itself is tested elsewhere
+    monkeypatch.setattr(evaluation, "evaluate", _stop)
+    assert cli.main(["eval", str(tmp_path)]) == 3
+    out = capsys.readouterr().out
+    assert "judge 1 document(s) relevant that the corpus does not hold" in out
+    assert "(e.g. gone)" in out
+
+
+def _stop(*args: object, **kwargs: object) -> None:
+    raise RuntimeError("stopped after loading")
