@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import sys
+import tempfile
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -595,6 +596,15 @@ def run_eval(
     config = load_config(args.config)
     for surface in args.surface or []:
         config.surface(surface)  # an unknown surface fails before any work
+    for option, path in (
+        ("--json", None if args.json in (None, "-") else Path(args.json)),
+        ("--plot", args.plot),
+        ("--calibration-plot", args.calibration_plot),
+        ("--weak-evidence-yaml", args.weak_evidence_yaml),
+        ("--update", args.update),
+    ):
+        if path is not None:
+            check_writable(path, option)
     dataset = load_beir(args.data, args.split)
     if missing := dataset.judged_missing():
         console.print(
@@ -651,11 +661,39 @@ def run_eval(
     if args.update:
         shown = "ragbudget " + " ".join(argv if argv is not None else sys.argv[1:])
         relative = [
-            str(path.relative_to(args.update.parent)) if path is not None else None
+            link_from(args.update, path) if path is not None else None
             for path in (plot, calibration)
         ]
         update_section(args.update, to_markdown(result, shown, *relative))
         console.print(f"updated: {args.update}")
+
+
+def check_writable(path: Path, option: str) -> None:
+    """Check that `path` can be written, before a run of minutes rather than after.
+
+    Its folder is made if missing, as the writer would.
+
+    Raises:
+        InvalidInputError: `path` is a folder, or its folder cannot be made or
+            written to; the message names `option` and the path.
+    """
+    if path.is_dir():
+        raise InvalidInputError(f"{option} {path}: is a folder; give a file name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise InvalidInputError(
+            f"{option} {path}: cannot write there ({reason})"
+        ) from exc
+
+
+def link_from(markdown: Path, target: Path) -> str:
+    """`target` as a relative link from the folder of `markdown` (any two paths)."""
+    folder = markdown.resolve().parent
+    return Path(os.path.relpath(target.resolve(), folder)).as_posix()
 
 
 def run_tune(args: argparse.Namespace, console: Console) -> None:
@@ -672,6 +710,8 @@ def run_tune(args: argparse.Namespace, console: Console) -> None:
 
     config = load_config(args.config)
     check_split(args.data, args.split, allow_test=args.allow_test_split)
+    if args.out is not None:
+        check_writable(args.out, "--out")
     shown = Console(stderr=True) if args.json else console
     with ProgressBars(shown, transient=True) as progress:
         result = tune(

@@ -32,6 +32,7 @@ from langchain_ragbudget.evaluation import (
     weak_caption,
     weak_rows,
 )
+from langchain_ragbudget.files import atomic_write_text
 from langchain_ragbudget.tuning import FOLDS, Interval, TuneReport
 
 QUALITY_START = "<!-- ragbudget-eval:start -->"
@@ -129,7 +130,7 @@ def update_section(path: Path, section: str) -> None:
         text = head + block + tail
     else:
         text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text, encoding="utf-8")
+    atomic_write_text(path, text)
 
 
 def plot_survival(report: EvalReport, path: Path) -> Path:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from langchain_ragbudget import cli, demo
+from langchain_ragbudget import cli, demo, evaluation, tuning
 from langchain_ragbudget.errors import IndexLoadError, ModelUnavailableError
 from langchain_ragbudget.loaders import read_file
 
@@ -250,3 +250,51 @@ def test_a_library_warning_names_its_library(
     err = capsys.readouterr().err.splitlines()
     assert "pypdf._reader: EOF marker not found" in err
     assert "rerank skipped" in err  # the package's own lines stay as they are
+
+
+def _never(*args: object, **kwargs: object) -> None:
+    raise AssertionError("ran although an output path was bad")
+
+
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [
+        (["eval", "DATA", "--json"], "--json"),
+        (["eval", "DATA", "--plot"], "--plot"),
+        (["eval", "DATA", "--update"], "--update"),
+        (["eval", "DATA", "--weak-evidence-yaml"], "--weak-evidence-yaml"),
+        (["tune", "DATA", "--split", "test", "--allow-test-split", "--out"], "--out"),
+    ],
+)
+@pytest.mark.parametrize("where", ["under-a-file", "a-folder"])
+def test_a_bad_output_path_fails_before_the_run(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: list[str],
+    option: str,
+    where: str,
+) -> None:
+    data = tmp_path / "beir"
+    (data / "qrels").mkdir(parents=True)
+    (data / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n")
+    (tmp_path / "a-file").write_text("x")
+    bad = tmp_path / "a-file" / "out" if where == "under-a-file" else tmp_path
+    monkeypatch.setattr(evaluation, "evaluate", _never)
+    monkeypatch.setattr(tuning, "tune", _never)
+    args = [str(data) if part == "DATA" else part for part in command]
+    assert cli.main([*args, str(bad)]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert line.startswith(f"error: {option} {bad}: ")
+
+
+def test_links_in_the_updated_markdown_work_from_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    report = tmp_path / "docs" / "report.md"
+    assert cli.link_from(report, Path("docs/plots/p.png")) == "plots/p.png"
+    assert (
+        cli.link_from(report, tmp_path / "elsewhere" / "p.png") == "../elsewhere/p.png"
+    )
+    assert cli.link_from(Path("report.md"), Path("p.png")) == "p.png"
