@@ -200,9 +200,7 @@ BAD_CONFIGS: list[tuple[str, str | bytes, str, str]] = [
      "0"),
     ("ef-search-bool", "vector_store:\n  ef_search: yes\n",
      "vector_store.ef_search", "True"),
-    ("ef-search-not-chroma",
-     "vector_store:\n  provider: langchain_core.vectorstores:InMemoryVectorStore\n"
-     "  ef_search: 200\n", "vector_store", "'ef_search': 200"),
+
     ("float-for-int", "index:\n  chunk_size: 300.0\n", "index.chunk_size", "300.0"),
     ("string-for-int", 'retrieval:\n  k: "7"\n', "retrieval.k", "'7'"),
     ("string-for-float", 'retrieval:\n  rrf_c: "60"\n', "retrieval.rrf_c", "'60'"),

@@ -115,9 +115,12 @@ def test_ef_search_is_set_on_the_collection_and_kept(
     embeddings: FastEmbedEmbeddings, tmp_path: Path
 ) -> None:
     folder = str(tmp_path / "db")
-    settings = VectorStoreSettings(collection="tuned", persist_directory=folder)
+    assert _ef_search(build_vector_store(VectorStoreSettings(), embeddings)) == 200
+    settings = VectorStoreSettings(
+        collection="tuned", persist_directory=folder, ef_search=None
+    )
     store = build_vector_store(settings, embeddings)
-    assert _ef_search(store) == 100  # Chroma's own default: left alone
+    assert _ef_search(store) == 100  # None: Chroma's own, left alone
     add_documents(store, DOCS)
     wider = settings.model_copy(update={"ef_search": 250})
     searched = DenseRetriever(vectorstore=build_vector_store(wider, embeddings), k=1)
