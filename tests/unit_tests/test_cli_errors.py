@@ -263,6 +263,7 @@ def _never(*args: object, **kwargs: object) -> None:
         (["eval", "DATA", "--plot"], "--plot"),
         (["eval", "DATA", "--update"], "--update"),
         (["eval", "DATA", "--weak-evidence-yaml"], "--weak-evidence-yaml"),
+        (["eval", "DATA", "--calibration-plot"], "--calibration-plot"),
         (["tune", "DATA", "--split", "test", "--allow-test-split", "--out"], "--out"),
     ],
 )
