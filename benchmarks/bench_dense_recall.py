@@ -93,6 +93,7 @@ def main() -> None:
             embeddings,
             name=dataset.name,
             progress=progress,
+            ef_search=config.vector_store.ef_search,
         )
     source = vector_store_folder(dataset.corpus, config.embedding, dataset.name)
     stored = open_collection(source).get(include=["embeddings"])

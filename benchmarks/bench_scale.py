@@ -94,6 +94,7 @@ def scifact_parts(data: str) -> tuple[list[list[str]], np.ndarray, list[str]]:
         config.embedding,
         build_embeddings(config.embedding),
         name=dataset.name,
+        ef_search=config.vector_store.ef_search,
     )
     found: Any = store._collection.get(include=["embeddings"])  # type: ignore[attr-defined]
     by_id = dict(zip(found["ids"], found["embeddings"], strict=True))

@@ -26,7 +26,7 @@ from typing import Any
 
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
-from fit_sentence_relevance import REGULARISATION, is_evidence, training_rows
+from fit_sentence_relevance import REGULARISATION, training_rows
 from langchain_core.documents import Document
 
 from langchain_ragbudget import budget as budget_module
@@ -45,7 +45,6 @@ from langchain_ragbudget.relevance import (
     sentence_features,
     terms,
 )
-from langchain_ragbudget.sentences import sentences as split_sentences
 from langchain_ragbudget.survival import policy_survival
 
 BUDGETS = [256, 384, 512, 768, 1024]
@@ -310,16 +309,9 @@ def dense_model(vector: Vector, folder: str) -> Scorer:
     for a sentence holding a question term)."""
     from sklearn.linear_model import LogisticRegression
 
-    train = load_beir(folder, split="train")
-    texts = {str(d.id): d.page_content for d in train.corpus}
-    rows: list[list[float]] = []
-    labels: list[int] = []
-    for query_id, documents in sorted(train.rationales.items()):
-        question = train.queries[query_id]
-        for doc_id, marked in sorted(documents.items()):
-            pieces = split_sentences(texts[doc_id])
-            rows += dense_features(vector, question, pieces)
-            labels += [int(is_evidence(s, marked)) for s in pieces]
+    rows, labels = training_rows(
+        load_beir(folder, split="train"), partial(dense_features, vector)
+    )
     fitted = LogisticRegression(C=REGULARISATION, max_iter=5000).fit(rows, labels)
 
     def scored(question: str | None, pieces: Sequence[str]) -> list[float]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import sklearn
@@ -33,7 +34,13 @@ def is_evidence(sentence: str, marked: list[str]) -> bool:
     return any(m in sentence or sentence in m for m in marked)
 
 
-def training_rows(dataset: BeirDataset) -> tuple[list[list[float]], list[int]]:
+Features = Callable[[str, Sequence[str]], list[list[float]]]
+
+
+def training_rows(
+    dataset: BeirDataset, features: Features = sentence_features
+) -> tuple[list[list[float]], list[int]]:
+    """One row of `features` per sentence of each evidence document, and its label."""
     texts = {str(d.id): d.page_content for d in dataset.corpus}
     rows: list[list[float]] = []
     labels: list[int] = []
@@ -41,7 +48,7 @@ def training_rows(dataset: BeirDataset) -> tuple[list[list[float]], list[int]]:
         question = dataset.queries[query_id]
         for doc_id, marked in sorted(documents.items()):
             pieces = sentences(texts[doc_id])
-            rows += sentence_features(question, pieces)
+            rows += features(question, pieces)
             labels += [int(is_evidence(s, marked)) for s in pieces]
     return rows, labels
 
