@@ -24,11 +24,11 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from langchain_ragbudget.beir import load_beir
-from langchain_ragbudget.cache import cached_hybrid_retriever
+from langchain_ragbudget.evaluation._beir import load_beir
+from langchain_ragbudget.evaluation._cache import cached_hybrid_retriever
 from langchain_ragbudget.config import load_config
 from langchain_ragbudget.fusion import FUSION_METHODS, fuse
-from langchain_ragbudget.tuning import (
+from langchain_ragbudget.evaluation._tuning import (
     FusionSetting,
     QueryLists,
     current_setting,

@@ -1,86 +1,124 @@
-"""LangChain retrieval within a context budget that never drops a passage in silence."""
+"""LangChain retrieval within a context budget that never drops a passage in silence.
 
-from langchain_ragbudget.budget import BudgetedContext, BudgetReport, ContextBudget
-from langchain_ragbudget.chain import BudgetedAnswer, create_budgeted_stuff_chain
-from langchain_ragbudget.config import (
-    RagBudgetConfig,
-    SurfaceSettings,
-    load_config,
-    load_surface,
-)
-from langchain_ragbudget.dense import DenseRetriever
-from langchain_ragbudget.embeddings import FastEmbedEmbeddings
-from langchain_ragbudget.errors import (
-    ConfigError,
-    IndexLoadError,
-    IndexRepairError,
-    InvalidInputError,
-    ModelUnavailableError,
-    RagBudgetError,
-)
-from langchain_ragbudget.evidence import Calibration, Evidence, calibrate_threshold
-from langchain_ragbudget.factory import (
-    build_embeddings,
-    build_hybrid_retriever,
-    build_vector_store,
-)
-from langchain_ragbudget.fusion import weighted_rrf
-from langchain_ragbudget.hybrid import HybridRetriever, ScoredSearch
-from langchain_ragbudget.index import HybridIndex
-from langchain_ragbudget.ledger import (
-    CandidateList,
-    DropReason,
-    DropRecord,
-    RunLedger,
-    ScoreIssue,
-    Stage,
-    StageSkip,
-    ledger_scope,
-)
-from langchain_ragbudget.pipeline import create_budgeted_rag_chain
-from langchain_ragbudget.render import Citation, ContextFormat
-from langchain_ragbudget.rerank import FlashRankRerank
-from langchain_ragbudget.sparse import BM25Retriever
+The names a chain needs, each imported from its module when first used (PEP 562),
+so `import langchain_ragbudget` loads no stage, no model library and none of the
+wings: the index (`langchain_ragbudget.index`), the evaluation harness
+(`langchain_ragbudget.evaluation`) and the command line (`langchain_ragbudget.cli`).
+"""
 
-__all__ = [
-    "BM25Retriever",
-    "BudgetReport",
-    "BudgetedAnswer",
-    "BudgetedContext",
-    "Calibration",
-    "CandidateList",
-    "Citation",
-    "ConfigError",
-    "ContextBudget",
-    "ContextFormat",
-    "DenseRetriever",
-    "DropReason",
-    "DropRecord",
-    "Evidence",
-    "FastEmbedEmbeddings",
-    "FlashRankRerank",
-    "HybridIndex",
-    "HybridRetriever",
-    "IndexLoadError",
-    "IndexRepairError",
-    "InvalidInputError",
-    "ModelUnavailableError",
-    "RagBudgetConfig",
-    "RagBudgetError",
-    "RunLedger",
-    "ScoreIssue",
-    "ScoredSearch",
-    "Stage",
-    "StageSkip",
-    "SurfaceSettings",
-    "build_embeddings",
-    "build_hybrid_retriever",
-    "build_vector_store",
-    "calibrate_threshold",
-    "create_budgeted_rag_chain",
-    "create_budgeted_stuff_chain",
-    "ledger_scope",
-    "load_config",
-    "load_surface",
-    "weighted_rrf",
-]
+from __future__ import annotations
+
+import importlib
+import warnings
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langchain_ragbudget.budget import BudgetedContext, BudgetReport, ContextBudget
+    from langchain_ragbudget.chain import BudgetedAnswer, create_budgeted_stuff_chain
+    from langchain_ragbudget.config import (
+        RagBudgetConfig,
+        SurfaceSettings,
+        load_config,
+        load_surface,
+    )
+    from langchain_ragbudget.dense import DenseRetriever
+    from langchain_ragbudget.embeddings import FastEmbedEmbeddings
+    from langchain_ragbudget.errors import (
+        ConfigError,
+        IndexLoadError,
+        IndexRepairError,
+        InvalidInputError,
+        ModelUnavailableError,
+        RagBudgetError,
+    )
+    from langchain_ragbudget.evidence import Calibration, Evidence, calibrate_threshold
+    from langchain_ragbudget.factory import (
+        build_embeddings,
+        build_hybrid_retriever,
+        build_vector_store,
+    )
+    from langchain_ragbudget.fusion import weighted_rrf
+    from langchain_ragbudget.hybrid import HybridRetriever, ScoredSearch
+    from langchain_ragbudget.ledger import (
+        CandidateList,
+        DropReason,
+        DropRecord,
+        RunLedger,
+        ScoreIssue,
+        Stage,
+        StageSkip,
+        ledger_scope,
+    )
+    from langchain_ragbudget.pipeline import create_budgeted_rag_chain
+    from langchain_ragbudget.render import Citation, ContextFormat
+    from langchain_ragbudget.rerank import FlashRankRerank
+    from langchain_ragbudget.sparse import BM25Retriever
+
+# Each public name and the module (under langchain_ragbudget) that defines it.
+_EXPORTS = {
+    "BM25Retriever": "sparse",
+    "BudgetReport": "budget",
+    "BudgetedAnswer": "chain",
+    "BudgetedContext": "budget",
+    "Calibration": "evidence",
+    "CandidateList": "ledger",
+    "Citation": "render",
+    "ConfigError": "errors",
+    "ContextBudget": "budget",
+    "ContextFormat": "render",
+    "DenseRetriever": "dense",
+    "DropReason": "ledger",
+    "DropRecord": "ledger",
+    "Evidence": "evidence",
+    "FastEmbedEmbeddings": "embeddings",
+    "FlashRankRerank": "rerank",
+    "HybridRetriever": "hybrid",
+    "IndexLoadError": "errors",
+    "IndexRepairError": "errors",
+    "InvalidInputError": "errors",
+    "ModelUnavailableError": "errors",
+    "RagBudgetConfig": "config",
+    "RagBudgetError": "errors",
+    "RunLedger": "ledger",
+    "ScoreIssue": "ledger",
+    "ScoredSearch": "hybrid",
+    "Stage": "ledger",
+    "StageSkip": "ledger",
+    "SurfaceSettings": "config",
+    "build_embeddings": "factory",
+    "build_hybrid_retriever": "factory",
+    "build_vector_store": "factory",
+    "calibrate_threshold": "evidence",
+    "create_budgeted_rag_chain": "pipeline",
+    "create_budgeted_stuff_chain": "chain",
+    "ledger_scope": "ledger",
+    "load_config": "config",
+    "load_surface": "config",
+    "weighted_rrf": "fusion",
+}
+# Names this package once exported from the top that now live in a wing.
+_MOVED = {"HybridIndex": "index"}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use, and keep the name here."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        module = _MOVED.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        warnings.warn(
+            f"`from langchain_ragbudget import {name}` is deprecated; "
+            f"use `from langchain_ragbudget.{module} import {name}`",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

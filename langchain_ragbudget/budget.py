@@ -41,9 +41,9 @@ from langchain_ragbudget.config import (
 )
 from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.evidence import Evidence, assess_evidence
-from langchain_ragbudget.html_tables import Markup, display, element, folded, key_values
-from langchain_ragbudget.identity import document_key, with_metadata
-from langchain_ragbudget.inputs import check_documents
+from langchain_ragbudget._html import Markup, display, element, folded, key_values
+from langchain_ragbudget._identity import document_key, with_metadata
+from langchain_ragbudget._validation import check_documents
 from langchain_ragbudget.ledger import (
     DropReason,
     DropRecord,
@@ -56,7 +56,7 @@ from langchain_ragbudget.ledger import (
     records_of,
     scope_ledgers,
 )
-from langchain_ragbudget.ledger_tables import (
+from langchain_ragbudget._evidence_rows import (
     TEXT,
     citations_table,
     document_entry,
@@ -72,11 +72,11 @@ from langchain_ragbudget.packing import (
     omission_points,
     pack,
 )
-from langchain_ragbudget.relevance import fitted_relevance, overlap_relevance
+from langchain_ragbudget._sentence_scoring import fitted_relevance, overlap_relevance
 from langchain_ragbudget.render import Citation, ContextFormat, group_citations
-from langchain_ragbudget.scores import CONTEXT_TOKENS, FUSED_RANK, HEADER_TOKENS
-from langchain_ragbudget.sentences import sentence_spans
-from langchain_ragbudget.tokens import count_tokens
+from langchain_ragbudget._metadata_keys import CONTEXT_TOKENS, FUSED_RANK, HEADER_TOKENS
+from langchain_ragbudget._sentences import sentence_spans
+from langchain_ragbudget._tokens import count_tokens
 
 REPORT_EVENT = "ragbudget_context_report"
 

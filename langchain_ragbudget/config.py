@@ -40,7 +40,7 @@ from pydantic import (
 )
 
 from langchain_ragbudget.errors import ConfigError
-from langchain_ragbudget.tokens import resolve_encoding_name
+from langchain_ragbudget._tokens import resolve_encoding_name
 
 DEFAULT_CONFIG_NAME = "config_default.yml"
 # The surface used when none is named, and the one a new surface inherits from.

@@ -27,9 +27,9 @@ from langchain_ragbudget.config import (
     VectorStoreSettings,
 )
 from langchain_ragbudget.errors import IndexLoadError, VectorStoreUnavailableError
-from langchain_ragbudget.identity import with_scores
-from langchain_ragbudget.inputs import check_query
-from langchain_ragbudget.timeouts import call_with_timeout
+from langchain_ragbudget._identity import with_scores
+from langchain_ragbudget._validation import check_query
+from langchain_ragbudget._timeouts import call_with_timeout
 
 ADD_BATCH_SIZE = 256
 

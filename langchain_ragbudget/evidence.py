@@ -20,8 +20,8 @@ from langchain_ragbudget.config import (
     TreeEvidence,
     WeakEvidenceSettings,
 )
-from langchain_ragbudget.inputs import finite_score
-from langchain_ragbudget.weak_signal import combined_probability, signal_features
+from langchain_ragbudget._validation import finite_score
+from langchain_ragbudget._weak_signal import combined_probability, signal_features
 
 COMBINED = "combined signal"  # the Evidence.score_key of the combined method
 UNKNOWN_COMBINED = (

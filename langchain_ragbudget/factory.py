@@ -44,9 +44,9 @@ from langchain_ragbudget.dense import (
 from langchain_ragbudget.embeddings import FastEmbedEmbeddings
 from langchain_ragbudget.errors import ConfigError, MissingExtraError, require
 from langchain_ragbudget.hybrid import HybridRetriever
-from langchain_ragbudget.inputs import check_passages
+from langchain_ragbudget._validation import check_passages
 from langchain_ragbudget.rerank import FlashRankRerank
-from langchain_ragbudget.scores import (
+from langchain_ragbudget._metadata_keys import (
     DENSE,
     FUSED_SCORE,
     RERANK_SCORE,
@@ -54,7 +54,7 @@ from langchain_ragbudget.scores import (
     score_key,
 )
 from langchain_ragbudget.sparse import BM25Retriever
-from langchain_ragbudget.weak_signal import FEATURES
+from langchain_ragbudget._weak_signal import FEATURES
 
 RETRIEVER_NAMES = (SPARSE, DENSE)  # the order of HybridRetriever.retrievers
 DEFAULT_CHAT_MODEL = "openai:gpt-4o-mini"  # when only OPENAI_API_KEY is set

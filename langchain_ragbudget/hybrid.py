@@ -30,8 +30,8 @@ from pydantic import ConfigDict, Field, model_validator
 from langchain_ragbudget.config import FusionMethod, RetrievalSettings, default_of
 from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.fusion import SCORE_METHODS, Fused, fuse, validate_weights
-from langchain_ragbudget.identity import distinct_keys, document_key
-from langchain_ragbudget.inputs import check_documents, check_query, finite_score
+from langchain_ragbudget._identity import distinct_keys, document_key
+from langchain_ragbudget._validation import check_documents, check_query, finite_score
 from langchain_ragbudget.ledger import (
     LEDGER_KEY,
     CandidateList,
@@ -45,7 +45,7 @@ from langchain_ragbudget.ledger import (
     file_in_scope,
     records_of,
 )
-from langchain_ragbudget.scores import (
+from langchain_ragbudget._metadata_keys import (
     FUSED_RANK,
     FUSED_SCORE,
     FUSION_METHOD,

@@ -28,9 +28,9 @@ from langchain_core.documents import Document
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 
-from langchain_ragbudget.html_tables import display, element
-from langchain_ragbudget.identity import document_source
-from langchain_ragbudget.ledger_tables import (
+from langchain_ragbudget._html import display, element
+from langchain_ragbudget._identity import document_source
+from langchain_ragbudget._evidence_rows import (
     TEXT,
     document_entry,
     drop_counts,
@@ -38,7 +38,7 @@ from langchain_ragbudget.ledger_tables import (
     issues_table,
     skipped_table,
 )
-from langchain_ragbudget.scores import scores_of
+from langchain_ragbudget._metadata_keys import scores_of
 
 LEDGER_KEY = "ragbudget_run"
 SCOPE_KEY = "ragbudget_ledgers"  # in RunnableConfig["configurable"]: one list per call

@@ -23,8 +23,8 @@ from typing import Any, TypeVar
 
 from langchain_core.documents import Document
 
-from langchain_ragbudget.identity import document_key, document_source
-from langchain_ragbudget.scores import DENSE, RERANK_SCORE, score_key
+from langchain_ragbudget._identity import document_key, document_source
+from langchain_ragbudget._metadata_keys import DENSE, RERANK_SCORE, score_key
 
 T = TypeVar("T")
 

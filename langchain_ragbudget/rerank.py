@@ -29,9 +29,9 @@ from langchain_ragbudget.config import (
     default_of,
 )
 from langchain_ragbudget.errors import InvalidInputError, ModelUnavailableError
-from langchain_ragbudget.files import cache_root, publish_folder
-from langchain_ragbudget.identity import document_key, with_metadata
-from langchain_ragbudget.inputs import check_documents, check_query, finite_score
+from langchain_ragbudget._disk import cache_root, publish_folder
+from langchain_ragbudget._identity import document_key, with_metadata
+from langchain_ragbudget._validation import check_documents, check_query, finite_score
 from langchain_ragbudget.ledger import (
     CandidateList,
     DropReason,
@@ -42,9 +42,9 @@ from langchain_ragbudget.ledger import (
     ledgers_of,
     records_of,
 )
-from langchain_ragbudget.logging_guard import root_logger_untouched
-from langchain_ragbudget.scores import RERANK_RANK, RERANK_SCORE
-from langchain_ragbudget.shared import shared
+from langchain_ragbudget._logging_guard import root_logger_untouched
+from langchain_ragbudget._metadata_keys import RERANK_RANK, RERANK_SCORE
+from langchain_ragbudget._model_cache import shared
 
 logger = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_ragbudget.config import BM25Method, SparseSettings, default_of
 from langchain_ragbudget.errors import IndexLoadError
-from langchain_ragbudget.identity import with_scores
-from langchain_ragbudget.inputs import check_passages, check_query
+from langchain_ragbudget._identity import with_scores
+from langchain_ragbudget._validation import check_passages, check_query
 
 # bm25s's default split, written out so indexing and the query path share it.
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"

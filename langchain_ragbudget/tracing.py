@@ -30,7 +30,7 @@ from langchain_ragbudget.chain import ANSWER_RUN, BudgetedAnswer
 from langchain_ragbudget.config import TracingSettings
 from langchain_ragbudget.errors import require
 from langchain_ragbudget.hybrid import FUSION_RUN
-from langchain_ragbudget.identity import document_key
+from langchain_ragbudget._identity import document_key
 from langchain_ragbudget.ledger import DropRecord, Stage, records_of
 from langchain_ragbudget.rerank import FlashRankRerank
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
-from langchain_ragbudget.index import HybridIndex
+from langchain_ragbudget.index._hybrid_index import HybridIndex
 from langchain_ragbudget.sparse import BM25Retriever
 
 pytestmark = [pytest.mark.needs_embedding_model, pytest.mark.needs_tiktoken]
@@ -33,9 +33,9 @@ def sparse_texts(index: HybridIndex) -> list[str]:
 CRASH_SCRIPT = """
 import sys, time
 from langchain_core.documents import Document
-from langchain_ragbudget import files as files_module
-from langchain_ragbudget import index as index_module
-from langchain_ragbudget.index import HybridIndex
+from langchain_ragbudget import _disk as files_module
+from langchain_ragbudget.index import _hybrid_index as index_module
+from langchain_ragbudget.index._hybrid_index import HybridIndex
 from langchain_ragbudget.sparse import BM25Retriever
 from langchain_ragbudget.sparse import BM25Retriever
 

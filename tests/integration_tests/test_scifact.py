@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from langchain_ragbudget import load_config
-from langchain_ragbudget.beir import load_beir
-from langchain_ragbudget.evaluation import evaluate
+from langchain_ragbudget.evaluation._beir import load_beir
+from langchain_ragbudget.evaluation._harness import evaluate
 
 SCIFACT = Path(
     os.environ.get(

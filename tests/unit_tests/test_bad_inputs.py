@@ -34,7 +34,7 @@ from langchain_ragbudget import (
     SurfaceSettings,
     create_budgeted_stuff_chain,
 )
-from langchain_ragbudget.beir import DatasetError
+from langchain_ragbudget.evaluation._beir import DatasetError
 from langchain_ragbudget.chain import context_warnings
 from langchain_ragbudget.errors import IndexLoadError, InvalidInputError
 from langchain_ragbudget.evidence import calibrate_threshold
@@ -180,7 +180,7 @@ def _damaged_bm25_load() -> Any:
 def _beir_without_text() -> Any:
     import tempfile
 
-    from langchain_ragbudget.beir import load_beir
+    from langchain_ragbudget.evaluation._beir import load_beir
 
     root = Path(tempfile.mkdtemp())
     (root / "qrels").mkdir()

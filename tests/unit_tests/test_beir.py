@@ -6,8 +6,10 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
-from langchain_ragbudget import cli, evaluation
-from langchain_ragbudget.beir import BeirDataset
+from langchain_ragbudget.cli import _main as cli
+
+from langchain_ragbudget.evaluation import _harness as evaluation
+from langchain_ragbudget.evaluation._beir import BeirDataset
 
 
 def _dataset() -> BeirDataset:

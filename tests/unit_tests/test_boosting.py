@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from sklearn.ensemble import GradientBoostingClassifier
 
-from langchain_ragbudget import weak_fit
-from langchain_ragbudget.boosting import boosted_score, tree_value
+from langchain_ragbudget.evaluation import _weak_fit as weak_fit
+from langchain_ragbudget._trees import boosted_score, tree_value
 from langchain_ragbudget.config import (
     RagBudgetConfig,
     TreeEvidence,
@@ -20,16 +20,16 @@ from langchain_ragbudget.config import (
     load_config,
 )
 from langchain_ragbudget.errors import ConfigError
-from langchain_ragbudget.evaluation import WeakEvidence
+from langchain_ragbudget.evaluation._harness import WeakEvidence
 from langchain_ragbudget.factory import build_budget
-from langchain_ragbudget.report import weak_evidence_yaml
-from langchain_ragbudget.weak_fit import (
+from langchain_ragbudget.evaluation._report import weak_evidence_yaml
+from langchain_ragbudget.evaluation._weak_fit import (
     Cases,
     combined_scores,
     export_trees,
     fit_combined,
 )
-from langchain_ragbudget.weak_signal import combined_probability
+from langchain_ragbudget._weak_signal import combined_probability
 
 NAMES = ["dense_top", "bm25_gap", "coverage"]
 

@@ -4,8 +4,10 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
-from langchain_ragbudget import cache, load_config
-from langchain_ragbudget.cache import (
+from langchain_ragbudget.evaluation import _cache as cache
+
+from langchain_ragbudget import load_config
+from langchain_ragbudget.evaluation._cache import (
     cached_sparse_retriever,
     cached_vector_store,
     corpus_fingerprint,

@@ -19,7 +19,7 @@ from langchain_ragbudget.chain import BudgetedAnswer, create_budgeted_stuff_chai
 from langchain_ragbudget.config import SurfaceSettings
 from langchain_ragbudget.ledger import CandidateList, Stage, StageSkip
 from langchain_ragbudget.render import ContextFormat
-from langchain_ragbudget.tokens import count_tokens
+from langchain_ragbudget._tokens import count_tokens
 
 
 class PromptRecorder(BaseCallbackHandler):

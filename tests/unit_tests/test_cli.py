@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from langchain_ragbudget.cli import main
+from langchain_ragbudget.cli._main import main
 from langchain_ragbudget.config import DEFAULT_SURFACE
-from langchain_ragbudget.index import CHROMA_DIR, CURRENT, MANIFEST, RECORDS
+from langchain_ragbudget.index._hybrid_index import CHROMA_DIR, CURRENT, MANIFEST, RECORDS
 from langchain_ragbudget.sample import load_sample_corpus
 
 QUESTION = "How quickly must a SEV1 page be acknowledged?"
@@ -161,7 +161,7 @@ def test_inspect_reports_damage_without_repairing_it(
 def test_inspect_names_chunks_on_one_side_only(
     built: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from langchain_ragbudget.index import HybridIndex
+    from langchain_ragbudget.index._hybrid_index import HybridIndex
 
     index = tmp_path / "ix"
     shutil.copytree(built[0], index)

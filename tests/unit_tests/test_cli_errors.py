@@ -12,9 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from langchain_ragbudget import cli, demo, evaluation, tuning
+from langchain_ragbudget.cli import _main as cli
+
+from langchain_ragbudget.cli import _demo as demo
+
+from langchain_ragbudget.evaluation import _harness as evaluation
+
+from langchain_ragbudget.evaluation import _tuning as tuning
 from langchain_ragbudget.errors import IndexLoadError, ModelUnavailableError
-from langchain_ragbudget.loaders import read_file
+from langchain_ragbudget.index._loaders import read_file
 
 
 def one_error_line(err: str) -> str:

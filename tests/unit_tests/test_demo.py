@@ -10,8 +10,8 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from rich.console import Console
 
-from langchain_ragbudget import demo
-from langchain_ragbudget.cli import main
+from langchain_ragbudget.cli import _demo as demo
+from langchain_ragbudget.cli._main import main
 from langchain_ragbudget.factory import build_chat_model
 from langchain_ragbudget.rerank import FlashRankRerank
 

@@ -24,18 +24,18 @@ from langchain_ragbudget import HybridRetriever
 from langchain_ragbudget.budget import BudgetedContext, ContextBudget
 from langchain_ragbudget.chain import BudgetedAnswer, create_budgeted_stuff_chain
 from langchain_ragbudget.config import SurfaceSettings
-from langchain_ragbudget.evaluation import (
+from langchain_ragbudget.evaluation._harness import (
     ChunkedSurvival,
     EvalReport,
     StageQuality,
     Survival,
     report_tables,
 )
-from langchain_ragbudget.html_tables import Markup, collapsible, escape, table
-from langchain_ragbudget.identity import document_key
+from langchain_ragbudget._html import Markup, collapsible, escape, table
+from langchain_ragbudget._identity import document_key
 from langchain_ragbudget.ledger import CandidateList, DropReason
 from langchain_ragbudget.rerank import FlashRankRerank
-from langchain_ragbudget.scores import CONTEXT_TOKENS, scores_of
+from langchain_ragbudget._metadata_keys import CONTEXT_TOKENS, scores_of
 
 SCRIPT = "<script>alert(1)</script>"
 SOURCE = '"><img src=x onerror=alert(1)>'
@@ -470,7 +470,7 @@ def test_html_pieces_escape_everything_but_their_own_markup() -> None:
 
 
 def test_index_inspection_display_escapes_and_shows_damage() -> None:
-    from langchain_ragbudget.index import IndexInspection, SyncReport
+    from langchain_ragbudget.index._hybrid_index import IndexInspection, SyncReport
 
     inspection = IndexInspection(
         directory=Path(f"/tmp/{SCRIPT}"),

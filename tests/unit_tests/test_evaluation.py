@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from langchain_ragbudget import load_config
-from langchain_ragbudget.beir import DatasetError, load_beir
-from langchain_ragbudget.cli import main
-from langchain_ragbudget.evaluation import evaluate
-from langchain_ragbudget.report import (
+from langchain_ragbudget.evaluation._beir import DatasetError, load_beir
+from langchain_ragbudget.cli._main import main
+from langchain_ragbudget.evaluation._harness import evaluate
+from langchain_ragbudget.evaluation._report import (
     QUALITY_END,
     QUALITY_START,
     rich_tables,
@@ -189,10 +189,10 @@ def test_malformed_rationales_are_named(beir_folder: Path) -> None:
 def test_chunked_evaluation_counts_evidence_across_chunks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langchain_ragbudget.beir import BeirDataset
+    from langchain_ragbudget.evaluation._beir import BeirDataset
     from langchain_ragbudget.config import load_config
-    from langchain_ragbudget.evaluation import chunk_k, evaluate_chunked
-    from langchain_ragbudget.sentences import sentences
+    from langchain_ragbudget.evaluation._harness import chunk_k, evaluate_chunked
+    from langchain_ragbudget._sentences import sentences
 
     monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(tmp_path / "cache"))
     corpus = load_sample_corpus()
@@ -249,7 +249,7 @@ def test_chunked_evaluation_counts_evidence_across_chunks(
 def test_the_harness_leaves_out_the_query_itself_unless_told() -> None:
     from langchain_core.documents import Document
 
-    from langchain_ragbudget.evaluation import _Accumulator
+    from langchain_ragbudget.evaluation._harness import _Accumulator
 
     hits = [Document(id="q1", page_content="a"), Document(id="d2", page_content="b")]
     acc = _Accumulator(ignore_query="q1")
@@ -289,7 +289,7 @@ def test_harness_agrees_with_pytrec_eval_when_queries_are_corpus_documents(
     import pytrec_eval
 
     from langchain_ragbudget import build_hybrid_retriever
-    from langchain_ragbudget.beir import BeirDataset
+    from langchain_ragbudget.evaluation._beir import BeirDataset
 
     corpus = [
         doc.model_copy(update={"metadata": {**doc.metadata, "doc_id": doc.id}})

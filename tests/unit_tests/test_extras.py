@@ -23,9 +23,9 @@ EXTRAS = [
 
 def test_importing_the_package_and_its_cli_pulls_in_no_extra() -> None:
     code = (
-        "import sys, langchain_ragbudget, langchain_ragbudget.cli, "
-        "langchain_ragbudget.index, langchain_ragbudget.evaluation, "
-        "langchain_ragbudget.report\n"
+        "import sys, langchain_ragbudget, langchain_ragbudget.cli._main, "
+        "langchain_ragbudget.index._hybrid_index, langchain_ragbudget.evaluation._harness, "
+        "langchain_ragbudget.evaluation._report\n"
         f"print(sorted(m for m in {EXTRAS!r} if m in sys.modules))"
     )
     found = subprocess.run(
@@ -59,7 +59,7 @@ def test_a_missing_extra_is_named(
 def test_reading_a_pdf_without_pypdf_names_the_extra(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from langchain_ragbudget.loaders import read_file
+    from langchain_ragbudget.index._loaders import read_file
 
     monkeypatch.setitem(sys.modules, "pypdf", None)
     (tmp_path / "a.pdf").write_bytes(b"%PDF-1.4")
@@ -81,7 +81,7 @@ def test_a_chat_model_without_its_package_names_the_extra(
 def test_measuring_weak_evidence_without_scikit_learn_names_the_extra(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from langchain_ragbudget.weak_fit import auroc
+    from langchain_ragbudget.evaluation._weak_fit import auroc
 
     monkeypatch.setitem(sys.modules, "sklearn", None)
     monkeypatch.setitem(sys.modules, "sklearn.metrics", None)

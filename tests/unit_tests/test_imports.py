@@ -1,3 +1,7 @@
+import importlib
+
+import pytest
+
 import langchain_ragbudget
 
 EXPECTED_ALL = [
@@ -17,7 +21,6 @@ EXPECTED_ALL = [
     "Evidence",
     "FastEmbedEmbeddings",
     "FlashRankRerank",
-    "HybridIndex",
     "HybridRetriever",
     "IndexLoadError",
     "IndexRepairError",
@@ -50,3 +53,64 @@ def test_all_imports() -> None:
         obj = getattr(langchain_ragbudget, name)
         assert obj.__name__ == name, name
         assert obj.__module__.startswith("langchain_ragbudget."), name
+
+
+WINGS = {
+    "langchain_ragbudget.index": [
+        "Chunker",
+        "FileError",
+        "FileText",
+        "HybridIndex",
+        "IndexInspection",
+        "IngestSummary",
+        "RepairReport",
+        "Scan",
+        "Skipped",
+        "SyncReport",
+        "load_file",
+        "read_file",
+        "scan",
+    ],
+    "langchain_ragbudget.evaluation": [
+        "BeirDataset",
+        "ChunkedSurvival",
+        "DatasetError",
+        "EvalReport",
+        "StageQuality",
+        "Survival",
+        "TuneReport",
+        "WeakEvidence",
+        "evaluate",
+        "evaluate_chunked",
+        "hit_at_k",
+        "load_beir",
+        "measure_weak_evidence",
+        "mrr_at_k",
+        "ndcg_at_k",
+        "recall_at_k",
+        "tune",
+    ],
+    "langchain_ragbudget.cli": ["main", "run"],
+}
+
+
+@pytest.mark.parametrize("wing", sorted(WINGS))
+def test_each_wing_pins_its_public_names(wing: str) -> None:
+    module = importlib.import_module(wing)
+    assert sorted(module.__all__) == WINGS[wing]
+    for name in module.__all__:
+        assert getattr(module, name).__module__.startswith(wing + "."), name
+
+
+def test_a_name_moved_to_a_wing_still_imports_with_a_deprecation_warning() -> None:
+    from langchain_ragbudget.index import HybridIndex
+
+    langchain_ragbudget.__dict__.pop("HybridIndex", None)
+    with pytest.warns(DeprecationWarning, match=r"langchain_ragbudget\.index"):
+        moved = langchain_ragbudget.HybridIndex
+    assert moved is HybridIndex
+
+
+def test_an_unknown_name_is_an_attribute_error_naming_it() -> None:
+    with pytest.raises(AttributeError, match="'no_such_name'"):
+        _ = langchain_ragbudget.no_such_name  # type: ignore[attr-defined]

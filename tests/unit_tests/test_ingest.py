@@ -11,10 +11,10 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_ragbudget import load_config
-from langchain_ragbudget.cli import main
+from langchain_ragbudget.cli._main import main
 from langchain_ragbudget.config import RagBudgetConfig
-from langchain_ragbudget.index import HybridIndex
-from langchain_ragbudget.loaders import is_blank, scan
+from langchain_ragbudget.index._hybrid_index import HybridIndex
+from langchain_ragbudget.index._loaders import is_blank, scan
 
 pytestmark = [pytest.mark.needs_embedding_model, pytest.mark.needs_tiktoken]
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from pdf_files import minimal_pdf
 from pypdf import PdfReader, PdfWriter
 
-from langchain_ragbudget.loaders import html_to_text, load_file, markdown_title
+from langchain_ragbudget.index._loaders import html_to_text, load_file, markdown_title
 
 MESSY_PAGE = (
     """<!DOCTYPE html>

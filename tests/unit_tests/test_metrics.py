@@ -3,7 +3,7 @@ import random
 import pytest
 import pytrec_eval
 
-from langchain_ragbudget.metrics import (
+from langchain_ragbudget.evaluation._metrics import (
     hit_at_k,
     mrr_at_k,
     ndcg_at_k,

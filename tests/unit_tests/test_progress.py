@@ -13,10 +13,10 @@ from langchain_core.documents import Document
 from rich.console import Console
 
 from langchain_ragbudget import dense, load_config
-from langchain_ragbudget.beir import BeirDataset
-from langchain_ragbudget.cache import EMBEDDING_CORPUS
-from langchain_ragbudget.evaluation import evaluate
-from langchain_ragbudget.index import CHUNKING, EMBEDDING, HybridIndex
+from langchain_ragbudget.evaluation._beir import BeirDataset
+from langchain_ragbudget.evaluation._cache import EMBEDDING_CORPUS
+from langchain_ragbudget.evaluation._harness import evaluate
+from langchain_ragbudget.index._hybrid_index import CHUNKING, EMBEDDING, HybridIndex
 from langchain_ragbudget.progress import ProgressBars, StageProgress, prefixed
 
 

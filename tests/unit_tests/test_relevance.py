@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from langchain_ragbudget.errors import ConfigError
-from langchain_ragbudget.relevance import (
+from langchain_ragbudget._sentence_scoring import (
     FEATURES,
     MODEL_FILE,
     SentenceModel,

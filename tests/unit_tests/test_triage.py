@@ -15,8 +15,8 @@ from langchain_ragbudget.config import SurfaceSettings
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.ledger import CandidateList, DropReason, DropRecord, Stage
 from langchain_ragbudget.render import one_line
-from langchain_ragbudget.scores import FUSED_RANK
-from langchain_ragbudget.triage import CLOSE_TO_TOP, likely_lost
+from langchain_ragbudget._metadata_keys import FUSED_RANK
+from langchain_ragbudget._triage import CLOSE_TO_TOP, likely_lost
 
 pytestmark = pytest.mark.needs_tiktoken  # the budget counts tokens
 

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from langchain_ragbudget import load_config
-from langchain_ragbudget.beir import load_beir
-from langchain_ragbudget.cli import main
+from langchain_ragbudget.evaluation._beir import load_beir
+from langchain_ragbudget.cli._main import main
 from langchain_ragbudget.errors import InvalidInputError
-from langchain_ragbudget.evaluation import evaluate
+from langchain_ragbudget.evaluation._harness import evaluate
 from langchain_ragbudget.fusion import FUSION_METHODS
 from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
-from langchain_ragbudget.tuning import (
+from langchain_ragbudget.evaluation._tuning import (
     RRF_CS,
     FusionSetting,
     Interval,

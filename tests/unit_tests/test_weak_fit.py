@@ -10,9 +10,9 @@ from langchain_core.documents import Document
 from list_retriever import ListRetriever
 from sklearn.metrics import roc_auc_score
 
-from langchain_ragbudget.beir import BeirDataset
+from langchain_ragbudget.evaluation._beir import BeirDataset
 from langchain_ragbudget.config import WeakEvidenceSettings, load_config
-from langchain_ragbudget.evaluation import (
+from langchain_ragbudget.evaluation._harness import (
     _cases,
     _doc_id,
     _Stages,
@@ -22,7 +22,7 @@ from langchain_ragbudget.evidence import assess_evidence, calibrate_threshold
 from langchain_ragbudget.factory import build_budget
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
-from langchain_ragbudget.weak_fit import (
+from langchain_ragbudget.evaluation._weak_fit import (
     REGULARISATION,
     Cases,
     auroc,
@@ -33,7 +33,7 @@ from langchain_ragbudget.weak_fit import (
     fit_trees,
     threshold_for_precision,
 )
-from langchain_ragbudget.weak_signal import (
+from langchain_ragbudget._weak_signal import (
     LIST_FEATURES,
     fetched_scores,
     signal_features,
@@ -143,7 +143,7 @@ def test_removed_gold_is_never_seen(northwind: tuple[_Stages, BeirDataset]) -> N
 def test_fitted_on_the_fitting_split_only_and_reproduced_at_run_time(
     northwind: tuple[_Stages, BeirDataset], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import langchain_ragbudget.evaluation as evaluation
+    import langchain_ragbudget.evaluation._harness as evaluation
 
     stages, dataset = northwind
     fitted: list[Cases] = []

@@ -23,7 +23,7 @@ from langchain_ragbudget.evidence import COMBINED, UNKNOWN_COMBINED, assess_evid
 from langchain_ragbudget.factory import build_budget
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.ledger import LEDGER_KEY, CandidateList
-from langchain_ragbudget.weak_signal import (
+from langchain_ragbudget._weak_signal import (
     FEATURES,
     LIST_FEATURES,
     answerable_probability,

@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from langchain_ragbudget.chunking import Chunker
+from langchain_ragbudget.index._chunking import Chunker
 from langchain_ragbudget.config import RagBudgetConfig, VectorStoreSettings, load_config
 from langchain_ragbudget.dense import add_documents, connect_chroma_server
 from langchain_ragbudget.errors import (
@@ -76,11 +76,11 @@ from langchain_ragbudget.factory import (
     build_vector_store,
     hybrid_retriever,
 )
-from langchain_ragbudget.files import atomic_write_text, publish_folder
-from langchain_ragbudget.html_tables import display, key_values, table
+from langchain_ragbudget._disk import atomic_write_text, publish_folder
+from langchain_ragbudget._html import display, key_values, table
 from langchain_ragbudget.hybrid import HybridRetriever
-from langchain_ragbudget.identity import content_hash
-from langchain_ragbudget.loaders import FileError, check_content
+from langchain_ragbudget._identity import content_hash
+from langchain_ragbudget.index._loaders import FileError, check_content
 from langchain_ragbudget.progress import ProgressCallback, StageProgress
 from langchain_ragbudget.sparse import BM25Retriever
 
@@ -357,7 +357,7 @@ class HybridIndex:
 
             from langchain_core.documents import Document
             from langchain_ragbudget import load_config
-            from langchain_ragbudget.index import HybridIndex
+            from langchain_ragbudget.index._hybrid_index import HybridIndex
 
             with HybridIndex.open("my-index", load_config()) as index:
                 note = "Regular exercise lowers blood pressure in most adults."

@@ -24,9 +24,9 @@ from collections.abc import Iterator, Mapping, Sequence
 import numpy as np
 from langchain_core.documents import Document
 
-from langchain_ragbudget.boosting import boosted_score
+from langchain_ragbudget._trees import boosted_score
 from langchain_ragbudget.config import CombinedEvidence, TreeEvidence
-from langchain_ragbudget.inputs import finite_score
+from langchain_ragbudget._validation import finite_score
 from langchain_ragbudget.ledger import (
     LEDGER_KEY,
     DropReason,
@@ -34,8 +34,8 @@ from langchain_ragbudget.ledger import (
     Stage,
     ledgers_of,
 )
-from langchain_ragbudget.relevance import terms
-from langchain_ragbudget.scores import (
+from langchain_ragbudget._sentence_scoring import terms
+from langchain_ragbudget._metadata_keys import (
     DENSE,
     FUSED_SCORE,
     RERANK_SCORE,
@@ -43,7 +43,7 @@ from langchain_ragbudget.scores import (
     rank_key,
     score_key,
 )
-from langchain_ragbudget.sentences import sentences
+from langchain_ragbudget._sentences import sentences
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 AGREEMENT_DEPTH = 10  # the top-k of each retriever compared for overlap

@@ -21,9 +21,9 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from langchain_ragbudget.beir import BeirDataset, judged_id
+from langchain_ragbudget.evaluation._beir import BeirDataset, judged_id
 from langchain_ragbudget.budget import BudgetedContext, ContextBudget
-from langchain_ragbudget.cache import cached_hybrid_retriever, corpus_fingerprint
+from langchain_ragbudget.evaluation._cache import cached_hybrid_retriever, corpus_fingerprint
 from langchain_ragbudget.config import (
     CombinedEvidence,
     RagBudgetConfig,
@@ -35,8 +35,8 @@ from langchain_ragbudget.factory import (
     build_budget,
     build_reranker,
 )
-from langchain_ragbudget.files import atomic_write_text, cache_root
-from langchain_ragbudget.html_tables import (
+from langchain_ragbudget._disk import atomic_write_text, cache_root
+from langchain_ragbudget._html import (
     display,
     element,
     key_values,
@@ -44,10 +44,10 @@ from langchain_ragbudget.html_tables import (
     table,
 )
 from langchain_ragbudget.hybrid import HybridRetriever
-from langchain_ragbudget.identity import document_key
-from langchain_ragbudget.index import HybridIndex
+from langchain_ragbudget._identity import document_key
+from langchain_ragbudget.index._hybrid_index import HybridIndex
 from langchain_ragbudget.ledger import CandidateList
-from langchain_ragbudget.metrics import (
+from langchain_ragbudget.evaluation._metrics import (
     hit_at_k,
     mrr_at_k,
     ndcg_at_k,
@@ -56,8 +56,8 @@ from langchain_ragbudget.metrics import (
 )
 from langchain_ragbudget.progress import ProgressCallback, StageProgress, prefixed
 from langchain_ragbudget.rerank import FlashRankRerank
-from langchain_ragbudget.survival import POLICIES, PolicySurvival, policy_survival
-from langchain_ragbudget.weak_fit import (
+from langchain_ragbudget.evaluation._survival import POLICIES, PolicySurvival, policy_survival
+from langchain_ragbudget.evaluation._weak_fit import (
     Cases,
     FlagQuality,
     combined_scores,
@@ -67,7 +67,7 @@ from langchain_ragbudget.weak_fit import (
     reliability,
     threshold_for_precision,
 )
-from langchain_ragbudget.weak_signal import signal_features
+from langchain_ragbudget._weak_signal import signal_features
 
 DEFAULT_BUDGETS = (256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
 

@@ -18,9 +18,9 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from langchain_ragbudget.html_tables import Markup, collapsible, folded, join, table
-from langchain_ragbudget.identity import document_key
-from langchain_ragbudget.scores import (
+from langchain_ragbudget._html import Markup, collapsible, folded, join, table
+from langchain_ragbudget._identity import document_key
+from langchain_ragbudget._metadata_keys import (
     FUSED_RANK,
     FUSED_SCORE,
     RERANK_SCORE,

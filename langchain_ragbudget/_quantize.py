@@ -13,8 +13,8 @@ import shutil
 from pathlib import Path
 
 from langchain_ragbudget.errors import ModelUnavailableError, require
-from langchain_ragbudget.files import cache_root, publish_folder, staging_path
-from langchain_ragbudget.logging_guard import root_logger_untouched
+from langchain_ragbudget._disk import cache_root, publish_folder, staging_path
+from langchain_ragbudget._logging_guard import root_logger_untouched
 
 
 def int8_model_folder(source: Path, model_file: str = "model.onnx") -> Path:

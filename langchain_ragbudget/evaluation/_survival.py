@@ -19,10 +19,10 @@ from langchain_core.documents import Document
 
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.config import Relevance, SurfaceSettings
-from langchain_ragbudget.identity import document_key
+from langchain_ragbudget._identity import document_key
 from langchain_ragbudget.render import ContextFormat, group_citations
-from langchain_ragbudget.sentences import sentences
-from langchain_ragbudget.tokens import get_encoding
+from langchain_ragbudget._sentences import sentences
+from langchain_ragbudget._tokens import get_encoding
 
 POLICIES = ("naive slice", "stop", "skip", "trim", "trim, fitted")
 # packing and sentence relevance of each policy the budget runs

@@ -27,7 +27,7 @@ from langchain_ragbudget.config import (
     TreeNode,
 )
 from langchain_ragbudget.errors import require
-from langchain_ragbudget.weak_signal import (
+from langchain_ragbudget._weak_signal import (
     FEATURES,
     combined_probability,
     feature_rows,

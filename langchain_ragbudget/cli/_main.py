@@ -249,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = _console(to_stderr=getattr(args, "json", None) in (True, "-"))
     try:
         if args.command == "demo":
-            from langchain_ragbudget.demo import run_demo
+            from langchain_ragbudget.cli._demo import run_demo
 
             run_demo(args.config, console)
         elif args.command == "eval":
@@ -311,7 +311,7 @@ def _open_index(
 ) -> Any:
     """The index of `--index` (or the configured one); only `index` may create it."""
     from langchain_ragbudget.config import load_config
-    from langchain_ragbudget.index import HybridIndex
+    from langchain_ragbudget.index._hybrid_index import HybridIndex
 
     config = load_config(args.config)
     fetch_k = getattr(args, "k", None)
@@ -355,8 +355,8 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
     when a file could not be read (unreadable, not UTF-8, a broken PDF); 2 for
     usage and index errors.
     """
-    from langchain_ragbudget.loaders import scan
-    from langchain_ragbudget.views import ingest_report
+    from langchain_ragbudget.index._loaders import scan
+    from langchain_ragbudget.cli._views import ingest_report
 
     given: Path = args.path
     if not given.exists():
@@ -421,7 +421,7 @@ def _refuse_large_prune(
     gone: Sequence[str], total: int, scope: str, root: Path
 ) -> None:
     """Without --yes, --prune removes a handful of documents or a small share."""
-    from langchain_ragbudget.views import name_list
+    from langchain_ragbudget.cli._views import name_list
 
     if len(gone) > PRUNE_HANDFUL and len(gone) > PRUNE_SHARE * total:
         raise InvalidInputError(
@@ -442,7 +442,7 @@ def _ingest(
     that cannot be read is refused like an empty one, but counted apart: it is a
     failure, where an empty file is an expected refusal.
     """
-    from langchain_ragbudget.loaders import FileError, load_file
+    from langchain_ragbudget.index._loaders import FileError, load_file
     from langchain_ragbudget.progress import ProgressBars, StageProgress
 
     read_errors: list[FileError] = []
@@ -462,10 +462,10 @@ def _ingest(
 
 def run_ask(args: argparse.Namespace, console: Console) -> None:
     """`ragbudget ask QUESTION`: one question through an index and a surface."""
-    from langchain_ragbudget.demo import chat_model
+    from langchain_ragbudget.cli._demo import chat_model
     from langchain_ragbudget.factory import build_budget, build_reranker
     from langchain_ragbudget.pipeline import explain
-    from langchain_ragbudget.views import (
+    from langchain_ragbudget.cli._views import (
         explained_to_dict,
         pipeline_line,
         show_explained,
@@ -508,8 +508,8 @@ def run_inspect(args: argparse.Namespace, console: Console) -> int:
     1 when the report names damage or a difference, 2 when there is no index.
     """
     from langchain_ragbudget.config import load_config
-    from langchain_ragbudget.index import HybridIndex
-    from langchain_ragbudget.views import inspection_report
+    from langchain_ragbudget.index._hybrid_index import HybridIndex
+    from langchain_ragbudget.cli._views import inspection_report
 
     config = load_config(args.config)
     directory = args.index or Path(config.index.directory)
@@ -525,7 +525,7 @@ def run_inspect(args: argparse.Namespace, console: Console) -> int:
 def run_config(args: argparse.Namespace, console: Console) -> None:
     """`ragbudget config`: the effective settings and where each one came from."""
     from langchain_ragbudget.config import explain_config
-    from langchain_ragbudget.views import config_table
+    from langchain_ragbudget.cli._views import config_table
 
     effective = explain_config(args.config)
     prefix = ""
@@ -556,10 +556,10 @@ def run_repair(args: argparse.Namespace, console: Console) -> int:
     """`ragbudget repair`: bring the two sides together; rebuild a damaged side.
 
     Never creates an index and never deletes the only copy of a chunk; see
-    `langchain_ragbudget.index`. Exit code 0 when the sides end in sync.
+    `langchain_ragbudget.index._hybrid_index`. Exit code 0 when the sides end in sync.
     """
     from langchain_ragbudget.config import load_config
-    from langchain_ragbudget.index import HybridIndex
+    from langchain_ragbudget.index._hybrid_index import HybridIndex
 
     config = load_config(args.config)
     directory = args.index or Path(config.index.directory)
@@ -579,12 +579,12 @@ def run_eval(
     args: argparse.Namespace, console: Console, argv: Sequence[str] | None
 ) -> None:
     """`ragbudget eval`: run, print the tables, write JSON / plot / Markdown."""
-    from langchain_ragbudget.beir import load_beir
+    from langchain_ragbudget.evaluation._beir import load_beir
     from langchain_ragbudget.config import load_config
-    from langchain_ragbudget.evaluation import evaluate, evaluate_chunked
-    from langchain_ragbudget.files import atomic_write_text
+    from langchain_ragbudget.evaluation._harness import evaluate, evaluate_chunked
+    from langchain_ragbudget._disk import atomic_write_text
     from langchain_ragbudget.progress import ProgressBars
-    from langchain_ragbudget.report import (
+    from langchain_ragbudget.evaluation._report import (
         plot_calibration,
         plot_survival,
         rich_tables,
@@ -703,10 +703,10 @@ def run_tune(args: argparse.Namespace, console: Console) -> None:
     is JSON only.
     """
     from langchain_ragbudget.config import load_config
-    from langchain_ragbudget.files import atomic_write_text
+    from langchain_ragbudget._disk import atomic_write_text
     from langchain_ragbudget.progress import ProgressBars
-    from langchain_ragbudget.report import tune_lines, tune_table
-    from langchain_ragbudget.tuning import check_split, tune, tuned_yaml
+    from langchain_ragbudget.evaluation._report import tune_lines, tune_table
+    from langchain_ragbudget.evaluation._tuning import check_split, tune, tuned_yaml
 
     config = load_config(args.config)
     check_split(args.data, args.split, allow_test=args.allow_test_split)
@@ -778,7 +778,7 @@ class _NamedFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         message = super().format(record)
-        own = record.name.split(".", 1)[0] == __package__
+        own = record.name.split(".", 1)[0] == "langchain_ragbudget"
         return message if own else f"{record.name}: {message}"
 
 

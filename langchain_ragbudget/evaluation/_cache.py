@@ -31,7 +31,7 @@ from langchain_ragbudget.factory import (
     build_sparse_retriever,
     build_vector_store,
 )
-from langchain_ragbudget.files import atomic_write_text, cache_root
+from langchain_ragbudget._disk import atomic_write_text, cache_root
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.progress import ProgressCallback, StageProgress
 from langchain_ragbudget.sparse import BM25Retriever

@@ -15,7 +15,7 @@ import yaml
 from rich.table import Table
 
 from langchain_ragbudget.errors import require
-from langchain_ragbudget.evaluation import (
+from langchain_ragbudget.evaluation._harness import (
     SURVIVAL_HEADER,
     WEAK_HEADER,
     EvalReport,
@@ -32,8 +32,8 @@ from langchain_ragbudget.evaluation import (
     weak_caption,
     weak_rows,
 )
-from langchain_ragbudget.files import atomic_write_text
-from langchain_ragbudget.tuning import FOLDS, Interval, TuneReport
+from langchain_ragbudget._disk import atomic_write_text
+from langchain_ragbudget.evaluation._tuning import FOLDS, Interval, TuneReport
 
 QUALITY_START = "<!-- ragbudget-eval:start -->"
 QUALITY_END = "<!-- ragbudget-eval:end -->"

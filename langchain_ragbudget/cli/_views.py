@@ -30,13 +30,13 @@ from langchain_ragbudget.config import (
     Origin,
     RagBudgetConfig,
 )
-from langchain_ragbudget.identity import document_key, document_source
-from langchain_ragbudget.index import IndexInspection
+from langchain_ragbudget._identity import document_key, document_source
+from langchain_ragbudget.index._hybrid_index import IndexInspection
 from langchain_ragbudget.ledger import Stage
 from langchain_ragbudget.pipeline import Explained
 from langchain_ragbudget.render import one_line
 from langchain_ragbudget.rerank import FlashRankRerank
-from langchain_ragbudget.scores import (
+from langchain_ragbudget._metadata_keys import (
     CONTEXT_TOKENS,
     DENSE,
     FUSED_RANK,

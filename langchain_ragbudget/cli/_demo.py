@@ -27,7 +27,7 @@ from langchain_ragbudget.sample import (
     load_sample_corpus,
     load_sample_questions,
 )
-from langchain_ragbudget.views import pipeline_line, show_explained
+from langchain_ragbudget.cli._views import pipeline_line, show_explained
 
 DEMO_QUESTION = 0  # index into sample_data/questions.json
 

@@ -1,0 +1,43 @@
+"""The evaluation harness: BEIR data, retrieval metrics, evidence survival, tuning.
+
+A wing of its own: the runtime stages never import it.
+"""
+
+from langchain_ragbudget.evaluation._beir import BeirDataset, DatasetError, load_beir
+from langchain_ragbudget.evaluation._harness import (
+    ChunkedSurvival,
+    EvalReport,
+    StageQuality,
+    Survival,
+    WeakEvidence,
+    evaluate,
+    evaluate_chunked,
+    measure_weak_evidence,
+)
+from langchain_ragbudget.evaluation._metrics import (
+    hit_at_k,
+    mrr_at_k,
+    ndcg_at_k,
+    recall_at_k,
+)
+from langchain_ragbudget.evaluation._tuning import TuneReport, tune
+
+__all__ = [
+    "BeirDataset",
+    "ChunkedSurvival",
+    "DatasetError",
+    "EvalReport",
+    "StageQuality",
+    "Survival",
+    "TuneReport",
+    "WeakEvidence",
+    "evaluate",
+    "evaluate_chunked",
+    "hit_at_k",
+    "load_beir",
+    "measure_weak_evidence",
+    "mrr_at_k",
+    "ndcg_at_k",
+    "recall_at_k",
+    "tune",
+]

@@ -1,0 +1,39 @@
+"""The on-disk hybrid index: files to chunks, BM25 and Chroma kept together, repair.
+
+A wing of its own: the runtime stages never import it, so a chain that retrieves
+from a user's own retrievers never loads the file loaders or the index.
+"""
+
+from langchain_ragbudget.index._chunking import Chunker
+from langchain_ragbudget.index._hybrid_index import (
+    HybridIndex,
+    IndexInspection,
+    IngestSummary,
+    RepairReport,
+    SyncReport,
+)
+from langchain_ragbudget.index._loaders import (
+    FileError,
+    FileText,
+    Scan,
+    Skipped,
+    load_file,
+    read_file,
+    scan,
+)
+
+__all__ = [
+    "Chunker",
+    "FileError",
+    "FileText",
+    "HybridIndex",
+    "IndexInspection",
+    "IngestSummary",
+    "RepairReport",
+    "Scan",
+    "Skipped",
+    "SyncReport",
+    "load_file",
+    "read_file",
+    "scan",
+]
