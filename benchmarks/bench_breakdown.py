@@ -42,11 +42,11 @@ from rich.console import Console
 from rich.table import Table
 
 from langchain_ragbudget import build_embeddings, build_hybrid_retriever
-from langchain_ragbudget.evaluation._beir import load_beir
-from langchain_ragbudget.evaluation._cache import cached_vector_store
 from langchain_ragbudget.config import load_config
 from langchain_ragbudget.dense import DenseRetriever
 from langchain_ragbudget.embeddings import FastEmbedEmbeddings
+from langchain_ragbudget.evaluation._beir import load_beir
+from langchain_ragbudget.evaluation._cache import cached_vector_store
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.progress import ProgressBars
 from langchain_ragbudget.sparse import BM25Retriever

@@ -23,14 +23,14 @@ from langchain_core.documents import Document
 from rich.console import Console
 from rich.table import Table
 
-from langchain_ragbudget.evaluation._beir import load_corpus
-from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.config import load_config
-from langchain_ragbudget._validation import _surrogate_at
 from langchain_ragbudget._sentence_scoring import terms
-from langchain_ragbudget.render import ContextFormat, one_line, quote
 from langchain_ragbudget._sentences import sentence_spans
 from langchain_ragbudget._tokens import count_tokens
+from langchain_ragbudget._validation import _surrogate_at
+from langchain_ragbudget.budget import ContextBudget
+from langchain_ragbudget.config import load_config
+from langchain_ragbudget.evaluation._beir import load_corpus
+from langchain_ragbudget.render import ContextFormat, one_line, quote
 
 console = Console(width=160)
 

@@ -32,9 +32,12 @@ import numpy as np
 from chromadb.config import Settings
 
 from langchain_ragbudget import build_embeddings
-from langchain_ragbudget.evaluation._beir import load_beir
-from langchain_ragbudget.evaluation._cache import cached_vector_store, vector_store_folder
 from langchain_ragbudget.config import load_config
+from langchain_ragbudget.evaluation._beir import load_beir
+from langchain_ragbudget.evaluation._cache import (
+    cached_vector_store,
+    vector_store_folder,
+)
 from langchain_ragbudget.progress import ProgressBars
 
 FETCH = 100

@@ -24,10 +24,9 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from langchain_ragbudget.config import load_config
 from langchain_ragbudget.evaluation._beir import load_beir
 from langchain_ragbudget.evaluation._cache import cached_hybrid_retriever
-from langchain_ragbudget.config import load_config
-from langchain_ragbudget.fusion import FUSION_METHODS, fuse
 from langchain_ragbudget.evaluation._tuning import (
     FusionSetting,
     QueryLists,
@@ -37,6 +36,7 @@ from langchain_ragbudget.evaluation._tuning import (
     retrieve_lists,
     search,
 )
+from langchain_ragbudget.fusion import FUSION_METHODS, fuse
 
 console = Console(width=120)
 

@@ -21,11 +21,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from langchain_ragbudget.config import load_config
+from langchain_ragbudget.evaluation._beir import load_corpus
+from langchain_ragbudget.factory import build_embeddings
 from langchain_ragbudget.index import _chunking as chunking
 from langchain_ragbudget.index import _hybrid_index as index_module
-from langchain_ragbudget.evaluation._beir import load_corpus
-from langchain_ragbudget.config import load_config
-from langchain_ragbudget.factory import build_embeddings
 from langchain_ragbudget.index._hybrid_index import HybridIndex
 from langchain_ragbudget.progress import ProgressBars
 

@@ -17,8 +17,8 @@ import statistics
 from collections.abc import Callable, Sequence
 
 from langchain_ragbudget._sentence_scoring import fitted_relevance, overlap_relevance
-from langchain_ragbudget.sample import load_sample_corpus
 from langchain_ragbudget._sentences import sentences
+from langchain_ragbudget.sample import load_sample_corpus
 
 Scorer = Callable[[str | None, Sequence[str]], list[float]]
 

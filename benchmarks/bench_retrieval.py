@@ -33,11 +33,11 @@ from rich.console import Console
 from rich.table import Table
 
 from langchain_ragbudget import DenseRetriever, build_embeddings, build_hybrid_retriever
+from langchain_ragbudget.config import load_config
 from langchain_ragbudget.evaluation._beir import load_beir
 from langchain_ragbudget.evaluation._cache import cached_vector_store
-from langchain_ragbudget.config import load_config
-from langchain_ragbudget.factory import build_sparse_retriever
 from langchain_ragbudget.evaluation._metrics import ndcg_at_k, recall_at_k
+from langchain_ragbudget.factory import build_sparse_retriever
 from langchain_ragbudget.progress import ProgressBars, StageProgress
 
 FETCH = 100

@@ -49,16 +49,16 @@ import numpy as np
 from langchain_core.documents import Document
 
 from langchain_ragbudget import DenseRetriever, build_embeddings
+from langchain_ragbudget._disk import cache_root
+from langchain_ragbudget.config import load_config
 from langchain_ragbudget.evaluation._beir import load_beir
 from langchain_ragbudget.evaluation._cache import cached_vector_store
-from langchain_ragbudget.config import load_config
 from langchain_ragbudget.factory import (
     build_budget,
     build_sparse_retriever,
     build_vector_store,
     hybrid_retriever,
 )
-from langchain_ragbudget._disk import cache_root
 from langchain_ragbudget.sparse import BM25Retriever
 
 NOISE = 0.05

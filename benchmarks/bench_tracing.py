@@ -31,9 +31,12 @@ from rich.console import Console
 from rich.table import Table
 
 from langchain_ragbudget import build_embeddings, create_budgeted_rag_chain
-from langchain_ragbudget.evaluation._beir import load_beir
-from langchain_ragbudget.evaluation._cache import cached_sparse_retriever, cached_vector_store
 from langchain_ragbudget.config import load_config
+from langchain_ragbudget.evaluation._beir import load_beir
+from langchain_ragbudget.evaluation._cache import (
+    cached_sparse_retriever,
+    cached_vector_store,
+)
 from langchain_ragbudget.factory import build_budget, hybrid_retriever
 
 

@@ -31,12 +31,6 @@ from langchain_core.documents import Document
 
 from langchain_ragbudget import budget as budget_module
 from langchain_ragbudget import packing
-from langchain_ragbudget.evaluation._beir import BeirDataset, load_beir
-from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.config import SurfaceSettings, load_config
-from langchain_ragbudget.evaluation._harness import _doc_id, _Stages
-from langchain_ragbudget.factory import build_embeddings
-from langchain_ragbudget.progress import ProgressBars
 from langchain_ragbudget._sentence_scoring import (
     FEATURES,
     SentenceModel,
@@ -45,7 +39,13 @@ from langchain_ragbudget._sentence_scoring import (
     sentence_features,
     terms,
 )
+from langchain_ragbudget.budget import ContextBudget
+from langchain_ragbudget.config import SurfaceSettings, load_config
+from langchain_ragbudget.evaluation._beir import BeirDataset, load_beir
+from langchain_ragbudget.evaluation._harness import _doc_id, _Stages
 from langchain_ragbudget.evaluation._survival import policy_survival
+from langchain_ragbudget.factory import build_embeddings
+from langchain_ragbudget.progress import ProgressBars
 
 BUDGETS = [256, 384, 512, 768, 1024]
 ENCODING = "o200k_base"

@@ -21,9 +21,13 @@ from pathlib import Path
 import sklearn
 from sklearn.linear_model import LogisticRegression
 
-from langchain_ragbudget.evaluation._beir import BeirDataset, load_beir
-from langchain_ragbudget._sentence_scoring import FEATURES, MODEL_FILE, sentence_features
+from langchain_ragbudget._sentence_scoring import (
+    FEATURES,
+    MODEL_FILE,
+    sentence_features,
+)
 from langchain_ragbudget._sentences import sentences
+from langchain_ragbudget.evaluation._beir import BeirDataset, load_beir
 
 PACKAGE = Path(__file__).resolve().parent.parent / "langchain_ragbudget"
 REGULARISATION = 1.0  # scikit-learn's default C; 0.1 and 10 measured no better

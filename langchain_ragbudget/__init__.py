@@ -99,7 +99,47 @@ _EXPORTS = {
 # Names this package once exported from the top that now live in a wing.
 _MOVED = {"HybridIndex": "index"}
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "BM25Retriever",
+    "BudgetReport",
+    "BudgetedAnswer",
+    "BudgetedContext",
+    "Calibration",
+    "CandidateList",
+    "Citation",
+    "ConfigError",
+    "ContextBudget",
+    "ContextFormat",
+    "DenseRetriever",
+    "DropReason",
+    "DropRecord",
+    "Evidence",
+    "FastEmbedEmbeddings",
+    "FlashRankRerank",
+    "HybridRetriever",
+    "IndexLoadError",
+    "IndexRepairError",
+    "InvalidInputError",
+    "ModelUnavailableError",
+    "RagBudgetConfig",
+    "RagBudgetError",
+    "RunLedger",
+    "ScoreIssue",
+    "ScoredSearch",
+    "Stage",
+    "StageSkip",
+    "SurfaceSettings",
+    "build_embeddings",
+    "build_hybrid_retriever",
+    "build_vector_store",
+    "calibrate_threshold",
+    "create_budgeted_rag_chain",
+    "create_budgeted_stuff_chain",
+    "ledger_scope",
+    "load_config",
+    "load_surface",
+    "weighted_rrf",
+]
 
 
 def __getattr__(name: str) -> Any:

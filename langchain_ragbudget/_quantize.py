@@ -12,9 +12,9 @@ import hashlib
 import shutil
 from pathlib import Path
 
-from langchain_ragbudget.errors import ModelUnavailableError, require
 from langchain_ragbudget._disk import cache_root, publish_folder, staging_path
 from langchain_ragbudget._logging_guard import root_logger_untouched
+from langchain_ragbudget.errors import ModelUnavailableError, require
 
 
 def int8_model_folder(source: Path, model_file: str = "model.onnx") -> Path:

@@ -11,8 +11,8 @@ from functools import lru_cache
 
 import tiktoken
 
-from langchain_ragbudget.errors import ModelUnavailableError
 from langchain_ragbudget._timeouts import call_with_timeout
+from langchain_ragbudget.errors import ModelUnavailableError
 
 LOAD_TIMEOUT_SECONDS = 30.0
 

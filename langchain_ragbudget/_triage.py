@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
+from langchain_ragbudget._metadata_keys import FUSED_RANK, RERANK_RANK
 from langchain_ragbudget._validation import finite_score
 from langchain_ragbudget.ledger import DropReason, DropRecord, Stage
-from langchain_ragbudget._metadata_keys import FUSED_RANK, RERANK_RANK
 
 # Absolute distance on the evidence score's own scale. Both scales it is used on are
 # bounded and comparable across queries: FlashRank's cross-encoder score is a

@@ -24,17 +24,6 @@ from collections.abc import Iterator, Mapping, Sequence
 import numpy as np
 from langchain_core.documents import Document
 
-from langchain_ragbudget._trees import boosted_score
-from langchain_ragbudget.config import CombinedEvidence, TreeEvidence
-from langchain_ragbudget._validation import finite_score
-from langchain_ragbudget.ledger import (
-    LEDGER_KEY,
-    DropReason,
-    RunLedger,
-    Stage,
-    ledgers_of,
-)
-from langchain_ragbudget._sentence_scoring import terms
 from langchain_ragbudget._metadata_keys import (
     DENSE,
     FUSED_SCORE,
@@ -43,7 +32,18 @@ from langchain_ragbudget._metadata_keys import (
     rank_key,
     score_key,
 )
+from langchain_ragbudget._sentence_scoring import terms
 from langchain_ragbudget._sentences import sentences
+from langchain_ragbudget._trees import boosted_score
+from langchain_ragbudget._validation import finite_score
+from langchain_ragbudget.config import CombinedEvidence, TreeEvidence
+from langchain_ragbudget.ledger import (
+    LEDGER_KEY,
+    DropReason,
+    RunLedger,
+    Stage,
+    ledgers_of,
+)
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 AGREEMENT_DEPTH = 10  # the top-k of each retriever compared for overlap

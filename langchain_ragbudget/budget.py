@@ -32,6 +32,22 @@ from langchain_core.runnables import (
 from langchain_core.runnables.config import patch_config
 from pydantic import ConfigDict
 
+from langchain_ragbudget._evidence_rows import (
+    TEXT,
+    citations_table,
+    document_entry,
+    drop_counts,
+    evidence_table,
+    issues_table,
+    skipped_table,
+)
+from langchain_ragbudget._html import Markup, display, element, folded, key_values
+from langchain_ragbudget._identity import document_key, with_metadata
+from langchain_ragbudget._metadata_keys import CONTEXT_TOKENS, FUSED_RANK, HEADER_TOKENS
+from langchain_ragbudget._sentence_scoring import fitted_relevance, overlap_relevance
+from langchain_ragbudget._sentences import sentence_spans
+from langchain_ragbudget._tokens import count_tokens
+from langchain_ragbudget._validation import check_documents
 from langchain_ragbudget.config import (
     RagBudgetConfig,
     RetrievalSettings,
@@ -41,9 +57,6 @@ from langchain_ragbudget.config import (
 )
 from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.evidence import Evidence, assess_evidence
-from langchain_ragbudget._html import Markup, display, element, folded, key_values
-from langchain_ragbudget._identity import document_key, with_metadata
-from langchain_ragbudget._validation import check_documents
 from langchain_ragbudget.ledger import (
     DropReason,
     DropRecord,
@@ -56,15 +69,6 @@ from langchain_ragbudget.ledger import (
     records_of,
     scope_ledgers,
 )
-from langchain_ragbudget._evidence_rows import (
-    TEXT,
-    citations_table,
-    document_entry,
-    drop_counts,
-    evidence_table,
-    issues_table,
-    skipped_table,
-)
 from langchain_ragbudget.packing import (
     PackItem,
     PackResult,
@@ -72,11 +76,7 @@ from langchain_ragbudget.packing import (
     omission_points,
     pack,
 )
-from langchain_ragbudget._sentence_scoring import fitted_relevance, overlap_relevance
 from langchain_ragbudget.render import Citation, ContextFormat, group_citations
-from langchain_ragbudget._metadata_keys import CONTEXT_TOKENS, FUSED_RANK, HEADER_TOKENS
-from langchain_ragbudget._sentences import sentence_spans
-from langchain_ragbudget._tokens import count_tokens
 
 REPORT_EVENT = "ragbudget_context_report"
 

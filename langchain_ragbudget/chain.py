@@ -25,18 +25,18 @@ from langchain_core.runnables import (
 )
 from pydantic import BaseModel
 
-from langchain_ragbudget.budget import BudgetedContext, BudgetReport
-from langchain_ragbudget.evidence import COMBINED, UNKNOWN_COMBINED, Evidence
-from langchain_ragbudget._html import display, element, key_values
-from langchain_ragbudget.ledger import DropReason, DropRecord, Stage
 from langchain_ragbudget._evidence_rows import (
     citations_table,
     drop_counts,
     evidence_table,
     skipped_table,
 )
-from langchain_ragbudget.render import one_line
+from langchain_ragbudget._html import display, element, key_values
 from langchain_ragbudget._triage import LikelyLost, likely_lost
+from langchain_ragbudget.budget import BudgetedContext, BudgetReport
+from langchain_ragbudget.evidence import COMBINED, UNKNOWN_COMBINED, Evidence
+from langchain_ragbudget.ledger import DropReason, DropRecord, Stage
+from langchain_ragbudget.render import one_line
 
 DEFAULT_PROMPT = ChatPromptTemplate.from_messages(
     [

@@ -39,8 +39,8 @@ from pydantic import (
     model_validator,
 )
 
-from langchain_ragbudget.errors import ConfigError
 from langchain_ragbudget._tokens import resolve_encoding_name
+from langchain_ragbudget.errors import ConfigError
 
 DEFAULT_CONFIG_NAME = "config_default.yml"
 # The surface used when none is named, and the one a new surface inherits from.
@@ -192,10 +192,6 @@ class EmbeddingSettings(_Strict):
                 f"provider; {self.provider!r} embeds queries its own way"
             )
         return self
-
-
-CHROMA_EF_SEARCH = 100
-"""Chroma's own HNSW `ef_search` for a new collection."""
 
 
 class VectorStoreSettings(_Strict):

@@ -23,13 +23,13 @@ from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, model_validator
 
+from langchain_ragbudget._identity import with_scores
+from langchain_ragbudget._timeouts import call_with_timeout
+from langchain_ragbudget._validation import check_query
 from langchain_ragbudget.config import (
     VectorStoreSettings,
 )
 from langchain_ragbudget.errors import IndexLoadError, VectorStoreUnavailableError
-from langchain_ragbudget._identity import with_scores
-from langchain_ragbudget._validation import check_query
-from langchain_ragbudget._timeouts import call_with_timeout
 
 ADD_BATCH_SIZE = 256
 

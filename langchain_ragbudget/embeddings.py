@@ -15,10 +15,10 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from langchain_ragbudget._model_cache import shared
+from langchain_ragbudget._quantize import int8_model_folder
 from langchain_ragbudget.config import EmbeddingSettings, QueryPrecision, default_of
 from langchain_ragbudget.errors import ModelUnavailableError
-from langchain_ragbudget._quantize import int8_model_folder
-from langchain_ragbudget._model_cache import shared
 
 MODEL_PATH_ENV = "RAGBUDGET_EMBEDDING_MODEL_PATH"
 

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
+from langchain_ragbudget._validation import finite_score
+from langchain_ragbudget._weak_signal import combined_probability, signal_features
 from langchain_ragbudget.config import (
     CombinedEvidence,
     TreeEvidence,
     WeakEvidenceSettings,
 )
-from langchain_ragbudget._validation import finite_score
-from langchain_ragbudget._weak_signal import combined_probability, signal_features
 
 COMBINED = "combined signal"  # the Evidence.score_key of the combined method
 UNKNOWN_COMBINED = (

@@ -24,6 +24,15 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
+from langchain_ragbudget._metadata_keys import (
+    DENSE,
+    FUSED_SCORE,
+    RERANK_SCORE,
+    SPARSE,
+    score_key,
+)
+from langchain_ragbudget._validation import check_passages
+from langchain_ragbudget._weak_signal import FEATURES
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.config import (
     CombinedEvidence,
@@ -44,17 +53,8 @@ from langchain_ragbudget.dense import (
 from langchain_ragbudget.embeddings import FastEmbedEmbeddings
 from langchain_ragbudget.errors import ConfigError, MissingExtraError, require
 from langchain_ragbudget.hybrid import HybridRetriever
-from langchain_ragbudget._validation import check_passages
 from langchain_ragbudget.rerank import FlashRankRerank
-from langchain_ragbudget._metadata_keys import (
-    DENSE,
-    FUSED_SCORE,
-    RERANK_SCORE,
-    SPARSE,
-    score_key,
-)
 from langchain_ragbudget.sparse import BM25Retriever
-from langchain_ragbudget._weak_signal import FEATURES
 
 RETRIEVER_NAMES = (SPARSE, DENSE)  # the order of HybridRetriever.retrievers
 DEFAULT_CHAT_MODEL = "openai:gpt-4o-mini"  # when only OPENAI_API_KEY is set
@@ -134,6 +134,10 @@ def build_vector_store(
     if settings.ef_search is not None:
         _set_ef_search(chroma._client, chroma._collection.name, settings.ef_search)
     return chroma
+
+
+CHROMA_DEFAULT_EF_SEARCH = 100
+"""Chroma's own HNSW `ef_search` for a new collection (not a setting of ours)."""
 
 
 def _set_ef_search(client: Any, collection: str, ef_search: int) -> None:

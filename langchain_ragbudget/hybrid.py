@@ -27,11 +27,19 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, model_validator
 
+from langchain_ragbudget._identity import distinct_keys, document_key
+from langchain_ragbudget._metadata_keys import (
+    FUSED_RANK,
+    FUSED_SCORE,
+    FUSION_METHOD,
+    normalised_key,
+    rank_key,
+    score_key,
+)
+from langchain_ragbudget._validation import check_documents, check_query, finite_score
 from langchain_ragbudget.config import FusionMethod, RetrievalSettings, default_of
 from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.fusion import SCORE_METHODS, Fused, fuse, validate_weights
-from langchain_ragbudget._identity import distinct_keys, document_key
-from langchain_ragbudget._validation import check_documents, check_query, finite_score
 from langchain_ragbudget.ledger import (
     LEDGER_KEY,
     CandidateList,
@@ -44,14 +52,6 @@ from langchain_ragbudget.ledger import (
     Stage,
     file_in_scope,
     records_of,
-)
-from langchain_ragbudget._metadata_keys import (
-    FUSED_RANK,
-    FUSED_SCORE,
-    FUSION_METHOD,
-    normalised_key,
-    rank_key,
-    score_key,
 )
 
 FUSION_RUN = "ragbudget_fusion"  # the child run fusion makes when callbacks listen

@@ -28,8 +28,6 @@ from langchain_core.documents import Document
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 
-from langchain_ragbudget._html import display, element
-from langchain_ragbudget._identity import document_source
 from langchain_ragbudget._evidence_rows import (
     TEXT,
     document_entry,
@@ -38,6 +36,8 @@ from langchain_ragbudget._evidence_rows import (
     issues_table,
     skipped_table,
 )
+from langchain_ragbudget._html import display, element
+from langchain_ragbudget._identity import document_source
 from langchain_ragbudget._metadata_keys import scores_of
 
 LEDGER_KEY = "ragbudget_run"

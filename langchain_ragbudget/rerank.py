@@ -21,6 +21,12 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from langchain_ragbudget._disk import cache_root, publish_folder
+from langchain_ragbudget._identity import document_key, with_metadata
+from langchain_ragbudget._logging_guard import root_logger_untouched
+from langchain_ragbudget._metadata_keys import RERANK_RANK, RERANK_SCORE
+from langchain_ragbudget._model_cache import shared
+from langchain_ragbudget._validation import check_documents, check_query, finite_score
 from langchain_ragbudget.config import (
     RagBudgetConfig,
     RerankSettings,
@@ -29,9 +35,6 @@ from langchain_ragbudget.config import (
     default_of,
 )
 from langchain_ragbudget.errors import InvalidInputError, ModelUnavailableError
-from langchain_ragbudget._disk import cache_root, publish_folder
-from langchain_ragbudget._identity import document_key, with_metadata
-from langchain_ragbudget._validation import check_documents, check_query, finite_score
 from langchain_ragbudget.ledger import (
     CandidateList,
     DropReason,
@@ -42,9 +45,6 @@ from langchain_ragbudget.ledger import (
     ledgers_of,
     records_of,
 )
-from langchain_ragbudget._logging_guard import root_logger_untouched
-from langchain_ragbudget._metadata_keys import RERANK_RANK, RERANK_SCORE
-from langchain_ragbudget._model_cache import shared
 
 logger = logging.getLogger(__name__)
 

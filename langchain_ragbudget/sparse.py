@@ -22,10 +22,10 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from langchain_ragbudget.config import BM25Method, SparseSettings, default_of
-from langchain_ragbudget.errors import IndexLoadError
 from langchain_ragbudget._identity import with_scores
 from langchain_ragbudget._validation import check_passages, check_query
+from langchain_ragbudget.config import BM25Method, SparseSettings, default_of
+from langchain_ragbudget.errors import IndexLoadError
 
 # bm25s's default split, written out so indexing and the query path share it.
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"

@@ -25,12 +25,12 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.runnables import Runnable
 
+from langchain_ragbudget._identity import document_key
 from langchain_ragbudget.budget import REPORT_EVENT, ContextBudget
 from langchain_ragbudget.chain import ANSWER_RUN, BudgetedAnswer
 from langchain_ragbudget.config import TracingSettings
 from langchain_ragbudget.errors import require
 from langchain_ragbudget.hybrid import FUSION_RUN
-from langchain_ragbudget._identity import document_key
 from langchain_ragbudget.ledger import DropRecord, Stage, records_of
 from langchain_ragbudget.rerank import FlashRankRerank
 

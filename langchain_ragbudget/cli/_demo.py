@@ -13,6 +13,7 @@ from pathlib import Path
 from langchain_core.language_models import BaseChatModel
 from rich.console import Console
 
+from langchain_ragbudget.cli._views import pipeline_line, show_explained
 from langchain_ragbudget.config import RagBudgetConfig, load_config
 from langchain_ragbudget.errors import MissingExtraError
 from langchain_ragbudget.factory import (
@@ -27,7 +28,6 @@ from langchain_ragbudget.sample import (
     load_sample_corpus,
     load_sample_questions,
 )
-from langchain_ragbudget.cli._views import pipeline_line, show_explained
 
 DEMO_QUESTION = 0  # index into sample_data/questions.json
 

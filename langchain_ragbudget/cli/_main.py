@@ -355,8 +355,8 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
     when a file could not be read (unreadable, not UTF-8, a broken PDF); 2 for
     usage and index errors.
     """
-    from langchain_ragbudget.index._loaders import scan
     from langchain_ragbudget.cli._views import ingest_report
+    from langchain_ragbudget.index._loaders import scan
 
     given: Path = args.path
     if not given.exists():
@@ -463,13 +463,13 @@ def _ingest(
 def run_ask(args: argparse.Namespace, console: Console) -> None:
     """`ragbudget ask QUESTION`: one question through an index and a surface."""
     from langchain_ragbudget.cli._demo import chat_model
-    from langchain_ragbudget.factory import build_budget, build_reranker
-    from langchain_ragbudget.pipeline import explain
     from langchain_ragbudget.cli._views import (
         explained_to_dict,
         pipeline_line,
         show_explained,
     )
+    from langchain_ragbudget.factory import build_budget, build_reranker
+    from langchain_ragbudget.pipeline import explain
 
     index = _open_index(args, console, create=False)
     config = index.config
@@ -507,9 +507,9 @@ def run_inspect(args: argparse.Namespace, console: Console) -> int:
     Exit code 0 when nothing is damaged and the two sides hold the same chunks,
     1 when the report names damage or a difference, 2 when there is no index.
     """
+    from langchain_ragbudget.cli._views import inspection_report
     from langchain_ragbudget.config import load_config
     from langchain_ragbudget.index._hybrid_index import HybridIndex
-    from langchain_ragbudget.cli._views import inspection_report
 
     config = load_config(args.config)
     directory = args.index or Path(config.index.directory)
@@ -524,8 +524,8 @@ def run_inspect(args: argparse.Namespace, console: Console) -> int:
 
 def run_config(args: argparse.Namespace, console: Console) -> None:
     """`ragbudget config`: the effective settings and where each one came from."""
-    from langchain_ragbudget.config import explain_config
     from langchain_ragbudget.cli._views import config_table
+    from langchain_ragbudget.config import explain_config
 
     effective = explain_config(args.config)
     prefix = ""
@@ -579,11 +579,10 @@ def run_eval(
     args: argparse.Namespace, console: Console, argv: Sequence[str] | None
 ) -> None:
     """`ragbudget eval`: run, print the tables, write JSON / plot / Markdown."""
-    from langchain_ragbudget.evaluation._beir import load_beir
-    from langchain_ragbudget.config import load_config
-    from langchain_ragbudget.evaluation._harness import evaluate, evaluate_chunked
     from langchain_ragbudget._disk import atomic_write_text
-    from langchain_ragbudget.progress import ProgressBars
+    from langchain_ragbudget.config import load_config
+    from langchain_ragbudget.evaluation._beir import load_beir
+    from langchain_ragbudget.evaluation._harness import evaluate, evaluate_chunked
     from langchain_ragbudget.evaluation._report import (
         plot_calibration,
         plot_survival,
@@ -592,6 +591,7 @@ def run_eval(
         update_section,
         weak_evidence_yaml,
     )
+    from langchain_ragbudget.progress import ProgressBars
 
     config = load_config(args.config)
     for surface in args.surface or []:
@@ -702,11 +702,11 @@ def run_tune(args: argparse.Namespace, console: Console) -> None:
     With `--json` the tables are left out and progress goes to stderr, so stdout
     is JSON only.
     """
-    from langchain_ragbudget.config import load_config
     from langchain_ragbudget._disk import atomic_write_text
-    from langchain_ragbudget.progress import ProgressBars
+    from langchain_ragbudget.config import load_config
     from langchain_ragbudget.evaluation._report import tune_lines, tune_table
     from langchain_ragbudget.evaluation._tuning import check_split, tune, tuned_yaml
+    from langchain_ragbudget.progress import ProgressBars
 
     config = load_config(args.config)
     check_split(args.data, args.split, allow_test=args.allow_test_split)

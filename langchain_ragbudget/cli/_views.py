@@ -21,21 +21,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from langchain_ragbudget.budget import BudgetedContext
-from langchain_ragbudget.chain import context_warnings
-from langchain_ragbudget.config import (
-    DEFAULT_CONFIG_NAME,
-    ConfigValue,
-    EffectiveConfig,
-    Origin,
-    RagBudgetConfig,
-)
 from langchain_ragbudget._identity import document_key, document_source
-from langchain_ragbudget.index._hybrid_index import IndexInspection
-from langchain_ragbudget.ledger import Stage
-from langchain_ragbudget.pipeline import Explained
-from langchain_ragbudget.render import one_line
-from langchain_ragbudget.rerank import FlashRankRerank
 from langchain_ragbudget._metadata_keys import (
     CONTEXT_TOKENS,
     DENSE,
@@ -46,6 +32,20 @@ from langchain_ragbudget._metadata_keys import (
     SPARSE,
     score_key,
 )
+from langchain_ragbudget.budget import BudgetedContext
+from langchain_ragbudget.chain import context_warnings
+from langchain_ragbudget.config import (
+    DEFAULT_CONFIG_NAME,
+    ConfigValue,
+    EffectiveConfig,
+    Origin,
+    RagBudgetConfig,
+)
+from langchain_ragbudget.index._hybrid_index import IndexInspection
+from langchain_ragbudget.ledger import Stage
+from langchain_ragbudget.pipeline import Explained
+from langchain_ragbudget.render import one_line
+from langchain_ragbudget.rerank import FlashRankRerank
 
 
 def _fmt(value: Any, digits: int) -> str:

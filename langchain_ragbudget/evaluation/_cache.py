@@ -18,20 +18,20 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
+from langchain_ragbudget._disk import atomic_write_text, cache_root
 from langchain_ragbudget.config import (
-    CHROMA_EF_SEARCH,
     EmbeddingSettings,
     RagBudgetConfig,
     VectorStoreSettings,
 )
 from langchain_ragbudget.dense import add_documents
 from langchain_ragbudget.factory import (
+    CHROMA_DEFAULT_EF_SEARCH,
     build_embeddings,
     build_hybrid_retriever,
     build_sparse_retriever,
     build_vector_store,
 )
-from langchain_ragbudget._disk import atomic_write_text, cache_root
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.progress import ProgressCallback, StageProgress
 from langchain_ragbudget.sparse import BM25Retriever
@@ -112,7 +112,7 @@ def cached_vector_store(
     settings = VectorStoreSettings(
         collection=f"{name[:40]}-{key[:12]}",
         persist_directory=str(folder / "chroma"),
-        ef_search=ef_search or CHROMA_EF_SEARCH,
+        ef_search=ef_search or CHROMA_DEFAULT_EF_SEARCH,
     )
     manifest = folder / _MANIFEST
     if manifest.is_file():

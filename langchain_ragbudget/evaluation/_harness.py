@@ -21,20 +21,6 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from langchain_ragbudget.evaluation._beir import BeirDataset, judged_id
-from langchain_ragbudget.budget import BudgetedContext, ContextBudget
-from langchain_ragbudget.evaluation._cache import cached_hybrid_retriever, corpus_fingerprint
-from langchain_ragbudget.config import (
-    CombinedEvidence,
-    RagBudgetConfig,
-    TreeEvidence,
-)
-from langchain_ragbudget.errors import MissingExtraError, require
-from langchain_ragbudget.evidence import top_score
-from langchain_ragbudget.factory import (
-    build_budget,
-    build_reranker,
-)
 from langchain_ragbudget._disk import atomic_write_text, cache_root
 from langchain_ragbudget._html import (
     display,
@@ -43,10 +29,20 @@ from langchain_ragbudget._html import (
     png_image,
     table,
 )
-from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget._identity import document_key
-from langchain_ragbudget.index._hybrid_index import HybridIndex
-from langchain_ragbudget.ledger import CandidateList
+from langchain_ragbudget._weak_signal import signal_features
+from langchain_ragbudget.budget import BudgetedContext, ContextBudget
+from langchain_ragbudget.config import (
+    CombinedEvidence,
+    RagBudgetConfig,
+    TreeEvidence,
+)
+from langchain_ragbudget.errors import MissingExtraError, require
+from langchain_ragbudget.evaluation._beir import BeirDataset, judged_id
+from langchain_ragbudget.evaluation._cache import (
+    cached_hybrid_retriever,
+    corpus_fingerprint,
+)
 from langchain_ragbudget.evaluation._metrics import (
     hit_at_k,
     mrr_at_k,
@@ -54,9 +50,11 @@ from langchain_ragbudget.evaluation._metrics import (
     recall_at_k,
     without_query_itself,
 )
-from langchain_ragbudget.progress import ProgressCallback, StageProgress, prefixed
-from langchain_ragbudget.rerank import FlashRankRerank
-from langchain_ragbudget.evaluation._survival import POLICIES, PolicySurvival, policy_survival
+from langchain_ragbudget.evaluation._survival import (
+    POLICIES,
+    PolicySurvival,
+    policy_survival,
+)
 from langchain_ragbudget.evaluation._weak_fit import (
     Cases,
     FlagQuality,
@@ -67,7 +65,16 @@ from langchain_ragbudget.evaluation._weak_fit import (
     reliability,
     threshold_for_precision,
 )
-from langchain_ragbudget._weak_signal import signal_features
+from langchain_ragbudget.evidence import top_score
+from langchain_ragbudget.factory import (
+    build_budget,
+    build_reranker,
+)
+from langchain_ragbudget.hybrid import HybridRetriever
+from langchain_ragbudget.index._hybrid_index import HybridIndex
+from langchain_ragbudget.ledger import CandidateList
+from langchain_ragbudget.progress import ProgressCallback, StageProgress, prefixed
+from langchain_ragbudget.rerank import FlashRankRerank
 
 DEFAULT_BUDGETS = (256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
 

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from rich.table import Table
 
+from langchain_ragbudget._disk import atomic_write_text
 from langchain_ragbudget.errors import require
 from langchain_ragbudget.evaluation._harness import (
     SURVIVAL_HEADER,
@@ -32,7 +33,6 @@ from langchain_ragbudget.evaluation._harness import (
     weak_caption,
     weak_rows,
 )
-from langchain_ragbudget._disk import atomic_write_text
 from langchain_ragbudget.evaluation._tuning import FOLDS, Interval, TuneReport
 
 QUALITY_START = "<!-- ragbudget-eval:start -->"

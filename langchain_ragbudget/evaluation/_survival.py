@@ -17,12 +17,12 @@ from typing import Literal
 
 from langchain_core.documents import Document
 
-from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.config import Relevance, SurfaceSettings
 from langchain_ragbudget._identity import document_key
-from langchain_ragbudget.render import ContextFormat, group_citations
 from langchain_ragbudget._sentences import sentences
 from langchain_ragbudget._tokens import get_encoding
+from langchain_ragbudget.budget import ContextBudget
+from langchain_ragbudget.config import Relevance, SurfaceSettings
+from langchain_ragbudget.render import ContextFormat, group_citations
 
 POLICIES = ("naive slice", "stop", "skip", "trim", "trim, fitted")
 # packing and sentence relevance of each policy the budget runs

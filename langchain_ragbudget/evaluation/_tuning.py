@@ -24,13 +24,18 @@ from typing import Any
 import numpy as np
 import yaml
 
-from langchain_ragbudget.evaluation._beir import BeirDataset, judged_id, load_beir, load_qrels
-from langchain_ragbudget.evaluation._cache import cached_hybrid_retriever
 from langchain_ragbudget.config import FusionMethod, RagBudgetConfig
 from langchain_ragbudget.errors import InvalidInputError
+from langchain_ragbudget.evaluation._beir import (
+    BeirDataset,
+    judged_id,
+    load_beir,
+    load_qrels,
+)
+from langchain_ragbudget.evaluation._cache import cached_hybrid_retriever
+from langchain_ragbudget.evaluation._metrics import ndcg_at_k, without_query_itself
 from langchain_ragbudget.fusion import FUSION_METHODS, fuse
 from langchain_ragbudget.hybrid import HybridRetriever, hit_keys, hit_scores
-from langchain_ragbudget.evaluation._metrics import ndcg_at_k, without_query_itself
 from langchain_ragbudget.progress import ProgressCallback
 
 TEST_SPLIT = "test"

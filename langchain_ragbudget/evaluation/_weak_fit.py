@@ -20,6 +20,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from langchain_ragbudget._weak_signal import (
+    FEATURES,
+    combined_probability,
+    feature_rows,
+)
 from langchain_ragbudget.config import (
     CombinedEvidence,
     Tree,
@@ -27,11 +32,6 @@ from langchain_ragbudget.config import (
     TreeNode,
 )
 from langchain_ragbudget.errors import require
-from langchain_ragbudget._weak_signal import (
-    FEATURES,
-    combined_probability,
-    feature_rows,
-)
 
 
 @dataclass(frozen=True)

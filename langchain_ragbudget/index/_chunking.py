@@ -12,9 +12,9 @@ from __future__ import annotations
 from langchain_core.documents import Document
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
+from langchain_ragbudget._tokens import count_tokens, get_encoding
 from langchain_ragbudget.config import IndexSettings
 from langchain_ragbudget.index._loaders import is_blank
-from langchain_ragbudget._tokens import count_tokens, get_encoding
 
 
 class Chunker:

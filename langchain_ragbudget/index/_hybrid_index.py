@@ -62,7 +62,9 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from langchain_ragbudget.index._chunking import Chunker
+from langchain_ragbudget._disk import atomic_write_text, publish_folder
+from langchain_ragbudget._html import display, key_values, table
+from langchain_ragbudget._identity import content_hash
 from langchain_ragbudget.config import RagBudgetConfig, VectorStoreSettings, load_config
 from langchain_ragbudget.dense import add_documents, connect_chroma_server
 from langchain_ragbudget.errors import (
@@ -76,10 +78,8 @@ from langchain_ragbudget.factory import (
     build_vector_store,
     hybrid_retriever,
 )
-from langchain_ragbudget._disk import atomic_write_text, publish_folder
-from langchain_ragbudget._html import display, key_values, table
 from langchain_ragbudget.hybrid import HybridRetriever
-from langchain_ragbudget._identity import content_hash
+from langchain_ragbudget.index._chunking import Chunker
 from langchain_ragbudget.index._loaders import FileError, check_content
 from langchain_ragbudget.progress import ProgressCallback, StageProgress
 from langchain_ragbudget.sparse import BM25Retriever

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = "langchain_ragbudget"
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
@@ -49,7 +50,9 @@ def test_an_import_of_a_wing_inside_a_function_breaks_a_contract(
     shutil.copytree(ROOT / "langchain_ragbudget", tmp_path / "langchain_ragbudget")
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     path = tmp_path / "langchain_ragbudget" / module
-    forbidden = f"\n\ndef _forbidden() -> None:\n    import langchain_ragbudget.{imported}\n"
+    forbidden = (
+        f"\n\ndef _forbidden() -> None:\n    import langchain_ragbudget.{imported}\n"
+    )
     path.write_text(path.read_text() + forbidden)
     result = lint_imports(tmp_path)
     assert result.returncode == 1, result.stdout

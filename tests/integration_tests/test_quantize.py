@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 
 from langchain_ragbudget import FastEmbedEmbeddings, ModelUnavailableError, load_config
+from langchain_ragbudget._quantize import int8_model_folder
 from langchain_ragbudget.errors import ConfigError
 from langchain_ragbudget.factory import build_embeddings
-from langchain_ragbudget._quantize import int8_model_folder
 
 MODEL_PATH = os.environ.get("RAGBUDGET_EMBEDDING_MODEL_PATH", "")  # unset: tests skip
 QUERIES = [

@@ -34,9 +34,9 @@ from langchain_ragbudget import (
     SurfaceSettings,
     create_budgeted_stuff_chain,
 )
-from langchain_ragbudget.evaluation._beir import DatasetError
 from langchain_ragbudget.chain import context_warnings
 from langchain_ragbudget.errors import IndexLoadError, InvalidInputError
+from langchain_ragbudget.evaluation._beir import DatasetError
 from langchain_ragbudget.evidence import calibrate_threshold
 from langchain_ragbudget.fusion import weighted_rrf
 from langchain_ragbudget.ledger import CandidateList, DropReason

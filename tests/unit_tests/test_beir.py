@@ -7,7 +7,6 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_ragbudget.cli import _main as cli
-
 from langchain_ragbudget.evaluation import _harness as evaluation
 from langchain_ragbudget.evaluation._beir import BeirDataset
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from sklearn.ensemble import GradientBoostingClassifier
 
-from langchain_ragbudget.evaluation import _weak_fit as weak_fit
 from langchain_ragbudget._trees import boosted_score, tree_value
+from langchain_ragbudget._weak_signal import combined_probability
 from langchain_ragbudget.config import (
     RagBudgetConfig,
     TreeEvidence,
@@ -20,8 +20,8 @@ from langchain_ragbudget.config import (
     load_config,
 )
 from langchain_ragbudget.errors import ConfigError
+from langchain_ragbudget.evaluation import _weak_fit as weak_fit
 from langchain_ragbudget.evaluation._harness import WeakEvidence
-from langchain_ragbudget.factory import build_budget
 from langchain_ragbudget.evaluation._report import weak_evidence_yaml
 from langchain_ragbudget.evaluation._weak_fit import (
     Cases,
@@ -29,7 +29,7 @@ from langchain_ragbudget.evaluation._weak_fit import (
     export_trees,
     fit_combined,
 )
-from langchain_ragbudget._weak_signal import combined_probability
+from langchain_ragbudget.factory import build_budget
 
 NAMES = ["dense_top", "bm25_gap", "coverage"]
 

@@ -12,12 +12,12 @@ from langchain_core.documents import Document
 from langchain_core.runnables import RunnableConfig
 
 from langchain_ragbudget import load_config
+from langchain_ragbudget._tokens import count_tokens
 from langchain_ragbudget.budget import REPORT_EVENT, ContextBudget
 from langchain_ragbudget.config import SurfaceSettings
 from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.ledger import CandidateList, DropReason, DropRecord, Stage
 from langchain_ragbudget.render import ContextFormat, quote
-from langchain_ragbudget._tokens import count_tokens
 
 
 def passage(doc_id: str, n: int, text: str, **metadata: Any) -> Document:

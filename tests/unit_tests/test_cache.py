@@ -4,17 +4,15 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
-from langchain_ragbudget.evaluation import _cache as cache
-
 from langchain_ragbudget import load_config
+from langchain_ragbudget.evaluation import _cache as cache
 from langchain_ragbudget.evaluation._cache import (
     cached_sparse_retriever,
     cached_vector_store,
     corpus_fingerprint,
     vector_store_folder,
 )
-from langchain_ragbudget.config import CHROMA_EF_SEARCH
-from langchain_ragbudget.factory import build_embeddings
+from langchain_ragbudget.factory import CHROMA_DEFAULT_EF_SEARCH, build_embeddings
 
 DOCS = [
     Document(id="a", page_content="Solar panels make electricity."),
@@ -73,7 +71,7 @@ def test_a_cached_store_never_inherits_the_last_run_s_ef_search(
     wide = cached_vector_store(DOCS, settings, embeddings, root=tmp_path, ef_search=300)  # type: ignore[arg-type]
     assert ef_search(wide) == 300
     plain = cached_vector_store(DOCS, settings, embeddings, root=tmp_path)  # type: ignore[arg-type]
-    assert ef_search(plain) == CHROMA_EF_SEARCH
+    assert ef_search(plain) == CHROMA_DEFAULT_EF_SEARCH
     assert embeddings.embedded == 2
 
 

@@ -14,12 +14,12 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.prompts import ChatPromptTemplate
 
+from langchain_ragbudget._tokens import count_tokens
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.chain import BudgetedAnswer, create_budgeted_stuff_chain
 from langchain_ragbudget.config import SurfaceSettings
 from langchain_ragbudget.ledger import CandidateList, Stage, StageSkip
 from langchain_ragbudget.render import ContextFormat
-from langchain_ragbudget._tokens import count_tokens
 
 
 class PromptRecorder(BaseCallbackHandler):

@@ -13,7 +13,12 @@ import pytest
 
 from langchain_ragbudget.cli._main import main
 from langchain_ragbudget.config import DEFAULT_SURFACE
-from langchain_ragbudget.index._hybrid_index import CHROMA_DIR, CURRENT, MANIFEST, RECORDS
+from langchain_ragbudget.index._hybrid_index import (
+    CHROMA_DIR,
+    CURRENT,
+    MANIFEST,
+    RECORDS,
+)
 from langchain_ragbudget.sample import load_sample_corpus
 
 QUESTION = "How quickly must a SEV1 page be acknowledged?"

@@ -12,14 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from langchain_ragbudget.cli import _main as cli
-
 from langchain_ragbudget.cli import _demo as demo
-
-from langchain_ragbudget.evaluation import _harness as evaluation
-
-from langchain_ragbudget.evaluation import _tuning as tuning
+from langchain_ragbudget.cli import _main as cli
 from langchain_ragbudget.errors import IndexLoadError, ModelUnavailableError
+from langchain_ragbudget.evaluation import _harness as evaluation
+from langchain_ragbudget.evaluation import _tuning as tuning
 from langchain_ragbudget.index._loaders import read_file
 
 

@@ -145,10 +145,10 @@ def test_every_max_docs_is_reachable_through_rerank_and_fusion(surface: str) -> 
 def largest_default_chunks(config: Any, encoding: str) -> list[int]:
     """Rendered costs of the sample corpus chunked as `ragbudget index` does,
     each with a citation header of its own (the worst case), largest first."""
+    from langchain_ragbudget._tokens import count_tokens
     from langchain_ragbudget.index._chunking import Chunker
     from langchain_ragbudget.render import ContextFormat
     from langchain_ragbudget.sample import load_sample_corpus
-    from langchain_ragbudget._tokens import count_tokens
 
     chunker, fmt = Chunker(config.index), ContextFormat()
     documents: dict[str, list[Any]] = {}

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from langchain_ragbudget import load_config
-from langchain_ragbudget.evaluation._beir import DatasetError, load_beir
 from langchain_ragbudget.cli._main import main
+from langchain_ragbudget.evaluation._beir import DatasetError, load_beir
 from langchain_ragbudget.evaluation._harness import evaluate
 from langchain_ragbudget.evaluation._report import (
     QUALITY_END,
@@ -189,10 +189,10 @@ def test_malformed_rationales_are_named(beir_folder: Path) -> None:
 def test_chunked_evaluation_counts_evidence_across_chunks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langchain_ragbudget.evaluation._beir import BeirDataset
-    from langchain_ragbudget.config import load_config
-    from langchain_ragbudget.evaluation._harness import chunk_k, evaluate_chunked
     from langchain_ragbudget._sentences import sentences
+    from langchain_ragbudget.config import load_config
+    from langchain_ragbudget.evaluation._beir import BeirDataset
+    from langchain_ragbudget.evaluation._harness import chunk_k, evaluate_chunked
 
     monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(tmp_path / "cache"))
     corpus = load_sample_corpus()

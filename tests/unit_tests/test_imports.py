@@ -48,7 +48,8 @@ EXPECTED_ALL = [
 
 
 def test_all_imports() -> None:
-    assert sorted(langchain_ragbudget.__all__) == sorted(EXPECTED_ALL)
+    assert langchain_ragbudget.__all__ == sorted(EXPECTED_ALL)
+    assert sorted(langchain_ragbudget._EXPORTS) == langchain_ragbudget.__all__
     for name in EXPECTED_ALL:  # each name is bound to this package's own object
         obj = getattr(langchain_ragbudget, name)
         assert obj.__name__ == name, name
@@ -113,4 +114,4 @@ def test_a_name_moved_to_a_wing_still_imports_with_a_deprecation_warning() -> No
 
 def test_an_unknown_name_is_an_attribute_error_naming_it() -> None:
     with pytest.raises(AttributeError, match="'no_such_name'"):
-        _ = langchain_ragbudget.no_such_name  # type: ignore[attr-defined]
+        _ = langchain_ragbudget.no_such_name

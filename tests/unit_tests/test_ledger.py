@@ -22,16 +22,16 @@ from langchain_core.runnables import (
 from list_retriever import ListRetriever
 
 from langchain_ragbudget import HybridRetriever, load_config
+from langchain_ragbudget._identity import document_key
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.chain import context_warnings
 from langchain_ragbudget.config import SurfaceSettings
+from langchain_ragbudget.evaluation._survival import is_whole_sentences
 from langchain_ragbudget.factory import build_hybrid_retriever
-from langchain_ragbudget._identity import document_key
 from langchain_ragbudget.ledger import ledger_scope
 from langchain_ragbudget.pipeline import create_budgeted_rag_chain
 from langchain_ragbudget.rerank import FlashRankRerank
 from langchain_ragbudget.sample import load_sample_corpus
-from langchain_ragbudget.evaluation._survival import is_whole_sentences
 
 pytestmark = (
     pytest.mark.needs_tiktoken

@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from langchain_ragbudget.errors import ConfigError
 from langchain_ragbudget._sentence_scoring import (
     FEATURES,
     MODEL_FILE,
@@ -17,6 +16,7 @@ from langchain_ragbudget._sentence_scoring import (
     shipped_model,
     terms,
 )
+from langchain_ragbudget.errors import ConfigError
 
 PASSAGE = [
     "Hypertension is common in older adults.",

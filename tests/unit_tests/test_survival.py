@@ -3,13 +3,13 @@
 import pytest
 from langchain_core.documents import Document
 
-from langchain_ragbudget.render import ContextFormat, group_citations
+from langchain_ragbudget._tokens import get_encoding
 from langchain_ragbudget.evaluation._survival import (
     is_whole_sentences,
     naive_slice,
     policy_survival,
 )
-from langchain_ragbudget._tokens import get_encoding
+from langchain_ragbudget.render import ContextFormat, group_citations
 
 pytestmark = pytest.mark.needs_tiktoken("cl100k_base")
 ENCODING = "cl100k_base"

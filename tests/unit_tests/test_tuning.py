@@ -11,12 +11,10 @@ import numpy as np
 import pytest
 
 from langchain_ragbudget import load_config
-from langchain_ragbudget.evaluation._beir import load_beir
 from langchain_ragbudget.cli._main import main
 from langchain_ragbudget.errors import InvalidInputError
+from langchain_ragbudget.evaluation._beir import load_beir
 from langchain_ragbudget.evaluation._harness import evaluate
-from langchain_ragbudget.fusion import FUSION_METHODS
-from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
 from langchain_ragbudget.evaluation._tuning import (
     RRF_CS,
     FusionSetting,
@@ -30,6 +28,8 @@ from langchain_ragbudget.evaluation._tuning import (
     tune,
     tuned_yaml,
 )
+from langchain_ragbudget.fusion import FUSION_METHODS
+from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
 
 TRAIN = 6  # sample questions 0-5 tune; the rest are the test split
 

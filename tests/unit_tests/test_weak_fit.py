@@ -10,18 +10,19 @@ from langchain_core.documents import Document
 from list_retriever import ListRetriever
 from sklearn.metrics import roc_auc_score
 
-from langchain_ragbudget.evaluation._beir import BeirDataset
+from langchain_ragbudget._weak_signal import (
+    LIST_FEATURES,
+    fetched_scores,
+    signal_features,
+)
 from langchain_ragbudget.config import WeakEvidenceSettings, load_config
+from langchain_ragbudget.evaluation._beir import BeirDataset
 from langchain_ragbudget.evaluation._harness import (
     _cases,
     _doc_id,
     _Stages,
     measure_weak_evidence,
 )
-from langchain_ragbudget.evidence import assess_evidence, calibrate_threshold
-from langchain_ragbudget.factory import build_budget
-from langchain_ragbudget.hybrid import HybridRetriever
-from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
 from langchain_ragbudget.evaluation._weak_fit import (
     REGULARISATION,
     Cases,
@@ -33,11 +34,10 @@ from langchain_ragbudget.evaluation._weak_fit import (
     fit_trees,
     threshold_for_precision,
 )
-from langchain_ragbudget._weak_signal import (
-    LIST_FEATURES,
-    fetched_scores,
-    signal_features,
-)
+from langchain_ragbudget.evidence import assess_evidence, calibrate_threshold
+from langchain_ragbudget.factory import build_budget
+from langchain_ragbudget.hybrid import HybridRetriever
+from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
 
 
 def test_auroc_agrees_with_the_pairwise_count() -> None:
