@@ -12,7 +12,7 @@ Two scorers, chosen per surface (`relevance`):
   length, where it stands); its coefficients are data (`sentence_relevance.json`),
   fitted on SciFact's *train* claims by `benchmarks/fit_sentence_relevance.py`. It
   learned that abstracts state their findings late, which helps on abstracts and
-  hurts where the point comes first (BENCHMARKS.md, issue 11).
+  hurts where the point comes first (BENCHMARKS.md compares the two).
 
 Both need only the passage and the question. Terms are made the way the BM25 side
 makes them (lower case, English stopwords of bm25s, the PyStemmer English stemmer).
@@ -25,19 +25,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
 
-import Stemmer
-from bm25s.stopwords import STOPWORDS_EN
-
 from langchain_ragbudget.errors import ConfigError
 
 _WORD = re.compile(r"\w\w+")
-_STOPWORDS = frozenset(STOPWORDS_EN)
-_STEMMER = Stemmer.Stemmer("english")
 MODEL_FILE = "sentence_relevance.json"
 
 FEATURES = (
@@ -62,18 +57,32 @@ log(1 + its distinct terms); `position`: 0 for the first sentence to 1 for the l
 
 No feature marks the first sentence: fitted with one, the model learned to pass over
 an abstract's opening background, and so over the first sentence of a runbook or an
-FAQ, where the answer usually stands (without it: 1.5 to 3.6 points less evidence
-on SciFact at 256 to 512 tokens).
+FAQ, where the answer usually stands.
 """
 
 _COVERAGE = FEATURES.index("coverage")  # where a feature row holds it
 
 
+@cache
+def _term_rules() -> tuple[frozenset[str], Callable[[list[str]], list[str]]]:
+    """bm25s's English stopwords and PyStemmer's English stemmer, loaded on first use.
+
+    Imported here rather than at the top so that importing the budget loads neither
+    bm25s (with numpy and scipy) nor the stemmer until a passage is shortened.
+    """
+    import Stemmer
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN), Stemmer.Stemmer("english").stemWords
+
+
 @lru_cache(maxsize=200_000)
 def terms(text: str) -> frozenset[str]:
     """The stemmed, lower-cased words of `text`, stopwords left out."""
-    words = [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
-    return frozenset(_STEMMER.stemWords(words))
+    stopwords, stem = _term_rules()
+    return frozenset(
+        stem([w for w in _WORD.findall(text.lower()) if w not in stopwords])
+    )
 
 
 def overlap_relevance(question: str | None, sentences: Sequence[str]) -> list[float]:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import nupunkt
-
 
 @lru_cache(maxsize=100_000)
 def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
     """(start, end) of each sentence of `text`, whitespace at either end excluded."""
+    import nupunkt  # on first use: importing it loads its model
+
     spans = []
     for start, end in nupunkt.sent_spans(text):
         piece = text[start:end]

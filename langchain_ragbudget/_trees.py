@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import cast
 
-import numpy as np
-
 from langchain_ragbudget.config import Tree, TreeEvidence
 
 
@@ -29,6 +27,8 @@ def tree_value(tree: Tree, features: Mapping[str, float]) -> float:
     Returns:
         The leaf's value.
     """
+    import numpy as np  # here, not at the top: importing the budget stays light
+
     node = tree.nodes[0]
     while (split := node.split) is not None:
         feature, threshold, left, right = split

@@ -21,7 +21,6 @@ import re
 import statistics
 from collections.abc import Iterator, Mapping, Sequence
 
-import numpy as np
 from langchain_core.documents import Document
 
 from langchain_ragbudget._metadata_keys import (
@@ -278,6 +277,8 @@ def _agreement(documents: Sequence[Document]) -> tuple[float, float]:
     overlap = both_top / AGREEMENT_DEPTH
     if len(pairs) < 3:
         return overlap, 0.0
+    import numpy as np  # here, not at the top: importing the budget stays light
+
     sparse_order = np.argsort(np.argsort([p[0] for p in pairs]))
     dense_order = np.argsort(np.argsort([p[1] for p in pairs]))
     correlation = float(np.corrcoef(sparse_order, dense_order)[0, 1])
