@@ -1,0 +1,139 @@
+"""A configuration as plain data (nested mappings, as YAML gives them), by key path.
+
+Before validation the shipped defaults and the user's file are merged here
+(`deep_merge`); after it, `leaves` and `has_key_path` say which values the file
+set. Errors name a dotted key path and show a value by its repr, cut to a readable
+length (`Shown`), for the YAML reader (`_yaml`) and for the settings validation,
+whose pydantic errors `validation_error` turns into one `ConfigError` naming the
+key path as the user wrote it.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from pydantic import ValidationError
+
+from langchain_ragbudget.errors import ConfigError
+
+
+class Shown:
+    """A value as an error shows it: its repr, cut to a readable length."""
+
+    LIMIT = 200
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    @classmethod
+    def of(cls, value: Any) -> Any:
+        """`value` itself, or a stand-in with a shortened repr if it is long."""
+        text = repr(value)
+        if len(text) <= cls.LIMIT:
+            return value
+        return cls(f"{text[: cls.LIMIT]}... ({len(text)} characters)")
+
+
+def dotted(path: list[str]) -> str:
+    """A key path as the file spells it, `surfaces.chat.max_tokens`."""
+    return ".".join(path) or "<root>"
+
+
+def validation_error(
+    data: dict[str, Any], file: str, exc: ValidationError
+) -> ConfigError:
+    """The first key pydantic refused in `data`, as one error blaming `file`."""
+    errors = exc.errors()
+    first = errors[0]
+    parts = key_parts(data, first["loc"], first["type"])
+    # A union (`str | list[str] | None`) reports one error per member: merge them.
+    problems = [
+        _problem(error)
+        for error in errors
+        if key_parts(data, error["loc"], error["type"]) == parts
+    ]
+    value = _lookup(data, parts)
+    problem = "; ".join(dict.fromkeys(problems))
+    return ConfigError(file, dotted(parts), Shown.of(value), problem)
+
+
+def _problem(error: Any) -> str:
+    if error["type"] == "extra_forbidden":
+        return "unknown key"
+    problem = str(error["msg"])
+    value = error.get("input")
+    if error["type"] in ("int_type", "float_type") and isinstance(value, str):
+        problem += " (this is a string; write the number without quotes, e.g. 1.0e+3)"
+    elif error["type"] in ("int_type", "float_type") and isinstance(value, bool):
+        problem += " (YAML reads yes/no/true/false/on/off as booleans)"
+    elif error["type"] == "int_type" and isinstance(value, float):
+        problem += " (a whole number, without a decimal point)"
+    return problem
+
+
+def key_parts(data: Any, loc: tuple[int | str, ...], kind: str) -> list[str]:
+    """The dotted path of `loc` in the user's data, without pydantic's union tags."""
+    parts: list[str] = []
+    for i, part in enumerate(loc):
+        child = _child(data, part)
+        if child is _ABSENT and not (i == len(loc) - 1 and kind == "missing"):
+            continue  # "str", "list[str]", "function-after[...]": not in the file
+        data = child
+        parts.append(str(part))
+    return parts
+
+
+_ABSENT = object()
+
+
+def _child(data: Any, part: int | str) -> Any:
+    if isinstance(data, dict) and part in data:
+        return data[part]
+    if isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+        return data[part]
+    return _ABSENT
+
+
+def _lookup(data: Any, parts: list[str]) -> Any:
+    for part in parts:
+        key: int | str = (
+            int(part) if isinstance(data, list) and part.isdigit() else part
+        )
+        data = _child(data, key)
+    return None if data is _ABSENT else data
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `override` merged in: mappings key by key, anything else replaced.
+
+    Both are left as they are; the result shares no object with either.
+    """
+    merged = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def leaves(data: Any, parts: list[str]) -> list[tuple[list[str], Any]]:
+    """(key path, value) of every leaf: a non-mapping, or an empty mapping."""
+    if not isinstance(data, dict) or not data:
+        return [(parts, data)]
+    return [
+        leaf for key, value in data.items() for leaf in leaves(value, [*parts, key])
+    ]
+
+
+def has_key_path(data: Any, parts: list[str]) -> bool:
+    """Whether `data` holds the key path `parts` (through mappings only)."""
+    for part in parts:
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
