@@ -11,8 +11,8 @@ metadata of a child run, so a tracer such as LangSmith shows the dropped ids.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -32,20 +32,11 @@ from langchain_core.runnables import (
 from langchain_core.runnables.config import patch_config
 from pydantic import ConfigDict
 
-from langchain_ragbudget._evidence_rows import (
-    TEXT,
-    citations_table,
-    document_entry,
-    drop_counts,
-    evidence_table,
-    issues_table,
-    skipped_table,
-)
-from langchain_ragbudget._html import Markup, display, element, folded, key_values
+from langchain_ragbudget._budget_report import BudgetedContext, BudgetReport
 from langchain_ragbudget._identity import document_key, with_metadata
 from langchain_ragbudget._metadata_keys import CONTEXT_TOKENS, FUSED_RANK, HEADER_TOKENS
 from langchain_ragbudget._sentence_scoring import fitted_relevance, overlap_relevance
-from langchain_ragbudget._sentences import sentence_spans
+from langchain_ragbudget._shortening import Shortener
 from langchain_ragbudget._tokens import count_tokens
 from langchain_ragbudget._validation import check_documents
 from langchain_ragbudget.config import (
@@ -56,205 +47,21 @@ from langchain_ragbudget.config import (
     default_of,
 )
 from langchain_ragbudget.errors import InvalidInputError
-from langchain_ragbudget.evidence import Evidence, assess_evidence
+from langchain_ragbudget.evidence import assess_evidence
 from langchain_ragbudget.ledger import (
     DropReason,
     DropRecord,
     RunLedger,
-    ScoreIssue,
     Stage,
-    StageSkip,
     TrimRecord,
     ledgers_of,
     records_of,
     scope_ledgers,
 )
-from langchain_ragbudget.packing import (
-    PackItem,
-    PackResult,
-    Sentences,
-    omission_points,
-    pack,
-)
-from langchain_ragbudget.render import Citation, ContextFormat, group_citations
+from langchain_ragbudget.packing import PackItem, PackResult, pack
+from langchain_ragbudget.render import ContextFormat, group_citations
 
 REPORT_EVENT = "ragbudget_context_report"
-
-
-@dataclass(frozen=True)
-class BudgetReport:
-    """What the budget kept and what every stage dropped, and why.
-
-    Attributes:
-        surface: The surface whose budget was applied.
-        encoding: The tiktoken encoding tokens were counted in.
-        max_tokens: The surface's token budget.
-        tokens_used: Tokens of the rendered context (headers and passages).
-        max_docs: The surface's passage cap.
-        min_docs: Passages kept even over the token budget.
-        packing: The packing policy (`skip` or `stop`).
-        order: The citation order (`rank` or `edges`).
-        over_budget: True when the context is over `max_tokens` (which only
-            `min_docs` can cause).
-        kept_ids: Keys of the kept passages, in the budget's input (rank) order.
-        drops: Every drop record: earlier stages', the budget's own, and one
-            `external_step / unaccounted` record per candidate that vanished.
-        skipped: Stages that did not run.
-        issues: Scores that were not finite numbers.
-    """
-
-    surface: str
-    encoding: str
-    max_tokens: int
-    tokens_used: int
-    max_docs: int
-    min_docs: int
-    packing: str
-    order: str
-    over_budget: bool
-    kept_ids: list[str]
-    drops: list[DropRecord]
-    skipped: list[StageSkip] = field(default_factory=list)
-    issues: list[ScoreIssue] = field(default_factory=list)
-    trimmed: list[TrimRecord] = field(default_factory=list)
-
-    @property
-    def budget_drops(self) -> list[DropRecord]:
-        """The drops this stage made (over max_docs, over max_tokens, duplicate)."""
-        return [record for record in self.drops if record.stage == Stage.BUDGET]
-
-    @property
-    def unaccounted(self) -> list[DropRecord]:
-        """Candidates that vanished between stages without any stage's record."""
-        return [r for r in self.drops if r.reason == DropReason.UNACCOUNTED]
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable view, for tracers, logs and the structured answer."""
-        return {
-            "surface": self.surface,
-            "encoding": self.encoding,
-            "max_tokens": self.max_tokens,
-            "tokens_used": self.tokens_used,
-            "max_docs": self.max_docs,
-            "min_docs": self.min_docs,
-            "packing": self.packing,
-            "order": self.order,
-            "over_budget": self.over_budget,
-            "kept_ids": list(self.kept_ids),
-            "dropped": [record.to_dict() for record in self.drops],
-            "skipped_stages": [skip.to_dict() for skip in self.skipped],
-            "score_issues": [issue.to_dict() for issue in self.issues],
-            "trimmed": [record.to_dict() for record in self.trimmed],
-        }
-
-    def summary(self) -> str:
-        """One line: tokens of the budget, passages kept and shortened, drops."""
-        over = ", over budget" if self.over_budget else ""
-        return (
-            f"surface {self.surface!r}, {self.tokens_used} of {self.max_tokens} "
-            f"tokens{over}, {len(self.kept_ids)} kept ({len(self.trimmed)} shortened), "
-            + drop_counts((record.stage, record.reason) for record in self.drops)
-        )
-
-    def __repr__(self) -> str:
-        return f"BudgetReport({self.summary()})"
-
-    def _repr_html_(self) -> str:
-        """Jupyter's view: the settings, then every candidate kept or dropped."""
-        kept = [{"id": key} for key in self.kept_ids]
-        return display("BudgetReport", _report_parts(self, kept))
-
-
-@dataclass(frozen=True)
-class BudgetedContext:
-    """The kept passages, their citations, the rendered text, and the report.
-
-    Attributes:
-        documents: The kept passages in prompt order (grouped by citation), each
-            with `context_tokens` in metadata.
-        citations: One citation per source document, numbered in prompt order.
-        text: The context exactly as the chain sends it; tokens are counted on it.
-        report: What was kept and dropped, and why.
-        evidence: Whether the best kept score clears the surface's threshold.
-    """
-
-    documents: list[Document]
-    citations: list[Citation]
-    text: str
-    report: BudgetReport
-    evidence: Evidence
-
-    def kept_entries(self) -> list[dict[str, Any]]:
-        """Per kept passage, in prompt order: id, source, tokens, ranks and scores."""
-        return [
-            document_entry(d, tokens=d.metadata.get(CONTEXT_TOKENS))
-            for d in self.documents
-        ]
-
-    def __repr__(self) -> str:
-        return (
-            f"BudgetedContext({len(self.documents)} passages in "
-            f"{len(self.citations)} citations, {self.report.summary()})"
-        )
-
-    def _repr_html_(self) -> str:
-        """Jupyter's view: the report's tables, the citations, the text sent."""
-        kept = [
-            {**entry, TEXT: document.page_content}
-            for entry, document in zip(self.kept_entries(), self.documents, strict=True)
-        ]
-        sent = folded(
-            f"the context as sent ({self.report.tokens_used} tokens)",
-            element("div", self.text, "rb-text"),
-        )
-        return display(
-            "BudgetedContext",
-            [
-                *_report_parts(self.report, kept, self.evidence),
-                citations_table([c.to_dict() for c in self.citations]),
-                sent,
-            ],
-        )
-
-
-def _report_parts(
-    report: BudgetReport,
-    kept: list[dict[str, Any]],
-    evidence: Evidence | None = None,
-) -> list[Markup]:
-    """The summary, the evidence table, skipped stages and score issues."""
-    summary: list[tuple[str, object]] = [
-        ("surface", report.surface),
-        ("tokens", f"{report.tokens_used} of {report.max_tokens} ({report.encoding})"),
-        ("passages", f"{len(report.kept_ids)} kept of max_docs={report.max_docs}"),
-        ("shortened", len(report.trimmed)),
-        ("packing / order", f"{report.packing} / {report.order}"),
-        (
-            "over budget",
-            f"yes (min_docs={report.min_docs})" if report.over_budget else "no",
-        ),
-        ("drops", drop_counts((r.stage, r.reason) for r in report.drops)),
-    ]
-    if evidence is not None:
-        summary.append(("evidence", evidence.describe()))
-    dropped = [
-        {**record.to_entry(), TEXT: record.document.page_content}
-        for record in report.drops
-    ]
-    parts = [
-        key_values(summary, caption="budget"),
-        evidence_table(
-            kept,
-            dropped,
-            [record.to_dict() for record in report.trimmed],
-            fold_stage=Stage.FUSION,
-        ),
-    ]
-    if report.skipped:
-        parts.append(skipped_table([skip.to_dict() for skip in report.skipped]))
-    if report.issues:
-        parts.append(issues_table([issue.to_dict() for issue in report.issues]))
-    return parts
 
 
 class ContextBudget(RunnableSerializable[Any, Any]):
@@ -355,15 +162,43 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             ModelUnavailableError: The tiktoken encoding cannot be loaded.
         """
         documents = check_documents(documents)
+        shorten = self._shortener(documents, question)
+        packed = self._pack(documents, shorten)
+        kept, shortened, trimmed = self._keep(packed, shorten)
+        citations = group_citations(
+            kept, self.format, self.id_key, edges=self.settings.order == "edges"
+        )
+        blocks = self.format.blocks(citations, shortened)
+        return BudgetedContext(
+            documents=[doc for citation in citations for doc in citation.documents],
+            citations=citations,
+            text="".join(blocks),
+            report=self._report(packed, scoped, blocks, kept, trimmed),
+            evidence=assess_evidence(
+                kept,
+                self.settings.weak_evidence,
+                candidates=documents,
+                question=question,
+            ),
+        )
+
+    def _shortener(
+        self, documents: Sequence[Document], question: str | None
+    ) -> Shortener:
+        """What `trim` shortens with: the surface's sentence relevance."""
         settings = self.settings
-        items = self._measure(documents)
-        shorten = _Shortener(
+        return Shortener(
             self.format,
             settings.encoding_name,
             documents,
             question,
             overlap_relevance if settings.relevance == "overlap" else fitted_relevance,
         )
+
+    def _pack(self, documents: Sequence[Document], shorten: Shortener) -> _Packed:
+        """The packer's decisions on the candidates, in the surface's budget."""
+        settings = self.settings
+        items = self._measure(documents)
         result = pack(
             items,
             max_tokens=settings.max_tokens,
@@ -373,12 +208,23 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             sentences_of=shorten.shape,
             max_sentences=settings.max_sentences,
         )
-        trims = dict(result.trimmed)
-        headers = header_costs(items, result.kept)
+        return _Packed(documents, items, result, header_costs(items, result.kept))
+
+    def _keep(
+        self, packed: _Packed, shorten: Shortener
+    ) -> tuple[list[Document], dict[str, list[str | None]], list[TrimRecord]]:
+        """The kept passages in rank order, with their token costs in metadata.
+
+        Returns:
+            The kept documents (a shortened one holds its kept sentences), the
+            segments of each shortened passage by key, and their trim records.
+        """
+        documents, items, headers = packed.documents, packed.items, packed.headers
+        trims = dict(packed.result.trimmed)
         kept: list[Document] = []
         shortened: dict[str, list[str | None]] = {}
         trimmed: list[TrimRecord] = []
-        for i in result.kept:
+        for i in packed.result.kept:
             if i not in trims:
                 metadata = {
                     **documents[i].metadata,
@@ -393,52 +239,44 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             kept.append(with_metadata(document, metadata))
             shortened[key] = segments
             trimmed.append(record)
-        citations = group_citations(
-            kept, self.format, self.id_key, edges=settings.order == "edges"
-        )
-        blocks = self.format.blocks(citations, shortened)
+        return kept, shortened, trimmed
+
+    def _report(
+        self,
+        packed: _Packed,
+        scoped: Sequence[RunLedger],
+        blocks: Sequence[str],
+        kept: Sequence[Document],
+        trimmed: list[TrimRecord],
+    ) -> BudgetReport:
+        """The report: the context's tokens, and every drop, skip and shortening."""
+        settings = self.settings
         encoding = settings.encoding_name
         tokens_used = sum(count_tokens(block, encoding) for block in blocks)
-        upstream, skipped, issues = records_of(documents, scoped)
+        upstream, skipped, issues = records_of(packed.documents, scoped)
         budget_drops = [
-            self._drop_record(
-                documents[i],
-                i + 1,
-                reason,
-                (items[i].counted_tokens, headers[i]),
-                result,
-            )
-            for i, reason in result.dropped
+            self._drop_record(packed, i, reason) for i, reason in packed.result.dropped
         ]
-        report = BudgetReport(
+        return BudgetReport(
             surface=self.surface,
             encoding=encoding,
-            max_tokens=settings.max_tokens,
             tokens_used=tokens_used,
+            # exact by construction (see render.py); the check keeps it honest anyway
+            over_budget=packed.result.over_budget or tokens_used > settings.max_tokens,
+            max_tokens=settings.max_tokens,
             max_docs=settings.max_docs,
             min_docs=settings.min_docs,
             packing=settings.packing,
             order=settings.order,
-            # exact by construction (see render.py); the check keeps it honest anyway
-            over_budget=result.over_budget or tokens_used > settings.max_tokens,
             kept_ids=[document_key(doc, self.id_key) for doc in kept],
             drops=[
                 *upstream,
                 *budget_drops,
-                *self._unaccounted(documents, upstream, scoped),
+                *self._unaccounted(packed.documents, upstream, scoped),
             ],
             skipped=skipped,
             issues=issues,
             trimmed=trimmed,
-        )
-        return BudgetedContext(
-            documents=[doc for citation in citations for doc in citation.documents],
-            citations=citations,
-            text="".join(blocks),
-            report=report,
-            evidence=assess_evidence(
-                kept, settings.weak_evidence, candidates=documents, question=question
-            ),
         )
 
     def _measure(self, documents: Sequence[Document]) -> list[PackItem]:
@@ -494,24 +332,21 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         ]
 
     def _drop_record(
-        self,
-        document: Document,
-        rank: int,
-        reason: DropReason,
-        cost: tuple[int | None, int | None],
-        result: PackResult,
+        self, packed: _Packed, index: int, reason: DropReason
     ) -> DropRecord:
-        """The record of one budget drop; `cost` is (passage, citation header).
+        """The record of the budget's drop of candidate `index`.
 
-        Either is `None` for a passage the packer never weighed (a duplicate,
-        one past `max_docs`, one after `stop`): it was never counted.
+        Its cost is the passage's tokens and its citation header's; either is
+        `None` for a passage the packer never weighed (a duplicate, one past
+        `max_docs`, one after `stop`): it was never counted.
 
         The header is counted once per source document, by its first kept
         passage; a passage whose document has none kept yet needs it too, so a
         passage that looks small enough can still miss the room left.
         """
         settings = self.settings
-        tokens, header = cost
+        document, rank = packed.documents[index], index + 1
+        tokens, header = packed.items[index].counted_tokens, packed.headers[index]
         if reason == DropReason.MAX_DOCS:
             detail = f"max_docs={settings.max_docs} already kept"
         elif reason == DropReason.DUPLICATE:
@@ -519,7 +354,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         elif settings.packing == "stop":
             detail = f"packing stopped at the first overflow of {settings.max_tokens}"
         else:
-            left = settings.max_tokens - result.tokens_used
+            left = settings.max_tokens - packed.result.tokens_used
             needs = f"{tokens} tokens" + (
                 f" + a {header}-token citation header" if header else ""
             )
@@ -561,19 +396,28 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         """Async `invoke`; packing itself is CPU-only and quick."""
         return await self._acall_with_config(self._ainvoke, input, config, **kwargs)
 
+    def _fit_input(
+        self, input: Any, config: RunnableConfig
+    ) -> tuple[BudgetedContext, dict[str, Any]]:
+        """`fit` on a Runnable's input: the context, and its report for callbacks.
+
+        The ledgers of the enclosing `ledger_scope` are reconciled too.
+        """
+        context = self.fit(
+            _documents_of(input), scope_ledgers(config) or (), _question_of(input)
+        )
+        return context, context.report.to_dict()
+
     def _invoke(
         self,
         input: Any,
         run_manager: CallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> Any:
-        context = self.fit(
-            _documents_of(input), scope_ledgers(config) or (), _question_of(input)
-        )
-        report = context.report.to_dict()
+        context, report = self._fit_input(input, config)
         dispatch_custom_event(REPORT_EVENT, report, config=config)
         _REPORT_RUN.invoke(report, _report_config(config, run_manager, context))
-        return {**input, "context": context} if isinstance(input, dict) else context
+        return _output(input, context)
 
     async def _ainvoke(
         self,
@@ -581,13 +425,10 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         run_manager: AsyncCallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> Any:
-        context = self.fit(
-            _documents_of(input), scope_ledgers(config) or (), _question_of(input)
-        )
-        report = context.report.to_dict()
+        context, report = self._fit_input(input, config)
         await adispatch_custom_event(REPORT_EVENT, report, config=config)
         await _REPORT_RUN.ainvoke(report, _report_config(config, run_manager, context))
-        return {**input, "context": context} if isinstance(input, dict) else context
+        return _output(input, context)
 
 
 _REPORT_RUN = RunnableLambda(lambda report: report, name="ragbudget_budget_report")
@@ -627,6 +468,11 @@ def _documents_of(input: Any) -> Sequence[Document]:
     return check_documents(input)
 
 
+def _output(input: Any, context: BudgetedContext) -> Any:
+    """The context; in a chain, the input dict with the context under `context`."""
+    return {**input, "context": context} if isinstance(input, dict) else context
+
+
 def _question_of(input: Any) -> str | None:
     """The question, when the budget runs in a `{question, documents}` chain."""
     question = input.get("question") if isinstance(input, dict) else None
@@ -643,96 +489,22 @@ def _header_tokens(
     return count_tokens(fmt.render_header(number, document), encoding)
 
 
-class _Shortener:
-    """Sentences of the passages that do not fit whole, made on demand.
+@dataclass(frozen=True)
+class _Packed:
+    """One fit's candidates as the packer weighed them, and what it decided.
 
-    Only a passage the packer asks about is split and scored; splits and token
-    counts are cached per text, so a warm call is lookups.
+    Attributes:
+        documents: The candidates, best first.
+        items: Each candidate as the packer sees it.
+        result: What was kept, shortened and dropped.
+        headers: Citation-header tokens each candidate paid or needed
+            (`header_costs`).
     """
 
-    def __init__(
-        self,
-        fmt: ContextFormat,
-        encoding: str,
-        documents: Sequence[Document],
-        question: str | None,
-        relevance: Callable[[str | None, Sequence[str]], list[float]],
-    ) -> None:
-        self.format = fmt
-        self.encoding = encoding
-        self.documents = documents
-        self.question = question
-        self.relevance = relevance
-        self.spans: dict[int, tuple[tuple[int, int], ...]] = {}
-
-    def shape(self, index: int) -> Sentences:
-        """The packer's view of passage `index`: relevance and exact costs."""
-        text = self.documents[index].page_content
-        spans = sentence_spans(text)
-        self.spans[index] = spans
-        texts = [text[start:end] for start, end in spans]
-
-        def cost(chosen: tuple[int, ...]) -> int:
-            block = self.format.render_shortened(self.segments(index, chosen))
-            return count_tokens(block, self.encoding)
-
-        return Sentences(tuple(self.relevance(self.question, texts)), cost)
-
-    def segments(self, index: int, chosen: tuple[int, ...]) -> list[str | None]:
-        """Runs of adjacent kept sentences, and `None` where sentences are left out.
-
-        A run is the passage's own text from its first sentence to its last.
-        """
-        text = self.documents[index].page_content
-        spans = self.spans[index]
-        points = omission_points(chosen, len(spans))
-        out: list[str | None] = []
-        for position, sentence in enumerate(chosen):
-            starts_run = position == 0 or position in points
-            if position in points:
-                out.append(None)
-            if starts_run:
-                out.append(text[spans[sentence][0] : spans[sentence][1]])
-            else:
-                run = out.pop()
-                assert run is not None
-                start = spans[chosen[position - 1]][1]
-                out.append(run + text[start : spans[sentence][1]])
-        if len(chosen) in points:
-            out.append(None)
-        return out
-
-    def apply(
-        self, index: int, key: str, chosen: tuple[int, ...], item: PackItem
-    ) -> tuple[Document, list[str | None], TrimRecord]:
-        """The shortened passage: its document, its segments, and its record."""
-        segments = self.segments(index, chosen)
-        total = len(self.spans[index])
-        tokens = count_tokens(self.format.render_shortened(segments), self.encoding)
-        original = self.documents[index]
-        document = original.model_copy(
-            update={
-                "id": key,
-                "page_content": " ".join(run for run in segments if run is not None),
-                "metadata": {**original.metadata, CONTEXT_TOKENS: tokens},
-            }
-        )
-        how = (
-            "the most relevant to the question"
-            if self.question
-            else "from the start (no question reached the budget)"
-        )
-        record = TrimRecord(
-            key=key,
-            stage=Stage.BUDGET,
-            rank=index + 1,
-            document=original,
-            kept_sentences=len(chosen),
-            total_sentences=total,
-            omitted_tokens=max(item.tokens - tokens, 0),
-            detail=f"kept {len(chosen)} of {total} sentences, {how}",
-        )
-        return document, segments, record
+    documents: Sequence[Document]
+    items: list[PackItem]
+    result: PackResult
+    headers: list[int | None]
 
 
 def header_costs(items: Sequence[PackItem], kept: Sequence[int]) -> list[int | None]:

@@ -1,0 +1,213 @@
+"""What a budget run returns: the kept context and the report of every drop.
+
+`BudgetedContext` holds the kept passages, their citations and the exact text the
+chain sends; `BudgetReport` names every candidate any stage dropped and every
+passage the budget shortened. Both show themselves in a notebook as the same
+tables (`_evidence_rows`), escaped by `_html`. `langchain_ragbudget.budget`
+re-exports them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.documents import Document
+
+from langchain_ragbudget._evidence_rows import (
+    TEXT,
+    citations_table,
+    document_entry,
+    drop_counts,
+    evidence_table,
+    issues_table,
+    skipped_table,
+)
+from langchain_ragbudget._html import Markup, display, element, folded, key_values
+from langchain_ragbudget._metadata_keys import CONTEXT_TOKENS
+from langchain_ragbudget.evidence import Evidence
+from langchain_ragbudget.ledger import (
+    DropReason,
+    DropRecord,
+    ScoreIssue,
+    Stage,
+    StageSkip,
+    TrimRecord,
+)
+from langchain_ragbudget.render import Citation
+
+
+@dataclass(frozen=True)
+class BudgetReport:
+    """What the budget kept and what every stage dropped, and why.
+
+    Attributes:
+        surface: The surface whose budget was applied.
+        encoding: The tiktoken encoding tokens were counted in.
+        max_tokens: The surface's token budget.
+        tokens_used: Tokens of the rendered context (headers and passages).
+        max_docs: The surface's passage cap.
+        min_docs: Passages kept even over the token budget.
+        packing: The packing policy (`skip` or `stop`).
+        order: The citation order (`rank` or `edges`).
+        over_budget: True when the context is over `max_tokens` (which only
+            `min_docs` can cause).
+        kept_ids: Keys of the kept passages, in the budget's input (rank) order.
+        drops: Every drop record: earlier stages', the budget's own, and one
+            `external_step / unaccounted` record per candidate that vanished.
+        skipped: Stages that did not run.
+        issues: Scores that were not finite numbers.
+    """
+
+    surface: str
+    encoding: str
+    max_tokens: int
+    tokens_used: int
+    max_docs: int
+    min_docs: int
+    packing: str
+    order: str
+    over_budget: bool
+    kept_ids: list[str]
+    drops: list[DropRecord]
+    skipped: list[StageSkip] = field(default_factory=list)
+    issues: list[ScoreIssue] = field(default_factory=list)
+    trimmed: list[TrimRecord] = field(default_factory=list)
+
+    @property
+    def budget_drops(self) -> list[DropRecord]:
+        """The drops this stage made (over max_docs, over max_tokens, duplicate)."""
+        return [record for record in self.drops if record.stage == Stage.BUDGET]
+
+    @property
+    def unaccounted(self) -> list[DropRecord]:
+        """Candidates that vanished between stages without any stage's record."""
+        return [r for r in self.drops if r.reason == DropReason.UNACCOUNTED]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable view, for tracers, logs and the structured answer."""
+        return {
+            "surface": self.surface,
+            "encoding": self.encoding,
+            "max_tokens": self.max_tokens,
+            "tokens_used": self.tokens_used,
+            "max_docs": self.max_docs,
+            "min_docs": self.min_docs,
+            "packing": self.packing,
+            "order": self.order,
+            "over_budget": self.over_budget,
+            "kept_ids": list(self.kept_ids),
+            "dropped": [record.to_dict() for record in self.drops],
+            "skipped_stages": [skip.to_dict() for skip in self.skipped],
+            "score_issues": [issue.to_dict() for issue in self.issues],
+            "trimmed": [record.to_dict() for record in self.trimmed],
+        }
+
+    def summary(self) -> str:
+        """One line: tokens of the budget, passages kept and shortened, drops."""
+        over = ", over budget" if self.over_budget else ""
+        return (
+            f"surface {self.surface!r}, {self.tokens_used} of {self.max_tokens} "
+            f"tokens{over}, {len(self.kept_ids)} kept ({len(self.trimmed)} shortened), "
+            + drop_counts((record.stage, record.reason) for record in self.drops)
+        )
+
+    def __repr__(self) -> str:
+        return f"BudgetReport({self.summary()})"
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the settings, then every candidate kept or dropped."""
+        kept = [{"id": key} for key in self.kept_ids]
+        return display("BudgetReport", _report_parts(self, kept))
+
+
+@dataclass(frozen=True)
+class BudgetedContext:
+    """The kept passages, their citations, the rendered text, and the report.
+
+    Attributes:
+        documents: The kept passages in prompt order (grouped by citation), each
+            with `context_tokens` in metadata.
+        citations: One citation per source document, numbered in prompt order.
+        text: The context exactly as the chain sends it; tokens are counted on it.
+        report: What was kept and dropped, and why.
+        evidence: Whether the best kept score clears the surface's threshold.
+    """
+
+    documents: list[Document]
+    citations: list[Citation]
+    text: str
+    report: BudgetReport
+    evidence: Evidence
+
+    def kept_entries(self) -> list[dict[str, Any]]:
+        """Per kept passage, in prompt order: id, source, tokens, ranks and scores."""
+        return [
+            document_entry(d, tokens=d.metadata.get(CONTEXT_TOKENS))
+            for d in self.documents
+        ]
+
+    def __repr__(self) -> str:
+        return (
+            f"BudgetedContext({len(self.documents)} passages in "
+            f"{len(self.citations)} citations, {self.report.summary()})"
+        )
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the report's tables, the citations, the text sent."""
+        kept = [
+            {**entry, TEXT: document.page_content}
+            for entry, document in zip(self.kept_entries(), self.documents, strict=True)
+        ]
+        sent = folded(
+            f"the context as sent ({self.report.tokens_used} tokens)",
+            element("div", self.text, "rb-text"),
+        )
+        return display(
+            "BudgetedContext",
+            [
+                *_report_parts(self.report, kept, self.evidence),
+                citations_table([c.to_dict() for c in self.citations]),
+                sent,
+            ],
+        )
+
+
+def _report_parts(
+    report: BudgetReport,
+    kept: list[dict[str, Any]],
+    evidence: Evidence | None = None,
+) -> list[Markup]:
+    """The summary, the evidence table, skipped stages and score issues."""
+    summary: list[tuple[str, object]] = [
+        ("surface", report.surface),
+        ("tokens", f"{report.tokens_used} of {report.max_tokens} ({report.encoding})"),
+        ("passages", f"{len(report.kept_ids)} kept of max_docs={report.max_docs}"),
+        ("shortened", len(report.trimmed)),
+        ("packing / order", f"{report.packing} / {report.order}"),
+        (
+            "over budget",
+            f"yes (min_docs={report.min_docs})" if report.over_budget else "no",
+        ),
+        ("drops", drop_counts((r.stage, r.reason) for r in report.drops)),
+    ]
+    if evidence is not None:
+        summary.append(("evidence", evidence.describe()))
+    dropped = [
+        {**record.to_entry(), TEXT: record.document.page_content}
+        for record in report.drops
+    ]
+    parts = [
+        key_values(summary, caption="budget"),
+        evidence_table(
+            kept,
+            dropped,
+            [record.to_dict() for record in report.trimmed],
+            fold_stage=Stage.FUSION,
+        ),
+    ]
+    if report.skipped:
+        parts.append(skipped_table([skip.to_dict() for skip in report.skipped]))
+    if report.issues:
+        parts.append(issues_table([issue.to_dict() for issue in report.issues]))
+    return parts
