@@ -15,15 +15,14 @@ from typing import Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
 )
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, model_validator
 
 from langchain_ragbudget._identity import with_scores
+from langchain_ragbudget._scored_retriever import ScoredRetriever
 from langchain_ragbudget._timeouts import call_with_timeout
 from langchain_ragbudget._validation import check_query
 from langchain_ragbudget.config import (
@@ -34,7 +33,7 @@ from langchain_ragbudget.errors import IndexLoadError, VectorStoreUnavailableErr
 ADD_BATCH_SIZE = 256
 
 
-class DenseRetriever(BaseRetriever):
+class DenseRetriever(ScoredRetriever):
     """Top-`k` similarity search on any VectorStore, relevance score in metadata.
 
     With a `docstore` (id -> Document, e.g. the documents BM25 already holds) and a
@@ -84,6 +83,27 @@ class DenseRetriever(BaseRetriever):
         except NotImplementedError:  # the store has no relevance function
             return store.similarity_search_with_score(query, k=size)
 
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+    ) -> list[Document]:
+        check_query(query)
+        size = self.k if k is None else k
+        store = self.vectorstore
+        if self.docstore is not None:
+            pairs = await run_in_executor(None, self._ids_search, query, size)
+        else:
+            try:
+                pairs = await store._asimilarity_search_with_relevance_scores(
+                    query, k=size
+                )
+            except NotImplementedError:  # the store has no relevance function
+                pairs = await store.asimilarity_search_with_score(query, k=size)
+        return with_scores(pairs, self.score_key)
+
     def _ids_search(self, query: str, k: int) -> list[tuple[Document, float]]:
         """Chroma ids and distances only; documents come from the docstore."""
         assert self.docstore is not None
@@ -106,36 +126,6 @@ class DenseRetriever(BaseRetriever):
                 )
             pairs.append((document, relevance(distance)))
         return pairs
-
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-    ) -> list[Document]:
-        return with_scores(self.scored_hits(query, k), self.score_key)
-
-    async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None,
-    ) -> list[Document]:
-        check_query(query)
-        size = self.k if k is None else k
-        store = self.vectorstore
-        if self.docstore is not None:
-            pairs = await run_in_executor(None, self._ids_search, query, size)
-        else:
-            try:
-                pairs = await store._asimilarity_search_with_relevance_scores(
-                    query, k=size
-                )
-            except NotImplementedError:  # the store has no relevance function
-                pairs = await store.asimilarity_search_with_score(query, k=size)
-        return with_scores(pairs, self.score_key)
 
 
 def is_chroma(store: VectorStore) -> bool:

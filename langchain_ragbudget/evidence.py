@@ -11,17 +11,14 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from langchain_core.documents import Document
 
 from langchain_ragbudget._validation import finite_score
 from langchain_ragbudget._weak_signal import combined_probability, signal_features
-from langchain_ragbudget.config import (
-    CombinedEvidence,
-    TreeEvidence,
-    WeakEvidenceSettings,
-)
+from langchain_ragbudget.config import WeakEvidenceSettings
+from langchain_ragbudget.weak_model import CombinedEvidence, TreeEvidence
 
 COMBINED = "combined signal"  # the Evidence.score_key of the combined method
 UNKNOWN_COMBINED = (
@@ -56,12 +53,7 @@ class Evidence:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-serialisable view."""
-        return {
-            "weak": self.weak,
-            "score_key": self.score_key,
-            "score": self.score,
-            "threshold": self.threshold,
-        }
+        return asdict(self)
 
     def describe(self) -> str:
         """The check in words, e.g. `weak: top rerank_score 0.12 < threshold 0.30`."""

@@ -31,17 +31,15 @@ from langchain_ragbudget._metadata_keys import (
     SPARSE,
     score_key,
 )
+from langchain_ragbudget._settings_fields import import_provider
 from langchain_ragbudget._validation import check_passages
 from langchain_ragbudget._weak_signal import FEATURES
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.config import (
-    CombinedEvidence,
     EmbeddingSettings,
     LlmSettings,
     RagBudgetConfig,
-    TreeEvidence,
     VectorStoreSettings,
-    import_provider,
     load_config,
 )
 from langchain_ragbudget.dense import (
@@ -55,9 +53,18 @@ from langchain_ragbudget.errors import ConfigError, MissingExtraError, require
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.rerank import FlashRankRerank
 from langchain_ragbudget.sparse import BM25Retriever
+from langchain_ragbudget.weak_model import CombinedEvidence, TreeEvidence
 
 RETRIEVER_NAMES = (SPARSE, DENSE)  # the order of HybridRetriever.retrievers
 DEFAULT_CHAT_MODEL = "openai:gpt-4o-mini"  # when only OPENAI_API_KEY is set
+# The embedding settings FastEmbedEmbeddings takes under the same names.
+_FASTEMBED_FIELDS = {
+    "model_path",
+    "cache_dir",
+    "batch_size",
+    "threads",
+    "query_precision",
+}
 
 
 def build_embeddings(settings: EmbeddingSettings) -> Embeddings:
@@ -74,14 +81,8 @@ def build_embeddings(settings: EmbeddingSettings) -> Embeddings:
         provider = import_provider(settings.provider)
         embeddings: Embeddings = provider(**settings.options)
         return embeddings
-    return FastEmbedEmbeddings(
-        model_name=settings.model,
-        model_path=settings.model_path,
-        cache_dir=settings.cache_dir,
-        batch_size=settings.batch_size,
-        threads=settings.threads,
-        query_precision=settings.query_precision,
-    )
+    same_names = settings.model_dump(include=_FASTEMBED_FIELDS)
+    return FastEmbedEmbeddings(model_name=settings.model, **same_names)
 
 
 def build_vector_store(

@@ -165,6 +165,11 @@ class HybridRetriever(BaseRetriever):
         size = self._fetch_size(index)
         return {} if size is None else {"k": size}
 
+    def _top(self, query: str, k: int | None) -> int:
+        """How many fused candidates a call keeps, once its query is checked."""
+        check_query(query)
+        return self.k if k is None else k
+
     def _get_relevant_documents(
         self,
         query: str,
@@ -172,8 +177,7 @@ class HybridRetriever(BaseRetriever):
         run_manager: CallbackManagerForRetrieverRun,
         k: int | None = None,
     ) -> CandidateList:
-        check_query(query)
-        top = self.k if k is None else k
+        top = self._top(query, k)
         if self._direct(run_manager):
             return self._fuse_direct(query, top)
         results = [
@@ -202,9 +206,9 @@ class HybridRetriever(BaseRetriever):
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
     ) -> CandidateList:
-        check_query(query)
-        top = self.k if k is None else k
-        if self._direct(run_manager):
+        direct = self._direct(run_manager)
+        top = self._top(query, k)
+        if direct:
             # One hop off the event loop for the whole query: embedding, BM25 and
             # fusion are CPU work that would stall every other coroutine.
             return await run_in_executor(None, self._fuse_direct, query, top)

@@ -17,12 +17,10 @@ import bm25s
 import numpy as np
 import numpy.typing as npt
 import Stemmer
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from langchain_ragbudget._identity import with_scores
+from langchain_ragbudget._scored_retriever import ScoredRetriever
 from langchain_ragbudget._validation import check_passages, check_query
 from langchain_ragbudget.config import BM25Method, SparseSettings, default_of
 from langchain_ragbudget.errors import IndexLoadError
@@ -43,10 +41,9 @@ def top_positive(
 
     Selects among the positive scores only (a document sharing no term with the
     query is never a hit). On a large corpus most scores are a run of tied zeros,
-    and NumPy's partition over them was the BM25 tail: at 100k synthetic chunks
-    `bm25s.selection.topk` took p50 2 ms but p95 134 ms, the same selection over the
-    positive scores under 1 ms (BENCHMARKS.md, issue 13). Equal scores keep index
-    order.
+    and a partition over all of them (as `bm25s.selection.topk` does) is slow in
+    the worst case; over the positive scores alone it stays short (BENCHMARKS.md
+    has the timings). Equal scores keep index order.
 
     Args:
         scores: One score per indexed document.
@@ -68,7 +65,7 @@ def top_positive(
     return positions[order], positive[order]
 
 
-class BM25Retriever(BaseRetriever):
+class BM25Retriever(ScoredRetriever):
     """BM25 over a fixed set of Documents, scored by bm25s.
 
     Returns at most `k` documents, best first, each a copy carrying its BM25 score in
@@ -165,9 +162,9 @@ class BM25Retriever(BaseRetriever):
     def _query_tokens(self, query: str) -> list[str]:
         """One query's tokens, as `bm25s.tokenize` makes them, without its overhead.
 
-        bm25s's batch tokenizer builds a vocabulary and progress bars for a single
-        query; on SciFact that was most of a BM25 search. A test pins the tokens to
-        bm25s's own on hostile text.
+        bm25s's batch tokenizer builds a vocabulary and progress bars even for a
+        single query, which costs more than the search itself. A test pins the
+        tokens to bm25s's own on hostile text.
         """
         stopwords = self._stopword_set  # a private attribute: read once, not per word
         words = [word for word in _split(query.lower()) if word not in stopwords]
@@ -201,15 +198,6 @@ class BM25Retriever(BaseRetriever):
         index.index(tokens, show_progress=False)
         self._index = index
         self._documents = documents
-
-    def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-    ) -> list[Document]:
-        return with_scores(self.scored_hits(query, k), self.score_key)
 
     def scored_hits(
         self, query: str, k: int | None = None

@@ -201,11 +201,7 @@ class OtelSpans(BaseCallbackHandler):
             run.span.set_attribute(PREFIX + "returned", len(documents))
             run.span.end()
 
-    def on_retriever_error(
-        self, error: BaseException, *, run_id: UUID, **kwargs: Any
-    ) -> None:
-        """The span records the error and ends."""
-        self._fail(run_id, error)
+    on_retriever_error = on_chain_error  # the span records the error and ends
 
     def on_chat_model_start(
         self,
