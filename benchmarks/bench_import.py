@@ -9,7 +9,6 @@ sides alike; the median of each is printed, then the difference. Also times
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import subprocess
 import sys
@@ -38,7 +37,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     runs = parser.parse_args().runs
-    script = shutil.which("ragbudget") or str(Path(sys.executable).with_name("ragbudget"))
+    script = str(Path(sys.executable).with_name("ragbudget"))  # this venv's
     commands = {name: [sys.executable, "-c", code] for name, code in STATEMENTS.items()}
     commands["ragbudget --help"] = [script, "--help"]
     times: dict[str, list[float]] = {name: [] for name in commands}

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import cast
 
-from langchain_ragbudget.config import Tree, TreeEvidence
+from langchain_ragbudget.weak_model import Tree, TreeEvidence
 
 
 def tree_value(tree: Tree, features: Mapping[str, float]) -> float:

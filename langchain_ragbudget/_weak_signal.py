@@ -35,7 +35,6 @@ from langchain_ragbudget._sentence_scoring import terms
 from langchain_ragbudget._sentences import sentences
 from langchain_ragbudget._trees import boosted_score
 from langchain_ragbudget._validation import finite_score
-from langchain_ragbudget.config import CombinedEvidence, TreeEvidence
 from langchain_ragbudget.ledger import (
     LEDGER_KEY,
     DropReason,
@@ -43,6 +42,7 @@ from langchain_ragbudget.ledger import (
     Stage,
     ledgers_of,
 )
+from langchain_ragbudget.weak_model import CombinedEvidence, TreeEvidence
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 AGREEMENT_DEPTH = 10  # the top-k of each retriever compared for overlap
