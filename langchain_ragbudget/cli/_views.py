@@ -155,12 +155,12 @@ def candidate_rows(
 _STYLES = {KEPT: "green", SHORTENED: "yellow", DROPPED: "red"}
 
 
-def evidence_table(
+def rich_evidence_table(
     context: BudgetedContext,
     answer_ids: Sequence[str] = (),
     retrievers: Sequence[str] = (SPARSE, DENSE),
 ) -> tuple[Table, Counter[str]]:
-    """The evidence as a table that keeps every column at 80 columns and up.
+    """The evidence as a rich table for the terminal, every column kept at 80 and up.
 
     Compact (no vertical rules), every column wraps (ids fold, nothing is cut
     with an ellipsis); `source` is blank when it is the start of the passage id,
@@ -229,7 +229,7 @@ def show_explained(
 ) -> None:
     """Print the evidence table, the prompt sent and the answer (or why none)."""
     context = explained.context
-    table, earlier = evidence_table(context, answer_ids, retrievers)
+    table, earlier = rich_evidence_table(context, answer_ids, retrievers)
     table.title = _budget_line(context.report)
     console.print(table)
     if earlier:

@@ -14,6 +14,7 @@ import pytest
 
 from langchain_ragbudget.cli import _demo as demo
 from langchain_ragbudget.cli import _main as cli
+from langchain_ragbudget.cli._eval_commands import link_from
 from langchain_ragbudget.errors import IndexLoadError, ModelUnavailableError
 from langchain_ragbudget.evaluation import _harness as evaluation
 from langchain_ragbudget.evaluation import _tuning as tuning
@@ -297,8 +298,6 @@ def test_links_in_the_updated_markdown_work_from_its_folder(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     report = tmp_path / "docs" / "report.md"
-    assert cli.link_from(report, Path("docs/plots/p.png")) == "plots/p.png"
-    assert (
-        cli.link_from(report, tmp_path / "elsewhere" / "p.png") == "../elsewhere/p.png"
-    )
-    assert cli.link_from(Path("report.md"), Path("p.png")) == "p.png"
+    assert link_from(report, Path("docs/plots/p.png")) == "plots/p.png"
+    assert link_from(report, tmp_path / "elsewhere" / "p.png") == "../elsewhere/p.png"
+    assert link_from(Path("report.md"), Path("p.png")) == "p.png"

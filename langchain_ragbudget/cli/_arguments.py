@@ -1,0 +1,226 @@
+"""Each sub-command's arguments: one small builder per command.
+
+`ragbudget --help` builds every sub-parser, so this module imports nothing of
+the pipeline; the one default read from the configuration (the `ask` surface) is
+imported where that sub-parser is built.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TypeAlias
+
+from langchain_ragbudget.cli._index_commands import PRUNE_HANDFUL, PRUNE_SHARE
+
+_JSON_HELP = "print one JSON object on stdout (messages go to stderr)"
+_BEIR_HELP = "BEIR folder: corpus, queries, qrels/"
+
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def positive(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def add_commands(commands: Commands) -> None:
+    """Every sub-command, in the order `ragbudget --help` lists them."""
+    _command(commands, "demo", "run the pipeline on the sample corpus")
+    _add_eval(commands)
+    _add_tune(commands)
+    _add_index(commands)
+    _add_ask(commands)
+    _command(commands, "repair", "bring the two sides of an index in sync", index=True)
+    _add_inspect(commands)
+    _add_config(commands)
+
+
+def _command(
+    commands: Commands, name: str, help: str, *, index: bool = False
+) -> argparse.ArgumentParser:
+    """A sub-command with the options every command has: `--config` (and `--index`)."""
+    sub = commands.add_parser(name, help=help)
+    sub.add_argument("--config", help="a YAML file merged over the defaults")
+    if index:
+        sub.add_argument(
+            "--index", type=Path, help="index directory (config index.directory)"
+        )
+    return sub
+
+
+def _keep_identical_ids(sub: argparse.ArgumentParser) -> None:
+    """The option `eval` and `tune` share: count a query's own id as a hit."""
+    sub.add_argument(
+        "--keep-identical-ids",
+        action="store_true",
+        help="count a hit whose id is the query's own (BEIR leaves it out)",
+    )
+
+
+def _add_eval(commands: Commands) -> None:
+    evaluate = _command(
+        commands, "eval", "measure every stage on a BEIR-format dataset"
+    )
+    evaluate.add_argument("data", type=Path, help=_BEIR_HELP)
+    evaluate.add_argument("--split", default="test", help="qrels/<split>.tsv (test)")
+    evaluate.add_argument(
+        "--surface", action="append", help="surface(s) to budget for (all by default)"
+    )
+    evaluate.add_argument("--limit", type=positive, help="evaluate the first N queries")
+    evaluate.add_argument(
+        "--k", type=positive, default=10, help="k of hit@k and recall@k"
+    )
+    _keep_identical_ids(evaluate)
+    evaluate.add_argument(
+        "--chunk-size",
+        type=positive,
+        action="append",
+        help="also measure evidence survival with the corpus indexed in chunks of "
+        "this many tokens (repeatable; indexes are cached)",
+    )
+    _add_weak_fit_options(evaluate)
+    _add_eval_outputs(evaluate)
+
+
+def _add_weak_fit_options(evaluate: argparse.ArgumentParser) -> None:
+    evaluate.add_argument(
+        "--weak-fit",
+        metavar="SPLIT",
+        help="fit the combined weak-evidence signal on qrels/SPLIT.tsv (e.g. train) "
+        "and report its AUROC beside the single threshold's",
+    )
+    evaluate.add_argument(
+        "--calibration-plot",
+        type=Path,
+        help="with --weak-fit: write the combined signal's reliability diagram (PNG)",
+    )
+    evaluate.add_argument(
+        "--weak-evidence-yaml",
+        type=Path,
+        help="with --weak-fit: write the fitted model as a YAML to load with --config",
+    )
+
+
+def _add_eval_outputs(evaluate: argparse.ArgumentParser) -> None:
+    evaluate.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        metavar="FILE",
+        help="the full results as JSON: to FILE, or alone (or -) to stdout, "
+        "with the tables on stderr",
+    )
+    evaluate.add_argument("--plot", type=Path, help="write the survival plot (PNG)")
+    evaluate.add_argument(
+        "--update",
+        type=Path,
+        help="replace the eval section of this Markdown file (e.g. BENCHMARKS.md)",
+    )
+
+
+def _add_tune(commands: Commands) -> None:
+    tune = _command(
+        commands,
+        "tune",
+        "choose the fusion method, weights and c on labelled (train) queries",
+    )
+    tune.add_argument("data", type=Path, help=_BEIR_HELP)
+    tune.add_argument(
+        "--split", default="train", help="qrels/<split>.tsv to tune on (train)"
+    )
+    tune.add_argument(
+        "--out", type=Path, help="write the tuned `retrieval:` section here (YAML)"
+    )
+    tune.add_argument(
+        "--json", action="store_true", help="print the results as JSON on stdout"
+    )
+    tune.add_argument("--limit", type=positive, help="tune on the first N queries")
+    _keep_identical_ids(tune)
+    tune.add_argument(
+        "--allow-test-split",
+        action="store_true",
+        help="tune on the test split (or one sharing its queries) anyway; its "
+        "numbers then say nothing about new queries",
+    )
+
+
+def _add_index(commands: Commands) -> None:
+    index = _command(
+        commands, "index", "ingest a folder of text/Markdown/HTML/PDF", index=True
+    )
+    index.add_argument("path", type=Path, help="a folder (or one file) to ingest")
+    index.add_argument(
+        "--prune",
+        action="store_true",
+        help="delete indexed documents under PATH whose file is gone from PATH "
+        f"(asks for --yes above {PRUNE_HANDFUL} documents and "
+        f"{PRUNE_SHARE * 100:.0f}%% of the index)",  # %% : argparse formats help
+    )
+    index.add_argument(
+        "--yes",
+        action="store_true",
+        help="let --prune remove more than a small share of the index",
+    )
+    index.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="skip files or folders matching GLOB (path under PATH, or name); "
+        "repeatable",
+    )
+
+
+def _add_ask(commands: Commands) -> None:
+    from langchain_ragbudget.config import DEFAULT_SURFACE
+
+    ask = _command(
+        commands,
+        "ask",
+        "ask an index a question; show evidence, prompt, answer",
+        index=True,
+    )
+    ask.add_argument("question", help="the question")
+    ask.add_argument(
+        "--surface",
+        default=DEFAULT_SURFACE,
+        help=f"whose budget to use ({DEFAULT_SURFACE})",
+    )
+    ask.add_argument(
+        "--k",
+        type=positive,
+        help="candidates each retriever hands to fusion "
+        "(config retrieval.sparse/dense.fetch_k)",
+    )
+    ask.add_argument(
+        "--no-prompt", action="store_true", help="do not show the prompt sent"
+    )
+    ask.add_argument("--json", action="store_true", help=_JSON_HELP)
+
+
+def _add_inspect(commands: Commands) -> None:
+    inspect = _command(
+        commands,
+        "inspect",
+        "what an index holds: documents, chunks, model, chunking, versions, sync, "
+        "size; changes nothing",
+        index=True,
+    )
+    inspect.add_argument("--json", action="store_true", help=_JSON_HELP)
+
+
+def _add_config(commands: Commands) -> None:
+    config = _command(
+        commands,
+        "config",
+        "the effective configuration, validated, and where each value is from",
+    )
+    config.add_argument("--surface", help="only this surface's settings")
+    config.add_argument("--json", action="store_true", help=_JSON_HELP)

@@ -1,0 +1,57 @@
+"""`ragbudget ask`: one question through an index, a surface and the chat model.
+
+Shows the evidence (every candidate, kept or dropped with its stage and reason),
+the prompt and the answer, or the same as one JSON object with `--json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from langchain_ragbudget.cli._index_commands import open_index
+from langchain_ragbudget.cli._output import print_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def run_ask(args: argparse.Namespace, console: Console) -> None:
+    """`ragbudget ask QUESTION`: one question through an index and a surface."""
+    from langchain_ragbudget.cli._demo import chat_model
+    from langchain_ragbudget.cli._views import (
+        explained_to_dict,
+        pipeline_line,
+        show_explained,
+    )
+    from langchain_ragbudget.factory import build_budget, build_reranker
+    from langchain_ragbudget.pipeline import explain
+
+    index = open_index(args, console, create=False)
+    config = index.config
+    budget = build_budget(args.surface, config)  # a bad surface fails before work
+    reranker = build_reranker(config)
+    console.print(pipeline_line(config, reranker))
+    llm = chat_model(config, console)
+    explained = explain(
+        args.question,
+        index.as_retriever(),
+        budget,
+        reranker=reranker,
+        llm=llm,
+        tracing=config.tracing,
+    )
+    if args.json:
+        print_json(
+            explained_to_dict(
+                explained, args.surface, config, prompt=not args.no_prompt
+            )
+        )
+        return
+    show_explained(
+        console,
+        explained,
+        args.surface,
+        fusion_k=config.retrieval.k,
+        show_prompt=not args.no_prompt,
+    )

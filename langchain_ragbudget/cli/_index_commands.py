@@ -1,0 +1,224 @@
+"""The index commands: `index` (ingest a folder), `inspect` and `repair`.
+
+Also `open_index`, shared with `ask`. Document ids are paths relative to the
+index's root folder, so a file or a subfolder can be indexed again under the same
+ids. The index and the loaders are imported inside the commands: the parser
+reads the constants here without loading them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_ragbudget.cli._exit_codes import EXIT_OK, EXIT_PARTIAL
+from langchain_ragbudget.cli._output import print_json
+from langchain_ragbudget.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from langchain_core.documents import Document
+    from rich.console import Console
+
+PRUNE_HANDFUL = 5  # --prune removes up to this many documents without --yes ...
+PRUNE_SHARE = 0.10  # ... or up to this share of the index
+NAMES_SHOWN = 20  # skipped files named per reason; the count is always exact
+
+
+def open_index(
+    args: argparse.Namespace, console: Console, *, create: bool = False
+) -> Any:
+    """The index of `--index` (or the configured one); only `index` may create it."""
+    from langchain_ragbudget.config import load_config
+    from langchain_ragbudget.index._hybrid_index import HybridIndex
+
+    config = load_config(args.config)
+    fetch_k = getattr(args, "k", None)
+    if fetch_k is not None:  # the BM25 side takes its fetch size when it opens
+        retrieval = config.retrieval
+        sides = {
+            side: getattr(retrieval, side).model_copy(update={"fetch_k": fetch_k})
+            for side in ("sparse", "dense")
+        }
+        config = config.model_copy(
+            update={"retrieval": retrieval.model_copy(update=sides)}
+        )
+    directory = args.index or Path(config.index.directory)
+    with console.status(f"opening index {directory}"):
+        index = HybridIndex.open(directory, config, create=create)
+    style = "green" if index.sync_report.in_sync else "yellow"
+    console.print(f"[{style}]{directory}: {index.sync_report.summary()}[/{style}]")
+    return index
+
+
+def _under(scope: str, relative: str) -> str:
+    """A document id: `relative` (POSIX, under the given path) under `scope`."""
+    if relative in ("", "."):
+        return scope
+    return relative if scope == "." else f"{scope}/{relative}"
+
+
+def _in_scope(doc_id: str, scope: str) -> bool:
+    return scope == "." or doc_id == scope or doc_id.startswith(scope + "/")
+
+
+def run_index(args: argparse.Namespace, console: Console) -> int:
+    """`ragbudget index PATH`: ingest, then print a summary.
+
+    Document ids are paths relative to the index's root folder (recorded in its
+    manifest by the first `index`), so a file or subfolder of it can be indexed
+    again under the same ids; a path outside the root is refused. Exit code: 0 when
+    every file was indexed, unchanged, skipped as expected (unsupported type, link
+    loop, dangling link, `--exclude`) or refused as expected (empty, whitespace-only,
+    a placeholder: there is nothing to index, and saying so is the whole job); 1
+    when a file could not be read (unreadable, not UTF-8, a broken PDF); 2 for
+    usage and index errors.
+    """
+    from langchain_ragbudget.cli._views import ingest_report
+    from langchain_ragbudget.index._loaders import scan
+
+    given: Path = args.path
+    if not given.exists():
+        raise InvalidInputError(f"{given} does not exist")
+    found = scan(given, args.exclude)
+    if not found.files and not args.prune:
+        for item in found.skipped:
+            console.print(
+                f"skipped ({item.reason}): {item.path} {item.detail}".rstrip(),
+                markup=False,
+            )
+        raise InvalidInputError(
+            f"nothing to index under {given}: no .txt, .md, .html or .pdf file "
+            f"({len(found.skipped)} skipped)"
+        )
+    index = open_index(args, console, create=True)
+    doc_id = _document_ids(index, given)
+    ids = {doc_id(path.relative_to(given).as_posix()): path for path in found.files}
+    scope = doc_id("")
+    gone = [d for d in index.document_ids if _in_scope(d, scope) and d not in ids]
+    if args.prune and not args.yes:
+        _refuse_large_prune(gone, len(index.document_ids), scope, index.root)
+    summary, unreadable = _ingest(index, ids, given, console)
+    if gone and args.prune:
+        before = index.chunk_count
+        summary.deleted += index.delete(gone)
+        summary.chunks_deleted += before - index.chunk_count
+    skipped = [(item.reason, doc_id(item.path), item.detail) for item in found.skipped]
+    for part in ingest_report(given, index, summary, skipped, NAMES_SHOWN):
+        console.print(part, highlight=False, markup=False)
+    if gone and not args.prune:
+        console.print(
+            f"[yellow]{len(gone)} indexed document(s) have no file under {given} "
+            f"(e.g. {gone[0]}); --prune deletes them[/yellow]",
+            highlight=False,
+        )
+    return EXIT_PARTIAL if unreadable else EXIT_OK
+
+
+def _document_ids(index: Any, given: Path) -> Callable[[str], str]:
+    """Ids for files under `given`: their paths relative to the index's root.
+
+    The first `index` records the root; a path outside it is refused.
+    """
+    target = given.resolve()
+    if index.root is None:  # the first `index` (or an index made before roots)
+        index.set_root(target if target.is_dir() else target.parent)
+    root: Path = index.root
+    if target != root and root not in target.parents:
+        raise InvalidInputError(
+            f"{given} is outside {root}, the folder this index's document ids are "
+            f"relative to (recorded when it was first indexed): index files under "
+            f"{root}, or use another --index"
+        )
+    scope = target.relative_to(root).as_posix()
+    if target.is_file():
+        return lambda relative: scope
+    return lambda relative: _under(scope, relative)
+
+
+def _refuse_large_prune(
+    gone: Sequence[str], total: int, scope: str, root: Path
+) -> None:
+    """Without --yes, --prune removes a handful of documents or a small share."""
+    from langchain_ragbudget.cli._views import name_list
+
+    if len(gone) > PRUNE_HANDFUL and len(gone) > PRUNE_SHARE * total:
+        raise InvalidInputError(
+            f"--prune would remove {len(gone)} of the {total} indexed documents "
+            f"(those under {scope if scope != '.' else root} whose file is gone, "
+            f"e.g. {name_list(gone, 3)}); nothing was indexed or removed. Check the "
+            "path, or add --yes to remove them."
+        )
+
+
+def _ingest(
+    index: Any, ids: dict[str, Path], given: Path, console: Console
+) -> tuple[Any, int]:
+    """Read every file, then upsert them; (summary, files that could not be read).
+
+    Reading all files first gives each stage (reading, chunking, embedding) a bar
+    with its true total; the index holds every chunk in memory anyway. A file
+    that cannot be read is refused like an empty one, but counted apart: it is a
+    failure, where an empty file is an expected refusal.
+    """
+    from langchain_ragbudget.index._loaders import FileError, load_file
+    from langchain_ragbudget.progress import ProgressBars, StageProgress
+
+    read_errors: list[FileError] = []
+    documents: list[Document] = []
+    with ProgressBars(console, transient=True) as progress:
+        read = StageProgress(progress, "reading files", len(ids)).start()
+        for key, path in ids.items():
+            try:
+                documents.append(load_file(path, given, doc_id=key))
+            except ValueError as exc:
+                read_errors.append(FileError(key, str(exc)))
+            read.advance()
+        summary = index.upsert(documents, progress=progress)
+    summary.errors[:0] = read_errors
+    return summary, len(read_errors)
+
+
+def run_inspect(args: argparse.Namespace, console: Console) -> int:
+    """`ragbudget inspect`: what an index holds, read without changing anything.
+
+    Exit code 0 when nothing is damaged and the two sides hold the same chunks,
+    1 when the report names damage or a difference, 2 when there is no index.
+    """
+    from langchain_ragbudget.cli._views import inspection_report
+    from langchain_ragbudget.config import load_config
+    from langchain_ragbudget.index._hybrid_index import HybridIndex
+
+    config = load_config(args.config)
+    directory = args.index or Path(config.index.directory)
+    found = HybridIndex.inspect(directory, config)
+    if args.json:
+        print_json(found.to_dict())
+    else:
+        for part in inspection_report(found):
+            console.print(part, highlight=False)
+    return EXIT_OK if found.healthy else EXIT_PARTIAL
+
+
+def run_repair(args: argparse.Namespace, console: Console) -> int:
+    """`ragbudget repair`: bring the two sides together; rebuild a damaged side.
+
+    Never creates an index and never deletes the only copy of a chunk; see
+    `langchain_ragbudget.index._hybrid_index`. Exit code 0 when the sides end in sync.
+    """
+    from langchain_ragbudget.config import load_config
+    from langchain_ragbudget.index._hybrid_index import HybridIndex
+
+    config = load_config(args.config)
+    directory = args.index or Path(config.index.directory)
+    with console.status(f"repairing index {directory}"):
+        index, report = HybridIndex.repair_directory(directory, config)
+    for line in report.lines():
+        console.print(line, highlight=False, markup=False)
+    console.print(
+        f"now: {index.sync_report.summary()}; {len(index.document_ids)} "
+        f"document(s), {index.chunk_count} chunk(s)",
+        highlight=False,
+    )
+    return 0 if index.sync_report.in_sync else 1

@@ -1,0 +1,33 @@
+"""Where a command writes: a rich console for tables and messages, stdout for JSON.
+
+rich is imported when a console is made, not when the module is, so that
+`ragbudget --help` does not load it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def make_console(*, to_stderr: bool) -> Console:
+    """The console for tables and messages: stderr when stdout carries JSON.
+
+    Tables need room: when the output is not a terminal (make, CI logs) and
+    COLUMNS is not set, 140 columns; COLUMNS, when set, is obeyed.
+    """
+    from rich.console import Console
+
+    stream = sys.stderr if to_stderr else sys.stdout
+    fixed = stream.isatty() or "COLUMNS" in os.environ
+    return Console(stderr=to_stderr, width=None if fixed else 140)
+
+
+def print_json(data: Any) -> None:
+    """One JSON object on stdout: the only thing a --json command writes there."""
+    print(json.dumps(data, indent=2, ensure_ascii=False), flush=True)
