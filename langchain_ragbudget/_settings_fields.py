@@ -15,7 +15,6 @@ import importlib
 import math
 from typing import Annotated, Any, cast
 
-from langchain_core.retrievers import BaseRetriever
 from pydantic import AfterValidator, BaseModel, ConfigDict, StrictStr
 
 
@@ -48,6 +47,8 @@ def _importable(path: str) -> str:
 
 
 def _retriever_class(path: str) -> str:
+    from langchain_core.retrievers import BaseRetriever  # only for a class path
+
     if ":" in path and not issubclass(import_provider(path), BaseRetriever):
         raise ValueError(f"{path!r} is not a LangChain BaseRetriever subclass")
     return path

@@ -44,6 +44,7 @@ from langchain_ragbudget._settings_fields import (
     StrictModel,
 )
 from langchain_ragbudget._settings_fields import import_provider as import_provider
+from langchain_ragbudget._surfaces import DEFAULT_SURFACE as DEFAULT_SURFACE
 from langchain_ragbudget._tokens import resolve_encoding_name
 from langchain_ragbudget._yaml import read_text, read_yaml
 from langchain_ragbudget.errors import ConfigError
@@ -56,8 +57,6 @@ from langchain_ragbudget.weak_model import TreeEvidence as TreeEvidence
 from langchain_ragbudget.weak_model import TreeNode as TreeNode
 
 DEFAULT_CONFIG_NAME = "config_default.yml"
-# The surface used when none is named, and the one a new surface inherits from.
-DEFAULT_SURFACE = "chat"
 BM25Method = Literal["robertson", "atire", "bm25l", "bm25+", "lucene"]
 QueryPrecision = Literal["float32", "int8"]
 FusionMethod = Literal["rrf", "minmax", "dbsf"]  # fusion.py says what each does
