@@ -5,13 +5,7 @@ from a user's own retrievers never loads the file loaders or the index.
 """
 
 from langchain_ragbudget.index._chunking import Chunker
-from langchain_ragbudget.index._hybrid_index import (
-    HybridIndex,
-    IndexInspection,
-    IngestSummary,
-    RepairReport,
-    SyncReport,
-)
+from langchain_ragbudget.index._hybrid_index import HybridIndex
 from langchain_ragbudget.index._loaders import (
     FileError,
     FileText,
@@ -20,6 +14,12 @@ from langchain_ragbudget.index._loaders import (
     load_file,
     read_file,
     scan,
+)
+from langchain_ragbudget.index._reports import (
+    IndexInspection,
+    IngestSummary,
+    RepairReport,
+    SyncReport,
 )
 
 __all__ = [

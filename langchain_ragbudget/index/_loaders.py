@@ -51,7 +51,12 @@ EXCLUDED = "excluded by --exclude"
 
 @dataclass(frozen=True)
 class FileError:
-    """A file that was not indexed, and why."""
+    """A file that was not indexed, and why.
+
+    Attributes:
+        path: The document id of the file (its path under the indexed folder).
+        problem: What is wrong with it, as the ingest summary shows it.
+    """
 
     path: str
     problem: str
@@ -59,9 +64,15 @@ class FileError:
 
 @dataclass(frozen=True)
 class Skipped:
-    """A file passed over on purpose; `reason` is one of the constants above."""
+    """A file passed over on purpose.
 
-    path: str  # relative to the scanned folder, POSIX
+    Attributes:
+        path: Its path relative to the scanned folder (POSIX).
+        reason: One of the constants above.
+        detail: More about it (a link's target, the extension, an error), or "".
+    """
+
+    path: str
     reason: str
     detail: str = ""
 
@@ -159,11 +170,6 @@ def _target(path: Path) -> str:
         return ""
 
 
-def iter_files(root: Path) -> Iterator[Path]:
-    """Supported files under `root` (or `root` itself), in a stable order."""
-    yield from scan(root).files
-
-
 @dataclass(frozen=True)
 class FileText:
     """The text of one file, and the title the file itself gives ("" if none)."""
@@ -209,10 +215,10 @@ def _read_pdf(path: Path) -> FileText:
         title = (reader.metadata.title if reader.metadata else None) or ""
     except Exception:  # a broken info dictionary costs the title, not the file
         title = ""
-    return FileText(text, one_line(str(title)))
+    return FileText(text, collapse_whitespace(str(title)))
 
 
-def one_line(text: str) -> str:
+def collapse_whitespace(text: str) -> str:
     """`text` with every run of whitespace (newlines too) made one space, trimmed."""
     return " ".join(text.split())
 
@@ -276,7 +282,7 @@ class _Paragraphs:
     def end(self) -> None:
         """End the paragraph (if it holds text); blank lines inside it go."""
         if self._has_text:
-            lines = (one_line("".join(parts)) for parts in self._lines)
+            lines = (collapse_whitespace("".join(parts)) for parts in self._lines)
             self.done.append("\n".join(line for line in lines if line))
         self._lines = [[]]
         self._has_text = False
@@ -339,7 +345,7 @@ def _html_title(soup: BeautifulSoup) -> str:
     for title in soup.find_all("title"):
         if title.find_parent(_DROPPED_TAGS) is None:  # not an SVG's title
             own = (s for s in title.children if type(s) is NavigableString)
-            text = one_line("".join(own))
+            text = collapse_whitespace("".join(own))
             if text:
                 return text
     for heading in soup.find_all(_HEADING_TAGS):
@@ -347,7 +353,7 @@ def _html_title(soup: BeautifulSoup) -> str:
             continue
         lines = _Paragraphs()
         _walk_html(heading, lines)
-        text = one_line(" ".join(lines.done))
+        text = collapse_whitespace(" ".join(lines.done))
         if text:
             return text
     return ""
@@ -370,8 +376,8 @@ def markdown_title(text: str) -> str:
     fields = _yaml_mapping(front.group(1)) if front is not None else None
     if front is not None and fields is not None:
         title = fields.get("title")
-        if isinstance(title, str) and one_line(title):
-            return one_line(title)
+        if isinstance(title, str) and collapse_whitespace(title):
+            return collapse_whitespace(title)
         body = body[front.end() :]
     tokens = MarkdownIt("commonmark").parse(body)
     for opening, inline in itertools.pairwise(tokens):
@@ -381,7 +387,7 @@ def markdown_title(text: str) -> str:
                 for child in inline.children or []
                 if child.type in _TITLE_TOKENS
             )
-            return one_line("".join(parts))
+            return collapse_whitespace("".join(parts))
     return ""
 
 

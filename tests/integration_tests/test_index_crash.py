@@ -34,7 +34,7 @@ CRASH_SCRIPT = """
 import sys, time
 from langchain_core.documents import Document
 from langchain_ragbudget import _disk as files_module
-from langchain_ragbudget.index import _hybrid_index as index_module
+from langchain_ragbudget.index import _versions as index_module
 from langchain_ragbudget.index._hybrid_index import HybridIndex
 from langchain_ragbudget.sparse import BM25Retriever
 from langchain_ragbudget.sparse import BM25Retriever

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
-from langchain_ragbudget.index import _hybrid_index as index_module
+from langchain_ragbudget.index import _chroma as index_module
 from langchain_ragbudget.index._hybrid_index import HybridIndex
 
 pytestmark = [pytest.mark.needs_embedding_model, pytest.mark.needs_tiktoken]

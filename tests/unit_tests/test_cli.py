@@ -13,12 +13,8 @@ import pytest
 
 from langchain_ragbudget.cli._main import main
 from langchain_ragbudget.config import DEFAULT_SURFACE
-from langchain_ragbudget.index._hybrid_index import (
-    CHROMA_DIR,
-    CURRENT,
-    MANIFEST,
-    RECORDS,
-)
+from langchain_ragbudget.index._chroma import CHROMA_DIR
+from langchain_ragbudget.index._versions import CURRENT, MANIFEST, RECORDS
 from langchain_ragbudget.sample import load_sample_corpus
 
 QUESTION = "How quickly must a SEV1 page be acknowledged?"

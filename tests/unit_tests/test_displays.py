@@ -470,7 +470,7 @@ def test_html_pieces_escape_everything_but_their_own_markup() -> None:
 
 
 def test_index_inspection_display_escapes_and_shows_damage() -> None:
-    from langchain_ragbudget.index._hybrid_index import IndexInspection, SyncReport
+    from langchain_ragbudget.index._reports import IndexInspection, SyncReport
 
     inspection = IndexInspection(
         directory=Path(f"/tmp/{SCRIPT}"),

@@ -1,0 +1,254 @@
+"""The Chroma adapter of the index: the vector side opened, checked, read, released.
+
+The embedded store lives in `directory/chroma/` under one collection; a Chroma
+server (`vector_store.host`) is used as configured. Opening checks what chromadb
+would crash on or fail late with: the database file, the HNSW segment files (a
+short header makes hnswlib segfault) and one read and query. Reads and deletes go
+in pages, under SQLite's limit on variables per statement. chromadb keeps a
+process-wide system per folder; `_release_chroma` stops it so the folder can be
+moved aside.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import struct
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from langchain_ragbudget.config import RagBudgetConfig, VectorStoreSettings
+from langchain_ragbudget.dense import connect_chroma_server
+from langchain_ragbudget.errors import IndexLoadError
+from langchain_ragbudget.factory import build_vector_store
+
+if TYPE_CHECKING:  # chromadb takes most of a second to import: only when used
+    from langchain_chroma import Chroma
+
+logger = logging.getLogger(__name__)
+
+CHROMA_DIR = "chroma"
+CHROMA_DB = "chroma.sqlite3"
+COLLECTION = "ragbudget-index"
+GET_PAGE = 5000  # records per read: chromadb passes every id of a read to SQLite
+_HNSW_FILES = ("header.bin", "data_level0.bin", "length.bin", "link_lists.bin")
+_HNSW_HEADER_SIZE = 100  # chromadb's hnswlib: int32 version, then the index header
+
+
+def _vector_settings(config: RagBudgetConfig, directory: Path) -> VectorStoreSettings:
+    if config.vector_store.host is not None:
+        return config.vector_store
+    return VectorStoreSettings(
+        collection=COLLECTION,
+        persist_directory=str(directory / CHROMA_DIR),
+        ef_search=config.vector_store.ef_search,
+    )
+
+
+def _open_dense(
+    directory: Path,
+    config: RagBudgetConfig,
+    embeddings: Embeddings,
+    *,
+    may_create: bool,
+) -> Chroma:
+    """The vector store; IndexLoadError if its files are missing or unreadable."""
+    settings = _vector_settings(config, directory)
+    repair = f"run `ragbudget repair --index {directory}`"
+    database = directory / CHROMA_DIR / CHROMA_DB
+    if settings.host is None:
+        if not database.is_file() and not may_create:
+            raise IndexLoadError(
+                f"{database} is missing: the vector side is gone; {repair} to "
+                "re-embed it from BM25"
+            )
+        _check_hnsw(directory / CHROMA_DIR)
+    try:
+        store = build_vector_store(settings, embeddings)
+    except Exception as exc:  # chromadb raises its own types for a broken database
+        raise IndexLoadError(
+            f"{database}: the vector store cannot be opened "
+            f"({type(exc).__name__}: {exc}); {repair}"
+        ) from exc
+    from langchain_chroma import Chroma
+
+    if not isinstance(store, Chroma):  # build_vector_store makes Chroma
+        raise TypeError(f"expected a Chroma store, got {type(store)}")
+    try:
+        collection: Any = store._collection
+        sample = collection.get(limit=1, include=["embeddings"])
+        if len(sample["ids"]):
+            collection.query(
+                query_embeddings=[list(sample["embeddings"][0])],
+                n_results=1,
+                include=[],
+            )
+    except Exception as exc:
+        _close_store(store)
+        raise IndexLoadError(
+            f"{database}: the vector store cannot be read "
+            f"({type(exc).__name__}: {exc}); {repair}"
+        ) from exc
+    return store
+
+
+def _check_hnsw(chroma: Path) -> None:
+    """Refuse HNSW segment files chromadb would crash on (a short header segfaults)."""
+    if not chroma.is_dir():
+        return
+    for segment in sorted(p for p in chroma.iterdir() if p.is_dir()):
+        present = [name for name in _HNSW_FILES if (segment / name).exists()]
+        if not present:
+            continue
+        repair = f"run `ragbudget repair --index {chroma.parent}` to re-embed"
+        for name in _HNSW_FILES:
+            if not (segment / name).is_file():
+                raise IndexLoadError(f"{segment / name} is missing; {repair}")
+        header = (segment / "header.bin").read_bytes()
+        if len(header) != _HNSW_HEADER_SIZE:
+            raise IndexLoadError(
+                f"{segment / 'header.bin'} is damaged ({len(header)} bytes, "
+                f"{_HNSW_HEADER_SIZE} expected); {repair}"
+            )
+        # Two layouts are seen on disk: a file sized for the segment's capacity
+        # (max_elements, small segments, count still 0 in the header) or for
+        # the elements it holds (count, once the segment has grown).
+        capacity, count, size_per_element = struct.unpack_from("<12xQQQ", header)
+        for name, unit in (("data_level0.bin", size_per_element), ("length.bin", 4)):
+            found = (segment / name).stat().st_size
+            sizes = {capacity * unit, count * unit} - ({0} if count else set())
+            if found not in sizes:
+                shown = " or ".join(str(size) for size in sorted(sizes))
+                raise IndexLoadError(
+                    f"{segment / name} is truncated or damaged ({found} bytes, "
+                    f"{shown} expected); {repair}"
+                )
+
+
+def _dense_documents(store: Chroma) -> dict[str, Document]:
+    """Every chunk the vector store holds, with its text and metadata."""
+    try:
+        found = _get_all(store, ["documents", "metadatas"])
+    except Exception as exc:
+        raise IndexLoadError(
+            f"the vector store cannot be read ({type(exc).__name__}: {exc})"
+        ) from exc
+    return {
+        chunk_id: Document(id=chunk_id, page_content=text or "", metadata=meta or {})
+        for chunk_id, text, meta in zip(
+            found["ids"], found["documents"], found["metadatas"], strict=True
+        )
+    }
+
+
+def _inspect_dense(
+    directory: Path, config: RagBudgetConfig, problems: list[str], expected: bool
+) -> dict[str, str | None] | None:
+    """Text hash by chunk id on the vector side, read without writing to it.
+
+    None (with a problem noted) when it cannot be read; an empty mapping when
+    there is no vector store yet and BM25 holds nothing either (`expected` false).
+    """
+    from chromadb import PersistentClient
+    from chromadb.config import Settings
+
+    settings = Settings(anonymized_telemetry=False)
+    database = directory / CHROMA_DIR / CHROMA_DB
+    repair = f"run `ragbudget repair --index {directory}`"
+    try:
+        if config.vector_store.host is not None:
+            client = connect_chroma_server(config.vector_store, settings)
+            collection = client.get_collection(config.vector_store.collection)
+            return _content_hashes(collection)
+        if not database.is_file():
+            if not expected:
+                return {}
+            raise IndexLoadError(f"{database} is missing: the vector side is gone")
+        _check_hnsw(directory / CHROMA_DIR)
+        with tempfile.TemporaryDirectory(prefix="ragbudget-inspect-") as temporary:
+            copy = Path(temporary) / CHROMA_DIR
+            shutil.copytree(directory / CHROMA_DIR, copy)
+            client = PersistentClient(path=str(copy), settings=settings)
+            try:
+                return _content_hashes(client.get_collection(COLLECTION))
+            finally:
+                _close_client(client)
+                _release_chroma(copy)
+    except IndexLoadError as exc:
+        problems.append(f"{str(exc).split('; run ')[0]}; {repair}")
+    except Exception as exc:  # chromadb raises its own types for a broken store
+        problems.append(
+            f"{database}: the vector store cannot be read "
+            f"({type(exc).__name__}: {exc}); {repair}"
+        )
+    return None
+
+
+def _content_hashes(store: Any) -> dict[str, str | None]:
+    """Text hash by chunk id of a Chroma store or a chromadb collection."""
+    found = _get_all(store, ["metadatas"])
+    return {
+        chunk_id: (meta or {}).get("content_hash")
+        for chunk_id, meta in zip(found["ids"], found["metadatas"], strict=True)
+    }
+
+
+def _get_all(store: Chroma, include: list[str]) -> dict[str, list[Any]]:
+    """Every record of the store, read in pages.
+
+    One unpaged `get` fails past SQLite's limit of 32,766 variables ("too many
+    SQL variables"), i.e. on any collection of more than about 32,000 chunks.
+    """
+    out: dict[str, list[Any]] = {"ids": [], **{name: [] for name in include}}
+    offset = 0
+    while True:
+        page = store.get(include=include, limit=GET_PAGE, offset=offset)
+        for name in out:
+            out[name].extend(page[name] or [])
+        if len(page["ids"]) < GET_PAGE:
+            return out
+        offset += GET_PAGE
+
+
+def _delete_all(store: Chroma, ids: list[str]) -> None:
+    """Delete `ids` in pages, for the same SQLite limit as `_get_all`."""
+    for start in range(0, len(ids), GET_PAGE):
+        store.delete(ids=ids[start : start + GET_PAGE])
+
+
+def _close_store(store: Any) -> None:
+    _close_client(getattr(store, "_client", None))
+
+
+def _close_client(client: Any) -> None:
+    close = getattr(client, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception:  # already closed, or a client without close()
+            logger.debug("closing the Chroma client failed", exc_info=True)
+
+
+def _release_chroma(folder: Path) -> None:
+    """Stop any chromadb system still holding `folder` open in this process."""
+    try:
+        from chromadb.api.shared_system_client import SharedSystemClient
+    except ImportError:  # pragma: no cover - chromadb moved it
+        return
+    systems = SharedSystemClient._identifier_to_system
+    for identifier in list(systems):
+        try:
+            same = Path(identifier).resolve() == folder.resolve()
+        except (OSError, ValueError):
+            same = False
+        if same:
+            system = systems.pop(identifier)
+            SharedSystemClient._identifier_to_refcount.pop(identifier, None)
+            try:
+                system.stop()
+            except Exception:
+                logger.debug("stopping chromadb for %s failed", folder, exc_info=True)
