@@ -31,7 +31,7 @@ def open_index(
 ) -> Any:
     """The index of `--index` (or the configured one); only `index` may create it."""
     from langchain_ragbudget.config import load_config
-    from langchain_ragbudget.index._hybrid_index import HybridIndex
+    from langchain_ragbudget.index import HybridIndex
 
     config = load_config(args.config)
     fetch_k = getattr(args, "k", None)
@@ -188,7 +188,7 @@ def run_inspect(args: argparse.Namespace, console: Console) -> int:
     """
     from langchain_ragbudget.cli._views import inspection_report
     from langchain_ragbudget.config import load_config
-    from langchain_ragbudget.index._hybrid_index import HybridIndex
+    from langchain_ragbudget.index import HybridIndex
 
     config = load_config(args.config)
     directory = args.index or Path(config.index.directory)
@@ -205,10 +205,10 @@ def run_repair(args: argparse.Namespace, console: Console) -> int:
     """`ragbudget repair`: bring the two sides together; rebuild a damaged side.
 
     Never creates an index and never deletes the only copy of a chunk; see
-    `langchain_ragbudget.index._hybrid_index`. Exit code 0 when the sides end in sync.
+    `langchain_ragbudget.index._repair`. Exit code 0 when the sides end in sync.
     """
     from langchain_ragbudget.config import load_config
-    from langchain_ragbudget.index._hybrid_index import HybridIndex
+    from langchain_ragbudget.index import HybridIndex
 
     config = load_config(args.config)
     directory = args.index or Path(config.index.directory)

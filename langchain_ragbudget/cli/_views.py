@@ -41,7 +41,7 @@ from langchain_ragbudget.config import (
     Origin,
     RagBudgetConfig,
 )
-from langchain_ragbudget.index._hybrid_index import IndexInspection
+from langchain_ragbudget.index import IndexInspection
 from langchain_ragbudget.ledger import Stage
 from langchain_ragbudget.pipeline import Explained
 from langchain_ragbudget.render import one_line
