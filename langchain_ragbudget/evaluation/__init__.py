@@ -4,15 +4,12 @@ A wing of its own: the runtime stages never import it.
 """
 
 from langchain_ragbudget.evaluation._beir import BeirDataset, DatasetError, load_beir
+from langchain_ragbudget.evaluation._chunked import ChunkedSurvival, evaluate_chunked
 from langchain_ragbudget.evaluation._harness import (
-    ChunkedSurvival,
     EvalReport,
     StageQuality,
     Survival,
-    WeakEvidence,
     evaluate,
-    evaluate_chunked,
-    measure_weak_evidence,
 )
 from langchain_ragbudget.evaluation._metrics import (
     hit_at_k,
@@ -21,6 +18,10 @@ from langchain_ragbudget.evaluation._metrics import (
     recall_at_k,
 )
 from langchain_ragbudget.evaluation._tuning import TuneReport, tune
+from langchain_ragbudget.evaluation._weak_evidence import (
+    WeakEvidence,
+    measure_weak_evidence,
+)
 
 __all__ = [
     "BeirDataset",

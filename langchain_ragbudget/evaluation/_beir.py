@@ -66,10 +66,11 @@ class BeirDataset:
     def subset(self, max_queries: int, distractors: int) -> BeirDataset:
         """The first `max_queries` queries over a corpus cut down around them.
 
-        Embedding a whole corpus takes minutes; a notebook or a smoke test needs
-        seconds. The smaller corpus keeps every document judged for the kept
-        queries, so no gold passage is missing, plus the first `distractors` other
-        documents in corpus order, so retrieval still has something to get wrong.
+        Embedding a whole corpus is the slow part of a run; a notebook or a smoke
+        test wants a quick one. The smaller corpus keeps every document judged for
+        the kept queries, so no gold passage is missing, plus the first
+        `distractors` other documents in corpus order, so retrieval still has
+        something to get wrong.
         Scores on a subset are higher than on the whole corpus (fewer rivals):
         compare them only with runs on the same subset.
 

@@ -1,6 +1,6 @@
 """On-disk cache of corpus indexes, keyed by corpus content and model or settings.
 
-Embedding SciFact takes minutes on two cores; a rerun over the same corpus with the
+Embedding a corpus is the slow part of a run; a rerun over the same corpus with the
 same model opens the cached Chroma folder instead, and the BM25 index is loaded, not
 rebuilt. A folder only counts as cached once its manifest is written, so an
 interrupted build is redone, not trusted.
@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -37,6 +38,7 @@ from langchain_ragbudget.progress import ProgressCallback, StageProgress
 from langchain_ragbudget.sparse import BM25Retriever
 
 _MANIFEST = "ragbudget_cache.json"
+_Built = TypeVar("_Built")
 EMBEDDING_CORPUS = "embedding corpus"
 
 
@@ -60,19 +62,40 @@ def cached_sparse_retriever(
     settings = config.sparse.model_dump_json()
     key = corpus_fingerprint(documents, f"bm25 {settings}")
     folder = (root or cache_root()) / f"{name}-bm25-{key}"
-    manifest = folder / _MANIFEST
     fetch_k = config.retrieval.sparse.fetch_k
-    if manifest.is_file():
-        return BM25Retriever.load(folder, k=fetch_k)
+
+    def build() -> BM25Retriever:
+        retriever = build_sparse_retriever(documents, config)
+        retriever.save(folder)
+        return retriever
+
+    return _built_once(
+        folder,
+        {"documents": len(documents), "sparse": settings, "key": key},
+        lambda: BM25Retriever.load(folder, k=fetch_k),
+        build,
+    )
+
+
+def _built_once(
+    folder: Path,
+    manifest: dict[str, object],
+    open_cached: Callable[[], _Built],
+    build: Callable[[], _Built],
+) -> _Built:
+    """What `folder` holds: opened if a build finished there, else built afresh.
+
+    A build counts as finished once its manifest is written, and it is written
+    last: a folder without one is an interrupted build, removed before `build`
+    fills the folder again.
+    """
+    if (folder / _MANIFEST).is_file():
+        return open_cached()
     if folder.exists():
         shutil.rmtree(folder)
-    retriever = build_sparse_retriever(documents, config)
-    retriever.save(folder)
-    atomic_write_text(
-        manifest,
-        json.dumps({"documents": len(documents), "sparse": settings, "key": key}),
-    )
-    return retriever
+    built = build()
+    atomic_write_text(folder / _MANIFEST, json.dumps(manifest))
+    return built
 
 
 def vector_store_folder(
@@ -114,20 +137,20 @@ def cached_vector_store(
         persist_directory=str(folder / "chroma"),
         ef_search=ef_search or CHROMA_DEFAULT_EF_SEARCH,
     )
-    manifest = folder / _MANIFEST
-    if manifest.is_file():
-        return build_vector_store(settings, embeddings)
-    if folder.exists():
-        shutil.rmtree(folder)  # an interrupted build: start again
-    folder.mkdir(parents=True)
-    store = build_vector_store(settings, embeddings)
-    embedded = StageProgress(progress, EMBEDDING_CORPUS, len(documents)).start()
-    add_documents(store, documents, on_batch=embedded.advance)
-    atomic_write_text(
-        manifest,
-        json.dumps({"documents": len(documents), "model": embedding.model, "key": key}),
+
+    def build() -> VectorStore:
+        folder.mkdir(parents=True)
+        store = build_vector_store(settings, embeddings)
+        embedded = StageProgress(progress, EMBEDDING_CORPUS, len(documents)).start()
+        add_documents(store, documents, on_batch=embedded.advance)
+        return store
+
+    return _built_once(
+        folder,
+        {"documents": len(documents), "model": embedding.model, "key": key},
+        lambda: build_vector_store(settings, embeddings),
+        build,
     )
-    return store
 
 
 def cached_hybrid_retriever(

@@ -11,7 +11,7 @@ sliced passage may keep them in its head.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -25,6 +25,7 @@ from langchain_ragbudget.config import Relevance, SurfaceSettings
 from langchain_ragbudget.render import ContextFormat, group_citations
 
 POLICIES = ("naive slice", "stop", "skip", "trim", "trim, fitted")
+DEFAULT_BUDGETS = (256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
 # packing and sentence relevance of each policy the budget runs
 _BUDGET_POLICIES: dict[str, tuple[Literal["stop", "skip", "trim"], Relevance]] = {
     "stop": ("stop", "overlap"),
@@ -199,3 +200,35 @@ def is_whole_sentences(kept: str, original: str) -> bool:
         else:
             return False
     return True
+
+
+def every_policy(
+    candidates: Sequence[Document],
+    budgets: Sequence[int],
+    encoding: str,
+    question: str,
+    evidence: dict[int, list[str]],
+    id_key: str | None,
+) -> Iterator[tuple[str, PolicySurvival]]:
+    """Each packing policy on the same candidate list, at every budget."""
+    for policy in POLICIES:
+        yield (
+            policy,
+            policy_survival(
+                candidates,
+                policy,
+                budgets,
+                encoding,
+                question=question,
+                evidence=evidence,
+                id_key=id_key,
+            ),
+        )
+
+
+def shares(hits: dict[str, list[int]], total: int) -> dict[str, list[float | None]]:
+    """Per policy, each count of `hits` as a share of `total` (None if 0)."""
+    return {
+        policy: [n / total if total else None for n in row]
+        for policy, row in hits.items()
+    }

@@ -21,8 +21,8 @@ from langchain_ragbudget.config import (
 )
 from langchain_ragbudget.errors import ConfigError
 from langchain_ragbudget.evaluation import _weak_fit as weak_fit
-from langchain_ragbudget.evaluation._harness import WeakEvidence
 from langchain_ragbudget.evaluation._report import weak_evidence_yaml
+from langchain_ragbudget.evaluation._weak_evidence import WeakEvidence
 from langchain_ragbudget.evaluation._weak_fit import (
     Cases,
     combined_scores,

@@ -27,13 +27,9 @@ from langchain_ragbudget._metadata_keys import CONTEXT_TOKENS, scores_of
 from langchain_ragbudget.budget import BudgetedContext, ContextBudget
 from langchain_ragbudget.chain import BudgetedAnswer, create_budgeted_stuff_chain
 from langchain_ragbudget.config import SurfaceSettings
-from langchain_ragbudget.evaluation._harness import (
-    ChunkedSurvival,
-    EvalReport,
-    StageQuality,
-    Survival,
-    report_tables,
-)
+from langchain_ragbudget.evaluation._chunked import ChunkedSurvival
+from langchain_ragbudget.evaluation._harness import EvalReport, StageQuality, Survival
+from langchain_ragbudget.evaluation._tables import report_tables
 from langchain_ragbudget.ledger import CandidateList, DropReason
 from langchain_ragbudget.rerank import FlashRankRerank
 

@@ -12,12 +12,8 @@ from langchain_ragbudget import load_config
 from langchain_ragbudget.cli._main import main
 from langchain_ragbudget.evaluation._beir import DatasetError, load_beir
 from langchain_ragbudget.evaluation._harness import evaluate
-from langchain_ragbudget.evaluation._report import (
-    QUALITY_END,
-    QUALITY_START,
-    rich_tables,
-    to_markdown,
-)
+from langchain_ragbudget.evaluation._report import QUALITY_END, QUALITY_START
+from langchain_ragbudget.evaluation._tables import rich_tables, to_markdown
 from langchain_ragbudget.rerank import FlashRankRerank
 from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
 
@@ -192,7 +188,7 @@ def test_chunked_evaluation_counts_evidence_across_chunks(
     from langchain_ragbudget._sentences import sentences
     from langchain_ragbudget.config import load_config
     from langchain_ragbudget.evaluation._beir import BeirDataset
-    from langchain_ragbudget.evaluation._harness import chunk_k, evaluate_chunked
+    from langchain_ragbudget.evaluation._chunked import chunk_k, evaluate_chunked
 
     monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(tmp_path / "cache"))
     corpus = load_sample_corpus()

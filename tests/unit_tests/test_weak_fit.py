@@ -17,10 +17,10 @@ from langchain_ragbudget._weak_signal import (
 )
 from langchain_ragbudget.config import WeakEvidenceSettings, load_config
 from langchain_ragbudget.evaluation._beir import BeirDataset
-from langchain_ragbudget.evaluation._harness import (
+from langchain_ragbudget.evaluation._beir import judged_id as _doc_id
+from langchain_ragbudget.evaluation._stages import _Stages
+from langchain_ragbudget.evaluation._weak_evidence import (
     _cases,
-    _doc_id,
-    _Stages,
     measure_weak_evidence,
 )
 from langchain_ragbudget.evaluation._weak_fit import (
@@ -143,7 +143,7 @@ def test_removed_gold_is_never_seen(northwind: tuple[_Stages, BeirDataset]) -> N
 def test_fitted_on_the_fitting_split_only_and_reproduced_at_run_time(
     northwind: tuple[_Stages, BeirDataset], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import langchain_ragbudget.evaluation._harness as evaluation
+    import langchain_ragbudget.evaluation._weak_evidence as evaluation
 
     stages, dataset = northwind
     fitted: list[Cases] = []

@@ -1,0 +1,182 @@
+"""Evidence survival with the corpus indexed in chunks instead of whole documents.
+
+A document's evidence may then be spread over several chunks: it survives a policy
+and budget when each of its evidence sentences is whole in a kept chunk.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from langchain_core.documents import Document
+
+from langchain_ragbudget._disk import atomic_write_text, cache_root
+from langchain_ragbudget.config import RagBudgetConfig
+from langchain_ragbudget.evaluation._beir import BeirDataset, judged_id
+from langchain_ragbudget.evaluation._cache import corpus_fingerprint
+from langchain_ragbudget.evaluation._survival import (
+    DEFAULT_BUDGETS,
+    POLICIES,
+    every_policy,
+    shares,
+)
+from langchain_ragbudget.factory import build_budget
+from langchain_ragbudget.index._hybrid_index import HybridIndex
+from langchain_ragbudget.progress import ProgressCallback, StageProgress, prefixed
+
+
+@dataclass(frozen=True)
+class ChunkedSurvival:
+    """Evidence survival with the corpus indexed in chunks of `chunk_size` tokens.
+
+    Attributes:
+        chunk_size: Tokens per chunk (the index's splitter).
+        k: Chunks retrieved per query (the candidate list every policy packs).
+        evidence_gold: Gold documents with marked evidence that had a chunk among
+            the candidates.
+        split_evidence: Of those, documents with an evidence sentence that no
+            single retrieved chunk holds whole (it cannot survive any policy).
+        evidence_survival: Per policy, the share of `evidence_gold` whose every
+            evidence sentence is in the prompt, at each budget.
+        mid_sentence_cuts: Per policy, kept texts that were not whole sentences of
+            their chunk (must be 0).
+    """
+
+    chunk_size: int
+    k: int
+    evidence_gold: int
+    split_evidence: int
+    evidence_survival: dict[str, list[float | None]]
+    mid_sentence_cuts: dict[str, int]
+
+
+def chunk_k(k: int, chunk_size: int, reference: int = 256) -> int:
+    """Chunks to retrieve: about the tokens of `k` passages of `reference` tokens."""
+    return max(k, math.ceil(k * reference / chunk_size))
+
+
+def evaluate_chunked(
+    dataset: BeirDataset,
+    config: RagBudgetConfig,
+    chunk_size: int,
+    *,
+    limit: int | None = None,
+    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    progress: ProgressCallback | None = None,
+) -> ChunkedSurvival:
+    """Evidence survival by policy and budget over the corpus split into chunks.
+
+    The corpus goes through a `HybridIndex` (cached on disk by content, model and
+    chunking), so a document's evidence may be spread over several chunks: it
+    survives when each of its evidence sentences is whole in a kept chunk.
+
+    Args:
+        dataset: A BEIR dataset with marked evidence (SciFact).
+        config: The configuration; `index.chunk_size` is replaced by `chunk_size`.
+        chunk_size: Tokens per chunk.
+        limit: Measure the first `limit` queries only.
+        budgets: The token budgets to compare the policies at.
+        progress: Called with (stage, done, total) as work advances.
+
+    Returns:
+        The evidence survival table for this chunk size.
+    """
+    index = _chunk_index(dataset, config, chunk_size, progress)
+    k = chunk_k(config.retrieval.k, chunk_size)
+    retriever = index.as_retriever(k=k)
+    encoding = build_budget(next(iter(config.surfaces)), config).settings.encoding_name
+    hits = {policy: [0] * len(budgets) for policy in POLICIES}
+    cuts = dict.fromkeys(POLICIES, 0)
+    gold_total = split_total = 0
+    queries = list(dataset.queries.items())[:limit]
+    answered = StageProgress(
+        progress, f"queries ({chunk_size}-token chunks)", len(queries)
+    ).start()
+    for query_id, text in queries:
+        candidates = retriever.invoke(text)
+        relevant = {d for d, rel in dataset.qrels[query_id].items() if rel > 0}
+        rationales = dataset.rationales.get(query_id, {})
+        needs, split = _evidence_by_chunk(candidates, relevant, rationales)
+        gold_total += len(needs) + len(split)
+        split_total += len(split)
+        evidence = {i: s for chunks in needs.values() for i, s in chunks.items()}
+        for policy, result in every_policy(
+            candidates, budgets, encoding, text, evidence, retriever.id_key
+        ):
+            for position, kept in enumerate(result.evidence):
+                kept_set = set(kept)
+                hits[policy][position] += sum(
+                    set(chunks) <= kept_set for chunks in needs.values()
+                )
+            cuts[policy] += sum(result.bad_cuts)
+        answered.advance()
+    index.close()
+    return ChunkedSurvival(
+        chunk_size=chunk_size,
+        k=k,
+        evidence_gold=gold_total,
+        split_evidence=split_total,
+        evidence_survival=shares(hits, gold_total),
+        mid_sentence_cuts={p: n for p, n in cuts.items() if p != "naive slice"},
+    )
+
+
+def _evidence_by_chunk(
+    candidates: Sequence[Document],
+    relevant: set[str],
+    rationales: dict[str, list[str]],
+) -> tuple[dict[str, dict[int, list[str]]], set[str]]:
+    """Per gold document found: which candidate chunk holds each evidence sentence.
+
+    Each sentence goes to the first (best-ranked) chunk holding it whole; a
+    document with a sentence no chunk holds whole is returned apart.
+    """
+    found = {judged_id(d) for d in candidates} & relevant & set(rationales)
+    needs: dict[str, dict[int, list[str]]] = {}
+    split: set[str] = set()
+    for doc_id in found:
+        chunks: dict[int, list[str]] = {}
+        for sentence in rationales[doc_id]:
+            holder = next(
+                (
+                    i
+                    for i, d in enumerate(candidates)
+                    if judged_id(d) == doc_id and sentence in d.page_content
+                ),
+                None,
+            )
+            if holder is None:
+                split.add(doc_id)
+                break
+            chunks.setdefault(holder, []).append(sentence)
+        else:
+            needs[doc_id] = chunks
+    return needs, split
+
+
+def _chunk_index(
+    dataset: BeirDataset,
+    config: RagBudgetConfig,
+    chunk_size: int,
+    progress: ProgressCallback | None,
+) -> HybridIndex:
+    """The corpus in a HybridIndex of `chunk_size`-token chunks, built once."""
+    overlap = min(config.index.chunk_overlap, chunk_size // 4)
+    settings = config.index.model_copy(
+        update={"chunk_size": chunk_size, "chunk_overlap": overlap}
+    )
+    chunked = config.model_copy(update={"index": settings})
+    key = corpus_fingerprint(
+        dataset.corpus, f"{config.embedding.model} {settings.model_dump_json()}"
+    )
+    folder = cache_root() / f"{dataset.name}-chunks{chunk_size}-{key}"
+    complete = folder / "ragbudget_complete"
+    index = HybridIndex.open(folder / "index", chunked)
+    if not complete.is_file():
+        index.upsert(
+            dataset.corpus, progress=prefixed(progress, f"{chunk_size}-token chunks: ")
+        )
+        atomic_write_text(complete, str(index.chunk_count))
+    return index
