@@ -41,8 +41,8 @@ from langchain_ragbudget._sentence_scoring import (
 )
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.config import SurfaceSettings, load_config
-from langchain_ragbudget.evaluation._beir import BeirDataset, load_beir
-from langchain_ragbudget.evaluation._harness import _doc_id, _Stages
+from langchain_ragbudget.evaluation._beir import BeirDataset, judged_id, load_beir
+from langchain_ragbudget.evaluation._stages import _Stages
 from langchain_ragbudget.evaluation._survival import policy_survival
 from langchain_ragbudget.factory import build_embeddings
 from langchain_ragbudget.progress import ProgressBars
@@ -62,9 +62,9 @@ def cases(dataset: BeirDataset) -> list[Case]:
         rationales = dataset.rationales.get(query_id, {})
         fused = hybrid.fuse([r.invoke(text) for r in hybrid.retrievers], hybrid.k)
         evidence = {
-            i: rationales[_doc_id(d)]
+            i: rationales[judged_id(d)]
             for i, d in enumerate(fused)
-            if _doc_id(d) in relevant and _doc_id(d) in rationales
+            if judged_id(d) in relevant and judged_id(d) in rationales
         }
         if evidence:
             out.append((text, list(fused), evidence))

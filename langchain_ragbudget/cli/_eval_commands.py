@@ -89,7 +89,8 @@ def _evaluate(
     console: Console,
 ) -> EvalReport:
     """The run, with progress bars: every stage, then each `--chunk-size`."""
-    from langchain_ragbudget.evaluation._harness import evaluate, evaluate_chunked
+    from langchain_ragbudget.evaluation._chunked import evaluate_chunked
+    from langchain_ragbudget.evaluation._harness import evaluate
     from langchain_ragbudget.progress import ProgressBars
 
     with ProgressBars(console, transient=True) as progress:
@@ -119,11 +120,11 @@ def _show_and_write(
 ) -> None:
     """Print the tables; write the JSON, the plots, the model and the Markdown."""
     from langchain_ragbudget._disk import atomic_write_text
-    from langchain_ragbudget.evaluation._report import (
+    from langchain_ragbudget.evaluation._report import weak_evidence_yaml
+    from langchain_ragbudget.evaluation._tables import (
         plot_calibration,
         plot_survival,
         rich_tables,
-        weak_evidence_yaml,
     )
 
     for table in rich_tables(result):
@@ -166,7 +167,8 @@ def _update_markdown(
     The images (survival plot, calibration plot) are linked relative to the
     Markdown file's folder.
     """
-    from langchain_ragbudget.evaluation._report import to_markdown, update_section
+    from langchain_ragbudget.evaluation._report import update_section
+    from langchain_ragbudget.evaluation._tables import to_markdown
 
     shown = "ragbudget " + " ".join(argv if argv is not None else sys.argv[1:])
     relative = [
@@ -213,7 +215,7 @@ def run_tune(args: argparse.Namespace, console: Console) -> None:
 
     from langchain_ragbudget._disk import atomic_write_text
     from langchain_ragbudget.config import load_config
-    from langchain_ragbudget.evaluation._report import tune_lines, tune_table
+    from langchain_ragbudget.evaluation._tables import tune_lines, tune_table
     from langchain_ragbudget.evaluation._tuning import check_split, tune, tuned_yaml
     from langchain_ragbudget.progress import ProgressBars
 

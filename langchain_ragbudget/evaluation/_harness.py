@@ -33,7 +33,7 @@ from langchain_ragbudget.budget import BudgetedContext, ContextBudget
 from langchain_ragbudget.config import RagBudgetConfig
 from langchain_ragbudget.errors import MissingExtraError
 from langchain_ragbudget.evaluation._beir import BeirDataset, judged_id
-from langchain_ragbudget.evaluation._chunked import ChunkedSurvival, evaluate_chunked
+from langchain_ragbudget.evaluation._chunked import ChunkedSurvival
 from langchain_ragbudget.evaluation._metrics import (
     hit_at_k,
     mrr_at_k,
@@ -56,19 +56,6 @@ from langchain_ragbudget.evaluation._weak_evidence import (
 from langchain_ragbudget.ledger import CandidateList
 from langchain_ragbudget.progress import ProgressCallback, StageProgress
 from langchain_ragbudget.rerank import FlashRankRerank
-
-# evaluate_chunked lives in _chunked; the command line imports it from here.
-__all__ = [
-    "EvalReport",
-    "StageQuality",
-    "Survival",
-    "evaluate",
-    "evaluate_chunked",
-]
-
-# benchmarks/bench_trim_variants.py imports judged_id by this name, and _Stages,
-# from here: remove once it imports them from _beir and _stages.
-_doc_id = judged_id
 
 
 @dataclass(frozen=True)

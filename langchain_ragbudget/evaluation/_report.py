@@ -2,7 +2,7 @@
 
 The marked section of a Markdown file (BENCHMARKS.md) that each run replaces, and
 the YAML that puts the fitted weak-evidence signal into a configuration. The tables
-and plots are built in `_tables`; the command line still imports them from here.
+and plots are built in `_tables`.
 """
 
 from __future__ import annotations
@@ -13,33 +13,11 @@ from typing import Any
 import yaml
 
 from langchain_ragbudget._disk import atomic_write_text
-from langchain_ragbudget.evaluation._tables import (
-    plot_calibration,
-    plot_survival,
-    rich_tables,
-    to_markdown,
-    tune_lines,
-    tune_table,
-    weak_caption,
-)
+from langchain_ragbudget.evaluation._tables import weak_caption
 from langchain_ragbudget.evaluation._weak_evidence import WeakEvidence
 
 QUALITY_START = "<!-- ragbudget-eval:start -->"
 QUALITY_END = "<!-- ragbudget-eval:end -->"
-
-# What the command line imports from here: this module's own, and the tables'.
-__all__ = [
-    "QUALITY_END",
-    "QUALITY_START",
-    "plot_calibration",
-    "plot_survival",
-    "rich_tables",
-    "to_markdown",
-    "tune_lines",
-    "tune_table",
-    "update_section",
-    "weak_evidence_yaml",
-]
 
 
 def update_section(path: Path, section: str) -> None:
