@@ -44,7 +44,8 @@ integration_tests: $(STAMP)  ## Slower tests against real models and data (the n
 notebooks: $(STAMP)  ## Run every notebook top to bottom offline (nbclient, a temporary folder)
 	$(BIN)/pytest tests/integration_tests/test_notebooks.py -q -rs
 
-bench: $(STAMP)  ## SciFact: retrieval, the hybrid against its floor, the budget stage (BENCHMARKS.md)
+bench: $(STAMP)  ## Import cost; SciFact: retrieval, the hybrid against its floor, the budget stage (BENCHMARKS.md)
+	$(BIN)/python benchmarks/bench_import.py
 	$(BIN)/python benchmarks/bench_retrieval.py
 	$(BIN)/python benchmarks/bench_breakdown.py
 	$(BIN)/python benchmarks/bench_breakdown.py --k 100
