@@ -60,7 +60,9 @@ def test_threshold_for_precision_by_hand() -> None:
 
 
 def test_the_fitted_model_reproduces_its_probabilities() -> None:
-    features = [{"dense_top": float(i % 7), "coverage": float(i % 3)} for i in range(40)]
+    features = [
+        {"dense_top": float(i % 7), "coverage": float(i % 3)} for i in range(40)
+    ]
     labels = [i % 7 > 2 for i in range(40)]
     cases = Cases(features, [None] * 40, ["none"] * 40, labels)
     model, search = fit_logistic(cases, ["dense_top", "coverage"], 0.8, "toy")
