@@ -38,6 +38,38 @@ class Shown:
         return cls(f"{text[: cls.LIMIT]}... ({len(text)} characters)")
 
 
+def surface_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a surface, or None when it can.
+
+    A surface is chosen by name in code and on the command line, so the name
+    must be one a person can type and read: not empty, no control, zero-width
+    or other unprintable characters, and no blanks around it (YAML keeps a
+    quoted `'chat '`, which would be a new surface the `chat` edit never reaches).
+    """
+    if not name:
+        return "a surface name must not be empty"
+    if name != name.strip():
+        return (
+            "a surface name must not start or end with blanks (YAML keeps "
+            "them, so this would be a surface of its own)"
+        )
+    if not name.isprintable():
+        return (
+            "a surface name must be printable (no control, zero-width or "
+            "format characters)"
+        )
+    return None
+
+
+def check_surface_names(data: dict[str, Any], file: str) -> None:
+    """Refuse a surface whose name `surface_name_problem` rejects, naming it."""
+    surfaces = data.get("surfaces")
+    for name in surfaces if isinstance(surfaces, dict) else ():
+        problem = surface_name_problem(name) if isinstance(name, str) else None
+        if problem is not None:
+            raise ConfigError(file, f"surfaces.{name!r}", Shown.of(name), problem)
+
+
 def dotted(path: list[str]) -> str:
     """A key path as the file spells it, `surfaces.chat.max_tokens`."""
     return ".".join(path) or "<root>"
@@ -69,7 +101,7 @@ def _problem(error: Any) -> str:
     if error["type"] in ("int_type", "float_type") and isinstance(value, str):
         problem += " (this is a string; write the number without quotes, e.g. 1.0e+3)"
     elif error["type"] in ("int_type", "float_type") and isinstance(value, bool):
-        problem += " (YAML reads yes/no/true/false/on/off as booleans)"
+        problem += " (YAML reads true and false as booleans)"
     elif error["type"] == "int_type" and isinstance(value, float):
         problem += " (a whole number, without a decimal point)"
     return problem

@@ -33,6 +33,9 @@ from langchain_ragbudget._metadata_keys import (
 )
 from langchain_ragbudget._sentence_scoring import terms
 from langchain_ragbudget._sentences import sentences
+from langchain_ragbudget._signal_names import _LIST_STATISTICS
+from langchain_ragbudget._signal_names import FEATURES as FEATURES
+from langchain_ragbudget._signal_names import LIST_FEATURES as LIST_FEATURES
 from langchain_ragbudget._trees import boosted_score
 from langchain_ragbudget._validation import finite_score
 from langchain_ragbudget.ledger import (
@@ -46,39 +49,6 @@ from langchain_ragbudget.weak_model import CombinedEvidence, TreeEvidence
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 AGREEMENT_DEPTH = 10  # the top-k of each retriever compared for overlap
-_LIST_STATISTICS = (
-    "list_z",
-    "top_minus_mean",
-    "top_minus_median",
-    "gap_10th",
-    "gap_50th",
-)
-
-LIST_FEATURES = tuple(
-    f"{name}_{statistic}" for name in (SPARSE, DENSE) for statistic in _LIST_STATISTICS
-)
-"""The features over each retriever's whole fetched list (`list_statistics`)."""
-
-FEATURES = (
-    "fused_top",
-    "bm25_top",
-    "bm25_gap",
-    "bm25_per_term",
-    "dense_top",
-    "dense_gap",
-    "dense_margin",
-    "overlap",
-    "rank_correlation",
-    "coverage",
-    "weighted_coverage",
-    "sentence_coverage",
-    "number_coverage",
-    *LIST_FEATURES,
-    "rerank_top",
-    "rerank_gap",
-)
-"""Every feature `signal_features` can compute; the rerank ones only after a
-rerank, `LIST_FEATURES` only when the candidates lead to their run ledger."""
 
 
 def signal_features(documents: Sequence[Document], question: str) -> dict[str, float]:

@@ -4,16 +4,23 @@
 PyYAML's safe loader (no Python tags) and refuses what `yaml.safe_load` would accept
 silently or could not bound: duplicate keys, keys that are not strings, alias
 cycles, nesting deeper than `MAX_YAML_DEPTH` and aliases expanding past
-`MAX_YAML_NODES` nodes. Every refusal is a `ConfigError` naming the file, the line
+`MAX_YAML_NODES` nodes. Plain scalars are typed by YAML 1.2's core schema, not
+PyYAML's YAML 1.1 rules, so a value means what it looks like: `1:30` is a string
+(1.1 read it as the base-60 number 90), `017` is 17 (1.1: octal 15), `0o17` and
+`0x1F` are octal and hex, `1_000` and `0b101` are strings, and only
+true/false (True/TRUE, False/FALSE) are booleans (`yes`, `no`, `on`, `off` are
+strings); dates stay strings. Every refusal is a `ConfigError` naming the file, the line
 or key path, and the offending text.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml._yaml import CParser
 
 from langchain_ragbudget._config_data import Shown, dotted
 from langchain_ragbudget.errors import ConfigError
@@ -26,6 +33,24 @@ MAX_YAML_NODES = 100_000
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_NULL_TAG = "tag:yaml.org,2002:null"
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_INT_TAG = "tag:yaml.org,2002:int"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+
+# The YAML 1.2 core schema (yaml.org/spec/1.2.2, section 10.3.2), with the first
+# characters each form can start with (PyYAML looks resolvers up by them).
+_CORE_SCHEMA: list[tuple[str, str, str]] = [
+    (_NULL_TAG, r"^(?:~|null|Null|NULL|)$", "~nN"),
+    (_BOOL_TAG, r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    (_INT_TAG, r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    (
+        _FLOAT_TAG,
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+.0123456789",
+    ),
+]
 
 
 def read_text(path: Path, file: str) -> str:
@@ -53,33 +78,87 @@ def read_text(path: Path, file: str) -> str:
         ) from None
 
 
-class _ConfigLoader(yaml.SafeLoader):
-    """`yaml.safe_load`'s loader (no Python tags) that bounds nesting while composing.
+class _ConfigLoader(
+    yaml.composer.Composer,
+    CParser,
+    yaml.constructor.SafeConstructor,
+    yaml.resolver.Resolver,
+):
+    """A safe loader (no Python tags) that bounds nesting while composing.
 
-    The composer recurses once per level, so a file of `[[[[...` would otherwise
-    end in RecursionError instead of a message.
+    libyaml scans and parses (in C: a 1 MiB file in well under a second, where
+    PyYAML's pure-Python scanner took tens of seconds); PyYAML's composer builds
+    the nodes, so nesting is bounded here in Python: libyaml's own composer
+    recurses in C with no bound, and a file of `[[[[...` would otherwise end in
+    a crash or RecursionError instead of a message.
     """
 
     def __init__(self, text: str, file: str) -> None:
-        super().__init__(text)
+        CParser.__init__(self, text)
+        yaml.composer.Composer.__init__(self)
+        yaml.constructor.SafeConstructor.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
         self.file = file
         self.file_text = text
         self.depth = 0
+        self.nodes = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         self.depth += 1
+        self.nodes += 1
         try:
-            if self.depth > MAX_YAML_DEPTH:
-                mark = self.peek_event().start_mark
-                raise ConfigError(
-                    self.file,
-                    f"line {mark.line + 1}",
-                    Shown.of(_line_at(self.file_text, mark.line)),
-                    f"nested deeper than {MAX_YAML_DEPTH} levels",
+            if self.nodes > MAX_YAML_NODES:  # refused before composing the rest
+                raise self._refusal(
+                    f"more than {MAX_YAML_NODES} YAML nodes (values, lists and "
+                    "mappings) in the file"
                 )
+            if self.depth > MAX_YAML_DEPTH:
+                raise self._refusal(f"nested deeper than {MAX_YAML_DEPTH} levels")
             return super().compose_node(parent, index)
         finally:
             self.depth -= 1
+
+    def _refusal(self, problem: str) -> ConfigError:
+        """`problem` at the next event's line, showing that line."""
+        event: Any = self.peek_event()
+        line = event.start_mark.line
+        return ConfigError(
+            self.file,
+            f"line {line + 1}",
+            Shown.of(_line_at(self.file_text, line)),
+            problem,
+        )
+
+    def construct_core_int(self, node: yaml.ScalarNode) -> int:
+        """A YAML 1.2 core integer: decimal (`017` is 17), `0o` octal, `0x` hex."""
+        text = str(self.construct_scalar(node))
+        if text.startswith(("0o", "0x")):
+            return int(text[2:], 8 if text[1] == "o" else 16)
+        return int(text, 10)
+
+
+def _core_schema_resolvers() -> dict[Any, list[tuple[str, re.Pattern[str]]]]:
+    """SafeLoader's implicit resolvers with its YAML 1.1 types swapped for 1.2 core.
+
+    Only the merge key (`<<`) is kept from 1.1: a file may share one surface's
+    settings with another through it. Timestamps, `=` and YAML 1.1's bool, int,
+    float and null forms are dropped; what no resolver matches is a string.
+    """
+    resolvers: dict[Any, list[tuple[str, re.Pattern[str]]]] = {
+        first: [(tag, regexp) for tag, regexp in pairs if tag == _MERGE_TAG]
+        for first, pairs in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    for tag, pattern, firsts in _CORE_SCHEMA:
+        regexp = re.compile(pattern)
+        for first in [*firsts, *([""] if tag == _NULL_TAG else [])]:
+            resolvers.setdefault(first, []).append((tag, regexp))
+    return {first: pairs for first, pairs in resolvers.items() if pairs}
+
+
+_ConfigLoader.yaml_implicit_resolvers = _core_schema_resolvers()
+_ConfigLoader.add_constructor(  # type: ignore[type-var]
+    _INT_TAG, _ConfigLoader.construct_core_int
+)
 
 
 def read_yaml(text: str, file: str) -> dict[str, Any]:
@@ -96,8 +175,8 @@ def read_yaml(text: str, file: str) -> dict[str, Any]:
         mark = getattr(exc, "problem_mark", None)
         if mark is not None:
             line: int | None = mark.line
-        elif isinstance(exc, yaml.reader.ReaderError):
-            line = text[: exc.position].count("\n")
+        elif isinstance(exc, yaml.reader.ReaderError):  # libyaml: a byte offset
+            line = text.encode("utf-8", "surrogatepass")[: exc.position].count(b"\n")
         else:
             line = None
         where = "<document>" if line is None else f"line {line + 1}"
@@ -126,7 +205,7 @@ def _check_nodes(root: yaml.Node, loader: _ConfigLoader, file: str) -> None:
     """Refuse what safe_load would accept silently or could not bound.
 
     - a duplicate key (safe_load keeps the last value without a word);
-    - a key that is not a string (`1:`, `yes:`, `null:`, `[a]:`);
+    - a key that is not a string (`1:`, `true:`, `null:`, `[a]:`);
     - an alias cycle (`a: &x [*x]`);
     - aliases that expand past MAX_YAML_NODES nodes or MAX_YAML_DEPTH levels
       ("billion laughs"): PyYAML builds shared objects cheaply, but validating,
@@ -138,18 +217,20 @@ def _check_nodes(root: yaml.Node, loader: _ConfigLoader, file: str) -> None:
     size: dict[int, int] = {}
     depth: dict[int, int] = {}
     active: set[int] = set()
-    stack: list[tuple[yaml.Node, list[str], bool]] = [(root, [], False)]
+    # (node, its path as nested (parent, part) pairs, its children once entered)
+    stack: list[tuple[yaml.Node, Any, list[tuple[yaml.Node, str]] | None]] = [
+        (root, None, None)
+    ]
     while stack:
-        node, path, leaving = stack.pop()
-        children = _children(node)
-        if leaving:
+        node, path, children = stack.pop()
+        if children is not None:  # leaving: every child is counted
             active.discard(id(node))
             size[id(node)] = 1 + sum(size[id(c)] for c, _ in children)
             depth[id(node)] = 1 + max((depth[id(c)] for c, _ in children), default=0)
             if size[id(node)] > MAX_YAML_NODES or depth[id(node)] > MAX_YAML_DEPTH:
                 raise ConfigError(
                     file,
-                    dotted(path),
+                    dotted(_parts(path)),
                     Shown(f"<{_kind(node)} at line {node.start_mark.line + 1}>"),
                     f"aliases expand to more than {MAX_YAML_NODES} nodes or "
                     f"{MAX_YAML_DEPTH} levels",
@@ -157,18 +238,31 @@ def _check_nodes(root: yaml.Node, loader: _ConfigLoader, file: str) -> None:
             continue
         if id(node) in size:
             continue  # an alias to a node already checked
+        if isinstance(node, yaml.ScalarNode):
+            size[id(node)] = depth[id(node)] = 1
+            continue
         if id(node) in active:
             raise ConfigError(
                 file,
-                dotted(path),
+                dotted(_parts(path)),
                 Shown(f"<alias at line {node.start_mark.line + 1}>"),
                 "an alias refers to a node that contains it (a cycle)",
             )
         active.add(id(node))
         if isinstance(node, yaml.MappingNode):
-            _check_keys(node, path, loader, file)
-        stack.append((node, path, True))
-        stack.extend((c, [*path, part], False) for c, part in reversed(children))
+            _check_keys(node, _parts(path), loader, file)
+        children = _children(node)  # once per node: entering and leaving share it
+        stack.append((node, path, children))
+        stack.extend((c, (path, part), None) for c, part in reversed(children))
+
+
+def _parts(path: Any) -> list[str]:
+    """A key path kept as nested `(parent, part)` pairs, as a list of parts."""
+    parts: list[str] = []
+    while path is not None:
+        path, part = path
+        parts.append(part)
+    return parts[::-1]
 
 
 def _children(node: yaml.Node) -> list[tuple[yaml.Node, str]]:
@@ -197,7 +291,7 @@ def _check_keys(
                 file,
                 dotted([*path, _key_text(key)]),
                 _node_value(key, loader),
-                f"line {line}: a key must be a string (YAML reads 1, yes, no, "
+                f"line {line}: a key must be a string (YAML reads 1, true, "
                 "null and [..] as other types; quote the key)",
             )
         if key.value in first:

@@ -30,11 +30,16 @@ from langchain_core.runnables import (
     RunnableSerializable,
 )
 from langchain_core.runnables.config import patch_config
-from pydantic import ConfigDict
+from pydantic import ConfigDict, model_validator
 
 from langchain_ragbudget._budget_report import BudgetedContext, BudgetReport
 from langchain_ragbudget._identity import document_key, with_metadata
 from langchain_ragbudget._metadata_keys import CONTEXT_TOKENS, FUSED_RANK, HEADER_TOKENS
+from langchain_ragbudget._overrides import (
+    field_names,
+    known_keywords,
+    refuse_unknown,
+)
 from langchain_ragbudget._sentence_scoring import fitted_relevance, overlap_relevance
 from langchain_ragbudget._shortening import Shortener
 from langchain_ragbudget._tokens import count_tokens
@@ -110,7 +115,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         config: RagBudgetConfig | str | Path | None = None,
         *,
         surface: str = "chat",
-        **kwargs: Any,
+        **overrides: Any,
     ) -> ContextBudget:
         """The budget of `surface`, as the configuration describes it.
 
@@ -118,21 +123,43 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             config: A loaded configuration, a YAML file, or None for the shipped
                 defaults.
             surface: A key of the config's `surfaces`.
-            **kwargs: Further fields, e.g. `format`.
+            **overrides: Surface settings to use instead of the configured ones
+                (`max_tokens`, `max_docs`, `packing`...), and the budget's own
+                fields (`format`, `id_key`).
 
         Returns:
-            The budget, with the config's `retrieval.id_key`.
+            The budget, with the config's `retrieval.id_key` unless `id_key` is
+            given.
 
         Raises:
             ConfigError: The file is invalid, or it has no such surface.
+            TypeError: A keyword is neither a surface setting nor a field.
+            ValidationError: An override's value is not valid for its setting.
         """
         config = as_config(config)
+        own = field_names(cls) - {"surface", "settings"}
+        refuse_unknown(
+            "ContextBudget.from_config()",
+            overrides,
+            own | field_names(SurfaceSettings),
+        )
+        settings = config.surface(surface)
+        changed = {k: v for k, v in overrides.items() if k not in own}
+        if changed:  # validated as the file's values are, not copied unchecked
+            settings = SurfaceSettings.model_validate(
+                {**settings.model_dump(), **changed}
+            )
+        fields = {k: v for k, v in overrides.items() if k in own}
         return cls(
             surface=surface,
-            settings=config.surface(surface),
-            id_key=config.retrieval.id_key,
-            **kwargs,
+            settings=settings,
+            **{"id_key": config.retrieval.id_key, **fields},
         )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keywords(cls, data: Any) -> Any:
+        return known_keywords(cls, data)
 
     def fit(
         self,

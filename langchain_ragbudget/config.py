@@ -13,6 +13,8 @@ re-exported here.
 
 from __future__ import annotations
 
+import copy
+import functools
 from dataclasses import dataclass
 from enum import StrEnum
 from importlib import resources
@@ -27,14 +29,17 @@ from pydantic import (
     StrictInt,
     StrictStr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
 from langchain_ragbudget._config_data import (
+    check_surface_names,
     deep_merge,
     dotted,
     has_key_path,
     leaves,
+    surface_name_problem,
     validation_error,
 )
 from langchain_ragbudget._settings_fields import (
@@ -101,7 +106,7 @@ class RetrievalSettings(StrictModel):
 
     k: StrictInt = Field(10, ge=1)
     fusion: FusionMethod = "rrf"
-    rrf_c: StrictFloat = Field(60.0, ge=0)
+    rrf_c: StrictFloat = Field(60.0, gt=0)
     id_key: StrictStr | None = "chunk_id"
     sparse: RetrieverSettings = RetrieverSettings()
     dense: RetrieverSettings = RetrieverSettings()
@@ -352,6 +357,15 @@ class RagBudgetConfig(StrictModel):
     surfaces: dict[str, SurfaceSettings]
     source: StrictStr = Field(DEFAULT_CONFIG_NAME, exclude=True)
 
+    @field_validator("surfaces")
+    @classmethod
+    def _readable_names(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for name in value:
+            problem = surface_name_problem(name)
+            if problem is not None:
+                raise ValueError(f"surface {name!r}: {problem}")
+        return value
+
     def surface(self, name: str) -> SurfaceSettings:
         """Return one surface's budget, or fail naming the surfaces that exist.
 
@@ -489,7 +503,7 @@ class _Loaded:
 
 
 def _load(path: str | Path | None) -> _Loaded:
-    defaults = read_yaml(_default_text(), DEFAULT_CONFIG_NAME)
+    defaults = _defaults()
     if path is None:
         return _Loaded(_validate(defaults, DEFAULT_CONFIG_NAME), defaults, {})
     file = str(path)
@@ -557,13 +571,20 @@ def as_config(config: RagBudgetConfig | str | Path | None) -> RagBudgetConfig:
     return config if isinstance(config, RagBudgetConfig) else load_config(config)
 
 
-def _default_text() -> str:
+def _defaults() -> dict[str, Any]:
+    """The shipped defaults: parsed once per process, a fresh copy per load."""
+    return copy.deepcopy(_parsed_defaults())
+
+
+@functools.cache
+def _parsed_defaults() -> dict[str, Any]:
     resource = resources.files("langchain_ragbudget").joinpath(DEFAULT_CONFIG_NAME)
-    return resource.read_text(encoding="utf-8")
+    return read_yaml(resource.read_text(encoding="utf-8"), DEFAULT_CONFIG_NAME)
 
 
 def _validate(data: dict[str, Any], file: str) -> RagBudgetConfig:
     """Validate merged settings; blame `file`, since the shipped defaults are valid."""
+    check_surface_names(data, file)
     try:
         return RagBudgetConfig.model_validate({**data, "source": file})
     except ValidationError as exc:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import NamedTuple, get_args
+from typing import Any, NamedTuple, get_args
 
 from langchain_ragbudget.config import FusionMethod
 
@@ -84,6 +84,24 @@ def first_ranks(keys: Sequence[str]) -> dict[str, int]:
     return dict(zip(distinct, range(1, len(distinct) + 1), strict=True))
 
 
+def check_rrf_c(c: Any) -> None:
+    """Refuse an RRF constant that is not a finite number above 0.
+
+    At infinity every score is 0 and the order falls back to first seen; a
+    negative one can divide by zero at rank `-c`.
+
+    Raises:
+        ValueError: `c` is a bool, not a number, NaN, infinite, or not above 0.
+    """
+    if not (
+        isinstance(c, int | float)
+        and not isinstance(c, bool)
+        and math.isfinite(c)
+        and c > 0
+    ):
+        raise ValueError(f"c must be a finite number > 0, got {c!r}")
+
+
 def weighted_rrf(
     rankings: Sequence[Sequence[str]], weights: Sequence[float], c: float = 60.0
 ) -> list[Fused]:
@@ -95,7 +113,8 @@ def weighted_rrf(
     Args:
         rankings: One ranked list of document keys per retriever, best first.
         weights: One finite, non-negative weight per list, not all zero.
-        c: The RRF constant; larger values flatten the advantage of top ranks.
+        c: The RRF constant, finite and above 0; larger values flatten the
+            advantage of top ranks.
 
     Returns:
         Every key once, as `Fused(key, score, ranks)`, best first; `ranks` holds
@@ -105,8 +124,7 @@ def weighted_rrf(
         ValueError: The weights do not match the lists or are not valid.
     """
     validate_weights(weights, len(rankings))
-    if not (isinstance(c, int | float) and math.isfinite(c) and c >= 0):
-        raise ValueError(f"c must be a finite number >= 0, got {c!r}")
+    check_rrf_c(c)
     per_list = [first_ranks(keys) for keys in rankings]
     scores: dict[str, float] = {}  # insertion order is first-seen order
     for weight, ranks in zip(weights, per_list, strict=True):
@@ -265,7 +283,7 @@ def fuse(
         weights: One finite, non-negative weight per list, not all zero.
         scores: Each key's score, aligned with `rankings`; needed by the score
             methods, not read by `rrf`.
-        c: The RRF constant (`rrf` only).
+        c: The RRF constant, finite and above 0 (read by `rrf` only).
 
     Returns:
         Every key once, best first (see `weighted_rrf` and `score_fusion`).
@@ -274,6 +292,7 @@ def fuse(
         ValueError: An unknown method, a score method without scores, or invalid
             weights or `c`.
     """
+    check_rrf_c(c)  # even for a score method: a bad constant is a bug either way
     if method == "rrf":
         return weighted_rrf(rankings, weights, c)
     normalise = NORMALISERS.get(method)

@@ -36,6 +36,7 @@ from langchain_ragbudget._metadata_keys import (
     rank_key,
     score_key,
 )
+from langchain_ragbudget._overrides import known_keywords
 from langchain_ragbudget._validation import check_documents, check_query, finite_score
 from langchain_ragbudget.config import FusionMethod, RetrievalSettings, default_of
 from langchain_ragbudget.errors import InvalidInputError
@@ -126,12 +127,18 @@ class HybridRetriever(BaseRetriever):
     k: int = Field(default_of(RetrievalSettings, "k"), ge=1)
     fusion: FusionMethod = default_of(RetrievalSettings, "fusion")
     rrf_c: float = Field(
-        default_of(RetrievalSettings, "rrf_c"), ge=0, allow_inf_nan=False
+        default_of(RetrievalSettings, "rrf_c"), gt=0, allow_inf_nan=False
     )
     id_key: str | None = default_of(RetrievalSettings, "id_key")
     score_key: str = "score"
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keywords(cls, data: Any) -> Any:
+        """Refuse a keyword that is no field (`c=` for `rrf_c`), naming the choices."""
+        return known_keywords(cls, data)
 
     @model_validator(mode="after")
     def _check_lengths(self) -> HybridRetriever:

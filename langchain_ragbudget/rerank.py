@@ -19,13 +19,14 @@ from typing import Any, Literal
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from langchain_ragbudget._disk import cache_root, publish_folder
 from langchain_ragbudget._identity import document_key, with_metadata
 from langchain_ragbudget._logging_guard import root_logger_untouched
 from langchain_ragbudget._metadata_keys import RERANK_RANK, RERANK_SCORE
 from langchain_ragbudget._model_cache import shared
+from langchain_ragbudget._overrides import field_names, known_keywords, refuse_unknown
 from langchain_ragbudget._validation import check_documents, check_query, finite_score
 from langchain_ragbudget.config import (
     RagBudgetConfig,
@@ -147,12 +148,20 @@ class FlashRankRerank(
 
         Raises:
             ConfigError: The file is invalid.
+            TypeError: A keyword is not a field of the stage (`enabled` is
+                not: a disabled stage is one the caller leaves out).
             ModelUnavailableError: The model cannot be had and
                 `on_unavailable` is `error`.
         """
         config = as_config(config)
+        refuse_unknown("FlashRankRerank.from_config()", kwargs, field_names(cls))
         settings = config.rerank.model_dump(exclude={"enabled"})
         return cls(**{**settings, "id_key": config.retrieval.id_key, **kwargs})
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keywords(cls, data: Any) -> Any:
+        return known_keywords(cls, data)
 
     @property
     def model_cache_dir(self) -> Path:

@@ -9,6 +9,8 @@ every setting, so the runtime needs neither pickle nor the library that fitted t
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal, cast
 
 from pydantic import (
@@ -18,10 +20,32 @@ from pydantic import (
     StrictInt,
     StrictStr,
     Tag,
+    field_validator,
     model_validator,
 )
 
 from langchain_ragbudget._settings_fields import StrictModel
+from langchain_ragbudget._signal_names import FEATURES
+
+
+def check_features(names: Iterable[str]) -> None:
+    """Refuse a feature name the package never computes (`_signal_names.FEATURES`).
+
+    A model reading such a feature would find it missing on every question, so
+    the check could never say anything; better refused when the file loads.
+
+    Raises:
+        ValueError: Naming the first unknown feature, the closest known one and
+            every known one.
+    """
+    for name in names:
+        if name not in FEATURES:
+            close = difflib.get_close_matches(name, FEATURES, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(
+                f"unknown feature {name!r}{hint} (the package computes: "
+                f"{', '.join(FEATURES)})"
+            )
 
 
 class CombinedEvidence(StrictModel):
@@ -45,6 +69,12 @@ class CombinedEvidence(StrictModel):
     intercept: StrictFloat
     threshold: StrictFloat = Field(ge=0, le=1)
     fitted_on: StrictStr = ""
+
+    @field_validator("coefficients")
+    @classmethod
+    def _known_features(cls, value: dict[str, float]) -> dict[str, float]:
+        check_features(value)
+        return value
 
 
 MAX_TREES = 500
@@ -73,6 +103,12 @@ class TreeNode(StrictModel):
     left: StrictInt | None = None
     right: StrictInt | None = None
     value: StrictFloat | None = None
+
+    @field_validator("feature")
+    @classmethod
+    def _known_feature(cls, value: str | None) -> str | None:
+        check_features([] if value is None else [value])
+        return value
 
     @model_validator(mode="after")
     def _split_or_leaf(self) -> TreeNode:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 from sklearn.ensemble import GradientBoostingClassifier
 
 from langchain_ragbudget._trees import boosted_score, tree_value
@@ -19,7 +20,6 @@ from langchain_ragbudget.config import (
     WeakEvidenceSettings,
     load_config,
 )
-from langchain_ragbudget.errors import ConfigError
 from langchain_ragbudget.evaluation import _weak_fit as weak_fit
 from langchain_ragbudget.evaluation._report import weak_evidence_yaml
 from langchain_ragbudget.evaluation._weak_evidence import WeakEvidence
@@ -175,11 +175,9 @@ def with_model(model: TreeEvidence) -> RagBudgetConfig:
 
 @pytest.mark.needs_tiktoken
 def test_a_tree_reading_an_unknown_signal_is_refused_by_its_key() -> None:
-    with pytest.raises(ConfigError) as caught:
-        build_budget("chat", with_model(hand_tree(feature="secret_sauce")))
-    assert caught.value.key == (
-        "surfaces.chat.weak_evidence.combined.trees.0.nodes.1.feature"
-    )
-    assert "secret_sauce" in str(caught.value)
+    with pytest.raises(ValidationError) as caught:  # refused where it is made
+        hand_tree(feature="secret_sauce")
+    assert caught.value.errors()[0]["loc"] == ("trees", 0, "nodes", 1, "feature")
+    assert "unknown feature 'secret_sauce'" in str(caught.value)
     budget = build_budget("chat", with_model(hand_tree()))  # known signals wire
     assert budget.settings.weak_evidence.combined == hand_tree()

@@ -180,7 +180,7 @@ BAD_CONFIGS: list[tuple[str, str | bytes, str, str]] = [
      "node 1 has two parents"),
     ("tree-orphan-node", _TREES + _LEAF * 2, _TREE_KEY, "nodes [1] are the child"),
     ("tree-nan-threshold",
-     _TREES + "          - {feature: x, threshold: .nan, left: 1, right: 2}\n"
+     _TREES + "          - {feature: dense_top, threshold: .nan, left: 1, right: 2}\n"
      + _LEAF * 2, f"{_TREE_KEY}.nodes.0.threshold", "nan"),
     ("tree-node-split-and-leaf",
      _TREES + "          - {feature: dense_top, value: 1}\n",
@@ -193,12 +193,12 @@ BAD_CONFIGS: list[tuple[str, str | bytes, str, str]] = [
     ("inf-timeout", "llm:\n  timeout: .inf\n", "llm.timeout", "inf"),
     ("inf-in-options", "embedding:\n  options: {scale: .inf}\n",
      "embedding.options", "inf"),
-    ("bool-for-int", "surfaces:\n  chat:\n    max_docs: yes\n",
+    ("bool-for-int", "surfaces:\n  chat:\n    max_docs: true\n",
      "surfaces.chat.max_docs", "True"),
     ("fraction-for-int", "rerank:\n  top_n: 2.5\n", "rerank.top_n", "2.5"),
     ("ef-search-zero", "vector_store:\n  ef_search: 0\n", "vector_store.ef_search",
      "0"),
-    ("ef-search-bool", "vector_store:\n  ef_search: yes\n",
+    ("ef-search-bool", "vector_store:\n  ef_search: true\n",
      "vector_store.ef_search", "True"),
 
     ("float-for-int", "index:\n  chunk_size: 300.0\n", "index.chunk_size", "300.0"),
@@ -228,8 +228,8 @@ BAD_CONFIGS: list[tuple[str, str | bytes, str, str]] = [
     ("weak-evidence-a-list", "surfaces:\n  chat:\n    weak_evidence: [0.3]\n",
      "surfaces.chat.weak_evidence", "[0.3]"),
     ("int-key", "1: x\n", "1", "1"),
-    ("bool-key", "surfaces:\n  yes: {max_docs: 1, max_tokens: 9}\n",
-     "surfaces.yes", "True"),
+    ("bool-key", "surfaces:\n  true: {max_docs: 1, max_tokens: 9}\n",
+     "surfaces.true", "True"),
     ("null-key", "retrieval:\n  ~: 3\n", "retrieval.~", "None"),
     ("list-key", "? [a, b]\n: x\n", "<sequence key>", "<sequence at line 1>"),
     ("unknown-key", "surfaces:\n  chat:\n    max_doc: 3\n",
@@ -251,6 +251,29 @@ BAD_CONFIGS: list[tuple[str, str | bytes, str, str]] = [
     ("root-a-list", "- a\n- b\n", "<root>", "['a', 'b']"),
     ("root-a-scalar", "hello\n", "<root>", "'hello'"),
     ("too-large", "# " + "x" * (1 << 20) + "\n", "<file>", "bytes"),
+    # YAML 1.2 core schema: a value means what it looks like
+    ("base-60-number", "surfaces:\n  chat:\n    max_tokens: 1:30\n",
+     "surfaces.chat.max_tokens", "'1:30'"),
+    ("yes-for-bool", "rerank:\n  enabled: yes\n", "rerank.enabled", "'yes'"),
+    ("on-for-bool", "tracing:\n  otel: on\n", "tracing.otel", "'on'"),
+    ("underscore-int", "retrieval:\n  k: 1_000\n", "retrieval.k", "'1_000'"),
+    ("binary-int", "retrieval:\n  k: 0b101\n", "retrieval.k", "'0b101'"),
+    ("rrf-c-zero", "retrieval:\n  rrf_c: 0\n", "retrieval.rrf_c", "0"),
+    ("surface-trailing-space", "surfaces:\n  'chat ':\n    max_tokens: 100\n",
+     "surfaces.'chat '", "'chat '"),
+    ("surface-empty-name", "surfaces:\n  '': {max_docs: 2}\n", "surfaces.''", "''"),
+    ("surface-control-char", 'surfaces:\n  "chat\\x01": {max_docs: 2}\n',
+     "surfaces.'chat\\x01'", "'chat\\x01'"),
+    ("surface-zero-width", 'surfaces:\n  "chat\\u200b": {max_docs: 2}\n',
+     "surfaces.'chat\\u200b'", "'chat\\u200b'"),
+    ("tree-unknown-feature", _TREES
+     + "          - {feature: secret_sauce, threshold: 0.4, left: 1, right: 2}\n"
+     + _LEAF * 2, f"{_TREE_KEY}.nodes.0.feature", "'secret_sauce'"),
+    ("logistic-unknown-feature", "surfaces:\n  chat:\n    weak_evidence:\n"
+     "      combined: {coefficients: {dense_topp: 1}, intercept: 0, threshold: 0.5}\n",
+     "surfaces.chat.weak_evidence.combined.coefficients", "dense_topp"),
+    ("too-many-nodes", "index:\n  placeholders:\n" + "  - a\n" * 100_001,
+     "line 99998", "'- a'"),
 ]  # fmt: skip
 
 

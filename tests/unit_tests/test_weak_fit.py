@@ -60,14 +60,16 @@ def test_threshold_for_precision_by_hand() -> None:
 
 
 def test_the_fitted_model_reproduces_its_probabilities() -> None:
-    features = [{"a": float(i % 7), "b": float(i % 3)} for i in range(40)]
+    features = [
+        {"dense_top": float(i % 7), "coverage": float(i % 3)} for i in range(40)
+    ]
     labels = [i % 7 > 2 for i in range(40)]
     cases = Cases(features, [None] * 40, ["none"] * 40, labels)
-    model, search = fit_logistic(cases, ["a", "b"], 0.8, "toy")
+    model, search = fit_logistic(cases, ["dense_top", "coverage"], 0.8, "toy")
     probabilities = combined_scores(cases, model)
     assert auroc(search.held_out, labels) > 0.9
-    assert auroc(probabilities, labels) > 0.9  # `a` separates the classes
-    assert model.coefficients["a"] > 0 and 0 < model.threshold < 1
+    assert auroc(probabilities, labels) > 0.9  # dense_top separates the classes
+    assert model.coefficients["dense_top"] > 0 and 0 < model.threshold < 1
     chosen = float(model.fitted_on.split("C=")[1].split()[0])
     assert model.fitted_on.startswith("toy; ") and chosen in REGULARISATION
 
