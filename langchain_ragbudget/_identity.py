@@ -104,19 +104,25 @@ def _fresh(key: str, taken: set[str]) -> str:
     return name
 
 
-def entry_keys(documents: Sequence[Document], id_key: str | None) -> list[str]:
+def entry_keys(
+    documents: Sequence[Document],
+    id_key: str | None,
+    reserved: Iterable[str] = (),
+) -> list[str]:
     """One distinct key per candidate of one list, by the `distinct_keys` rule.
 
     Within one list every position is its own candidate: a key seen again (with
     another text or source, or even the same passage repeated) becomes `key#2`,
     `#3`..., skipping any name already in use. Keys that differ only after `str()`
-    (`1` and `"1"`) are one key and are told apart the same way.
+    (`1` and `"1"`) are one key and are told apart the same way. A `reserved` key
+    (one an earlier stage already recorded dropping) is renamed the same way, so
+    no key is both kept and dropped.
     """
     keys = [document_key(document, id_key) for document in documents]
-    if len(set(keys)) == len(keys):
+    seen = set(reserved)
+    if len(set(keys)) == len(keys) and seen.isdisjoint(keys):
         return keys
-    taken = set(keys)
-    seen: set[str] = set()
+    taken = seen | set(keys)
     out = []
     for key in keys:
         if key in seen:
@@ -127,17 +133,20 @@ def entry_keys(documents: Sequence[Document], id_key: str | None) -> list[str]:
 
 
 def unique_documents(
-    documents: Sequence[Document], id_key: str | None
+    documents: Sequence[Document],
+    id_key: str | None,
+    reserved: Iterable[str] = (),
 ) -> Sequence[Document]:
     """`documents` with each one's entry key (`entry_keys`) as its `Document.id`.
 
     Called by every stage that can be a chain's first, so that packing, records,
     citations and the run ledger all name a candidate the same way whatever ids
-    the caller's documents hold. Returns `documents` itself when every id already
-    is its key (a list from an earlier stage); otherwise a plain list holding
-    copies where needed, so the caller reads earlier records from its input.
+    the caller's documents hold; `reserved` as in `entry_keys`. Returns
+    `documents` itself when every id already is its key (a list from an earlier
+    stage); otherwise a plain list holding copies where needed, so the caller
+    reads earlier records from its input.
     """
-    keys = entry_keys(documents, id_key)
+    keys = entry_keys(documents, id_key, reserved)
     if all(doc.id == key for doc, key in zip(documents, keys, strict=True)):
         return documents
     return [

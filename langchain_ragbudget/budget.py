@@ -55,10 +55,9 @@ from langchain_ragbudget.evidence import assess_evidence
 from langchain_ragbudget.ledger import (
     DropReason,
     DropRecord,
+    Records,
     RunLedger,
-    ScoreIssue,
     Stage,
-    StageSkip,
     TrimRecord,
     ledgers_of,
     records_of,
@@ -68,7 +67,6 @@ from langchain_ragbudget.packing import PackItem, PackResult, pack
 from langchain_ragbudget.render import ContextFormat, group_citations
 
 REPORT_EVENT = "ragbudget_context_report"
-_Records = tuple[list[DropRecord], list[StageSkip], list[ScoreIssue]]
 
 
 class ContextBudget(RunnableSerializable[Any, Any]):
@@ -171,7 +169,9 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         given = check_documents(documents)
         records = records_of(given, scoped)
         # one distinct key per candidate, as its Document.id, from here on
-        documents = unique_documents(given, self.id_key)
+        documents = unique_documents(
+            given, self.id_key, (record.key for record in records[0])
+        )
         shorten = self._shortener(documents, question)
         packed = self._pack(documents, shorten)
         kept, shortened, trimmed = self._keep(packed, shorten)
@@ -254,7 +254,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     def _report(
         self,
         packed: _Packed,
-        earlier: tuple[_Records, Sequence[RunLedger]],
+        earlier: tuple[Records, Sequence[RunLedger]],
         blocks: Sequence[str],
         kept: Sequence[Document],
         trimmed: list[TrimRecord],

@@ -199,7 +199,9 @@ class FlashRankRerank(
         upstream, skipped, issues = records_of(given)
         ledgers = ledgers_of(given)
         # one distinct key per candidate, as its Document.id, from here on
-        documents = unique_documents(given, self.id_key)
+        documents = unique_documents(
+            given, self.id_key, (record.key for record in upstream)
+        )
         if self._ranker is None:
             skip = StageSkip(Stage.RERANK, str(self._unavailable))
             for ledger in ledgers:

@@ -352,6 +352,26 @@ ID_CASES: dict[
 }
 
 
+def test_a_key_an_earlier_stage_dropped_is_never_kept_under_that_key(
+    tiny_flashrank_dir: Path,
+) -> None:
+    """A user step adds a passage under the id of one fusion cut: it is renamed."""
+    cut = _doc("y", TEXTS[1], "a.md")
+    hybrid = HybridRetriever(
+        retrievers=[ListRetriever(documents=[SAME, cut])], names=["only"], k=1
+    )
+    extra = _doc("y", TEXTS[3], "b.md")
+    for stage in ("budget", "rerank"):
+        found = [*hybrid.invoke(QUERY), extra]  # a plain list: records lost
+        if stage == "rerank":
+            found = _rerank(tiny_flashrank_dir).compress_documents(found, QUERY)
+        context = _budget("skip", 500).fit(found, question=QUERY)
+        assert context.report.kept_ids == ["x", "y#2"]
+        assert [(r.key, r.document.page_content) for r in context.report.drops] == [
+            ("y", TEXTS[1])
+        ]
+
+
 @pytest.mark.parametrize("case", sorted(ID_CASES))
 def test_identity_catalogue(case: str) -> None:
     docs, packing, max_tokens, kept, dropped, sources = ID_CASES[case]
