@@ -4,13 +4,18 @@ Never page_content alone: two chunks of different documents may share text, and 
 chunk may come back from two retrievers with different metadata. Keys are strings:
 `Document(id=1)` and `Document(id="1")` are the same key (LangChain stores ids as
 text). A key is never allowed to swallow a document: when one key arrives with two
-different texts, `distinct_keys` keeps them apart under `key#2`, `key#3`...
+different texts (or one text from two sources), `distinct_keys` keeps them apart
+under `key#2`, `key#3`...
+
+Every stage that can be a chain's first (fusion, the reranker, the budget) names its
+candidates this way at entry (`unique_documents`), and writes the key into the
+copy's `Document.id`, so every later stage, record and citation uses the same name.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
@@ -39,17 +44,29 @@ def document_key(document: Document, id_key: str | None = "chunk_id") -> str:
     return f"sha256:{content_hash(hashed)}"
 
 
-def distinct_keys(lists: Sequence[Sequence[tuple[str, str]]]) -> list[list[str]]:
-    """Keys that never put two different texts under one name.
+_Hit = tuple[str, Hashable]  # a candidate's key and what makes it that candidate
 
-    `lists` holds `(key, text)` per hit, per retriever. A key seen again with the
-    same text is the same candidate; with a different text it becomes `key#2` (then
-    `#3`...), skipping any name already in use, so both candidates are kept apart.
+
+def identity_of(document: Document) -> tuple[str, str | None]:
+    """What makes a candidate itself besides its key: its text and its source.
+
+    Two passages under one key are one candidate only if both agree.
+    """
+    return document.page_content, document_source(document)
+
+
+def distinct_keys(lists: Sequence[Sequence[_Hit]]) -> list[list[str]]:
+    """Keys that never put two different candidates under one name.
+
+    `lists` holds `(key, identity)` per hit, per retriever (`identity_of`). A key
+    seen again with the same identity is the same candidate; with a different one
+    it becomes `key#2` (then `#3`...), skipping any name already in use, so both
+    candidates are kept apart.
     """
     if _no_collision(lists):
         return [[key for key, _ in pairs] for pairs in lists]
     taken = {key for pairs in lists for key, _ in pairs}
-    texts: dict[str, dict[str, str]] = {}
+    texts: dict[str, dict[Hashable, str]] = {}
     out: list[list[str]] = []
     for pairs in lists:
         keys = []
@@ -64,12 +81,12 @@ def distinct_keys(lists: Sequence[Sequence[tuple[str, str]]]) -> list[list[str]]
     return out
 
 
-def _no_collision(lists: Sequence[Sequence[tuple[str, str]]]) -> bool:
-    """Whether no key carries two texts: the common case, checked cheaply.
+def _no_collision(lists: Sequence[Sequence[_Hit]]) -> bool:
+    """Whether no key carries two identities: the common case, checked cheaply.
 
     Both sides usually hand over the same text object, so `is` settles most pairs.
     """
-    first: dict[str, str] = {}
+    first: dict[str, Hashable] = {}
     for pairs in lists:
         for key, text in pairs:
             seen = first.setdefault(key, text)
@@ -85,6 +102,57 @@ def _fresh(key: str, taken: set[str]) -> str:
     name = f"{key}{COLLISION_MARK}{n}"
     taken.add(name)
     return name
+
+
+def entry_keys(
+    documents: Sequence[Document],
+    id_key: str | None,
+    reserved: Iterable[str] = (),
+) -> list[str]:
+    """One distinct key per candidate of one list, by the `distinct_keys` rule.
+
+    Within one list every position is its own candidate: a key seen again (with
+    another text or source, or even the same passage repeated) becomes `key#2`,
+    `#3`..., skipping any name already in use. Keys that differ only after `str()`
+    (`1` and `"1"`) are one key and are told apart the same way. A `reserved` key
+    (one an earlier stage already recorded dropping) is renamed the same way, so
+    no key is both kept and dropped.
+    """
+    keys = [document_key(document, id_key) for document in documents]
+    seen = set(reserved)
+    if len(set(keys)) == len(keys) and seen.isdisjoint(keys):
+        return keys
+    taken = seen | set(keys)
+    out = []
+    for key in keys:
+        if key in seen:
+            key = _fresh(key, taken)
+        seen.add(key)
+        out.append(key)
+    return out
+
+
+def unique_documents(
+    documents: Sequence[Document],
+    id_key: str | None,
+    reserved: Iterable[str] = (),
+) -> Sequence[Document]:
+    """`documents` with each one's entry key (`entry_keys`) as its `Document.id`.
+
+    Called by every stage that can be a chain's first, so that packing, records,
+    citations and the run ledger all name a candidate the same way whatever ids
+    the caller's documents hold; `reserved` as in `entry_keys`. Returns
+    `documents` itself when every id already is its key (a list from an earlier
+    stage); otherwise a plain list holding copies where needed, so the caller
+    reads earlier records from its input.
+    """
+    keys = entry_keys(documents, id_key, reserved)
+    if all(doc.id == key for doc, key in zip(documents, keys, strict=True)):
+        return documents
+    return [
+        doc if doc.id == key else doc.model_copy(update={"id": key})
+        for doc, key in zip(documents, keys, strict=True)
+    ]
 
 
 def with_metadata(document: Document, metadata: dict[str, Any]) -> Document:

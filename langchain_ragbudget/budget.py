@@ -33,7 +33,11 @@ from langchain_core.runnables.config import patch_config
 from pydantic import ConfigDict, model_validator
 
 from langchain_ragbudget._budget_report import BudgetedContext, BudgetReport
-from langchain_ragbudget._identity import document_key, with_metadata
+from langchain_ragbudget._identity import (
+    document_key,
+    unique_documents,
+    with_metadata,
+)
 from langchain_ragbudget._metadata_keys import CONTEXT_TOKENS, FUSED_RANK, HEADER_TOKENS
 from langchain_ragbudget._overrides import (
     field_names,
@@ -56,6 +60,7 @@ from langchain_ragbudget.evidence import assess_evidence
 from langchain_ragbudget.ledger import (
     DropReason,
     DropRecord,
+    Records,
     RunLedger,
     Stage,
     TrimRecord,
@@ -188,7 +193,12 @@ class ContextBudget(RunnableSerializable[Any, Any]):
                 cannot be encoded.
             ModelUnavailableError: The tiktoken encoding cannot be loaded.
         """
-        documents = check_documents(documents)
+        given = check_documents(documents)
+        records = records_of(given, scoped)
+        # one distinct key per candidate, as its Document.id, from here on
+        documents = unique_documents(
+            given, self.id_key, (record.key for record in records[0])
+        )
         shorten = self._shortener(documents, question)
         packed = self._pack(documents, shorten)
         kept, shortened, trimmed = self._keep(packed, shorten)
@@ -200,7 +210,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             documents=[doc for citation in citations for doc in citation.documents],
             citations=citations,
             text="".join(blocks),
-            report=self._report(packed, scoped, blocks, kept, trimmed),
+            report=self._report(packed, (records, scoped), blocks, kept, trimmed),
             evidence=assess_evidence(
                 kept,
                 self.settings.weak_evidence,
@@ -271,16 +281,20 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     def _report(
         self,
         packed: _Packed,
-        scoped: Sequence[RunLedger],
+        earlier: tuple[Records, Sequence[RunLedger]],
         blocks: Sequence[str],
         kept: Sequence[Document],
         trimmed: list[TrimRecord],
     ) -> BudgetReport:
-        """The report: the context's tokens, and every drop, skip and shortening."""
+        """The report: the context's tokens, and every drop, skip and shortening.
+
+        `earlier` holds the records of the stages before (read from the input as
+        given, before its candidates got their entry keys) and the scope's ledgers.
+        """
         settings = self.settings
         encoding = settings.encoding_name
         tokens_used = sum(count_tokens(block, encoding) for block in blocks)
-        upstream, skipped, issues = records_of(packed.documents, scoped)
+        (upstream, skipped, issues), scoped = earlier
         budget_drops = [
             self._drop_record(packed, i, reason) for i, reason in packed.result.dropped
         ]
@@ -309,15 +323,15 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     def _measure(self, documents: Sequence[Document]) -> list[PackItem]:
         """Each passage as the packer sees it; tokens are counted when it is weighed."""
         fmt, encoding = self.format, self.settings.encoding_name
-        first_seen: dict[str, int] = {}
+        first_seen: dict[tuple[str, str | None], int] = {}
         items = []
         for document in documents:
-            group = fmt.group_of(document, self.id_key)
+            group = fmt.cited_together(document, self.id_key)
             number = first_seen.setdefault(group, len(first_seen) + 1)
             items.append(
                 PackItem(
                     tokens=partial(_rendered_tokens, fmt, document, encoding),
-                    group=group,
+                    group=f"{number}",
                     group_tokens=partial(
                         _header_tokens, fmt, number, document, encoding
                     ),

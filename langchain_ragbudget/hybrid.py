@@ -27,7 +27,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, model_validator
 
-from langchain_ragbudget._identity import distinct_keys, document_key
+from langchain_ragbudget._identity import distinct_keys, document_key, identity_of
 from langchain_ragbudget._metadata_keys import (
     FUSED_RANK,
     FUSED_SCORE,
@@ -312,7 +312,8 @@ class HybridRetriever(BaseRetriever):
     ) -> CandidateList:
         """Fuse, keep the top `k`, record the rest; open the run's ledger.
 
-        Keys come from `distinct_keys`, so two texts under one id are two candidates;
+        Keys come from `distinct_keys`, so two texts (or two sources) under one id
+        are two candidates;
         each fused copy carries its key as `Document.id`, so every later stage names
         it the same way. Non-finite scores are left out and listed as issues (under
         a score method, missing ones too: they count 0).
@@ -437,7 +438,7 @@ def hit_keys(
     """Each retriever's hits as the keys fusion ranks (`distinct_keys`)."""
     return distinct_keys(
         [
-            [(document_key(doc, id_key), doc.page_content) for doc, _ in pairs]
+            [(document_key(doc, id_key), identity_of(doc)) for doc, _ in pairs]
             for pairs in hits
         ]
     )

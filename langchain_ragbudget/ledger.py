@@ -500,9 +500,13 @@ def issues_of(documents: Iterable[Document]) -> list[ScoreIssue]:
     return list(documents.issues) if isinstance(documents, CandidateList) else []
 
 
+Records = tuple[list[DropRecord], list[StageSkip], list[ScoreIssue]]
+"""Drops, skipped stages and score issues, as `records_of` gathers them."""
+
+
 def records_of(
     documents: Iterable[Document], scoped: Iterable[RunLedger] = ()
-) -> tuple[list[DropRecord], list[StageSkip], list[ScoreIssue]]:
+) -> Records:
     """Everything recorded so far: on the list, in its run ledgers and `scoped` ones.
 
     The ledgers fill in what a copied list lost; each record appears once.

@@ -124,6 +124,16 @@ class ContextFormat:
         value = document.metadata.get(self.group_key)
         return str(value) if value is not None else document_key(document, id_key)
 
+    def cited_together(
+        self, document: Document, id_key: str | None = "chunk_id"
+    ) -> tuple[str, str | None]:
+        """What passages must share to share a citation: group and source.
+
+        Two sources never share a citation number, even when their passages
+        carry the same document id.
+        """
+        return self.group_of(document, id_key), document_source(document)
+
     def render_header(self, citation: int, best: Document) -> str:
         """The header line of a citation, showing its best passage's score."""
         meta = best.metadata
@@ -211,16 +221,18 @@ def group_citations(
 ) -> list[Citation]:
     """Group passages by source document, numbered once in the order shown.
 
+    A group holds passages of one document id from one source (`cited_together`).
+
     Documents rank by their best passage; with `edges`, the best go first and last
     and the weakest in the middle (against lost-in-the-middle).
     """
-    groups: dict[str, list[Document]] = {}
+    groups: dict[tuple[str, str | None], list[Document]] = {}
     for document in documents:
-        groups.setdefault(fmt.group_of(document, id_key), []).append(document)
+        groups.setdefault(fmt.cited_together(document, id_key), []).append(document)
     ordered = edges_order(list(groups.items())) if edges else list(groups.items())
     return [
         Citation(number, group, tuple(docs))
-        for number, (group, docs) in enumerate(ordered, start=1)
+        for number, ((group, _), docs) in enumerate(ordered, start=1)
     ]
 
 

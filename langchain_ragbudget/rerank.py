@@ -22,7 +22,11 @@ from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from langchain_ragbudget._disk import cache_root, publish_folder
-from langchain_ragbudget._identity import document_key, with_metadata
+from langchain_ragbudget._identity import (
+    document_key,
+    unique_documents,
+    with_metadata,
+)
 from langchain_ragbudget._logging_guard import root_logger_untouched
 from langchain_ragbudget._metadata_keys import RERANK_RANK, RERANK_SCORE
 from langchain_ragbudget._model_cache import shared
@@ -199,10 +203,14 @@ class FlashRankRerank(
             InvalidInputError: `documents` is not a list of Documents or `query`
                 is not a non-empty string.
         """
-        documents = check_documents(documents)
+        given = check_documents(documents)
         query = check_query(query)
-        upstream, skipped, issues = records_of(documents)
-        ledgers = ledgers_of(documents)
+        upstream, skipped, issues = records_of(given)
+        ledgers = ledgers_of(given)
+        # one distinct key per candidate, as its Document.id, from here on
+        documents = unique_documents(
+            given, self.id_key, (record.key for record in upstream)
+        )
         if self._ranker is None:
             skip = StageSkip(Stage.RERANK, str(self._unavailable))
             for ledger in ledgers:

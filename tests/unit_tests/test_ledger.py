@@ -22,7 +22,7 @@ from langchain_core.runnables import (
 from list_retriever import ListRetriever
 
 from langchain_ragbudget import HybridRetriever, load_config
-from langchain_ragbudget._identity import document_key
+from langchain_ragbudget._identity import document_key, document_source
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.chain import context_warnings
 from langchain_ragbudget.config import SurfaceSettings
@@ -234,14 +234,17 @@ def test_hostile_input_every_candidate_accounted_and_no_line_forged(
     state = chain.invoke("solar panels policy")
     context = state["context"]
     report = context.report
-    # Every distinct (key, text) that entered is kept or recorded, exactly once.
-    entered = {(document_key(doc), doc.page_content) for doc in [*sparse, *dense]}
+    # Every distinct (key, text, source) that entered is kept or recorded, once.
+    entered = {
+        (document_key(doc), doc.page_content, document_source(doc))
+        for doc in [*sparse, *dense]
+    }
     accounted = report.kept_ids + [record.key for record in report.drops]
     assert len(accounted) == len(set(accounted)) == len(entered)
     seen = [d.page_content for d in context.documents] + [
         r.document.page_content for r in report.drops
     ]
-    assert sorted(seen) == sorted(text for _, text in entered)
+    assert sorted(seen) == sorted(text for _, text, _ in entered)
     if step[0] == "none":
         assert report.unaccounted == []
     # No passage, id or source makes a line of its own in the context...
