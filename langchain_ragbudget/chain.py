@@ -132,7 +132,7 @@ class BudgetedAnswer(BaseModel):
         """Jupyter's view: answer, warnings, then citations and every candidate."""
         evidence = Evidence(**self.evidence).describe()
         summary: list[tuple[str, object]] = [
-            ("surface", self.surface),
+            ("surface", display_name(self.surface)),
             ("tokens", f"{self.tokens_used} of {self.max_tokens}"),
             ("evidence", evidence),
             ("answer cut at the output limit", "yes" if self.truncated else "no"),
