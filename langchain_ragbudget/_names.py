@@ -73,6 +73,8 @@ def _pieces(value: str) -> list[str]:
     Built from the end, so a literal backslash knows what is shown after it: it is
     doubled when that would read as an escape (`\u202e` written out, `\\`).
     """
+    if _plain(value):
+        return list(value)
     out: list[str] = []
     after = ""
     last = len(value) - 1
@@ -91,6 +93,18 @@ def _pieces(value: str) -> list[str]:
         after = piece + after[:12]
     out.reverse()
     return out
+
+
+def _plain(value: str) -> bool:
+    """Printable ASCII with nothing to escape: every character shows as itself."""
+    return (
+        value.isascii()
+        and value.isprintable()
+        and "\\" not in value
+        and "[sha:" not in value
+        and value[:1] != " "
+        and value[-1:] != " "
+    )
 
 
 def _hash(value: str) -> str:

@@ -166,7 +166,9 @@ _NAMES = st.text(
         st.sampled_from(["\u202e", "\u200b", "\u00ad", "\t", "\r", "\n", "\u2028"]),
     ),
     max_size=40,
-) | st.sampled_from(["a [not NFC]", "…[sha:0123456789]…", "\\u202e", "a\\"])
+) | st.sampled_from(
+    ["a [not NFC]", "…[sha:0123456789]…", "[sha:0123456789]", "\\u202e", "a\\", " a"]
+)
 
 
 @given(_NAMES)
