@@ -23,6 +23,7 @@ from langchain_core.documents import Document
 from rich.console import Console
 from rich.table import Table
 
+from langchain_ragbudget._names import display_name
 from langchain_ragbudget._sentence_scoring import terms
 from langchain_ragbudget._sentences import sentence_spans
 from langchain_ragbudget._tokens import count_tokens
@@ -30,7 +31,7 @@ from langchain_ragbudget._validation import _surrogate_at
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.config import load_config
 from langchain_ragbudget.evaluation._beir import load_corpus
-from langchain_ragbudget.render import ContextFormat, one_line, quote
+from langchain_ragbudget.render import ContextFormat, quote
 
 console = Console(width=160)
 
@@ -100,7 +101,7 @@ def main() -> None:
             runnable: list[float] = []
             floor: list[float] = []
             fmt, encoding = budget.format, budget.settings.encoding_name
-            caches = (count_tokens, sentence_spans, terms, quote, one_line)
+            caches = (count_tokens, sentence_spans, terms, quote, display_name)
             for _ in range(args.repeat):
                 start = time.perf_counter()
                 budget.fit(docs, question=question)

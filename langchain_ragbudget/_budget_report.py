@@ -25,6 +25,7 @@ from langchain_ragbudget._evidence_rows import (
 )
 from langchain_ragbudget._html import Markup, display, element, folded, key_values
 from langchain_ragbudget._metadata_keys import CONTEXT_TOKENS
+from langchain_ragbudget._names import display_name
 from langchain_ragbudget.evidence import Evidence
 from langchain_ragbudget.ledger import (
     DropReason,
@@ -180,7 +181,7 @@ def _report_parts(
 ) -> list[Markup]:
     """The summary, the evidence table, skipped stages and score issues."""
     summary: list[tuple[str, object]] = [
-        ("surface", report.surface),
+        ("surface", display_name(report.surface)),
         ("tokens", f"{report.tokens_used} of {report.max_tokens} ({report.encoding})"),
         ("passages", f"{len(report.kept_ids)} kept of max_docs={report.max_docs}"),
         ("shortened", len(report.trimmed)),

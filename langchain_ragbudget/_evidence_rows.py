@@ -28,6 +28,7 @@ from langchain_ragbudget._metadata_keys import (
     score_label,
     scores_of,
 )
+from langchain_ragbudget._names import display_name
 
 KEPT = "kept"
 SHORTENED = "shortened"
@@ -35,6 +36,7 @@ DROPPED = "dropped"
 CANDIDATE = "candidate"  # still in a candidate list: no stage has decided yet
 TEXT = "text"  # the entry key of the passage's text, shown folded
 Entry = Mapping[str, Any]
+NAME_LIMIT = 400  # characters of an id or source in a table cell
 
 
 @dataclass(frozen=True)
@@ -122,8 +124,8 @@ def _cells(
     cells: list[object] = [
         status,
         _number(entry.get(FUSED_RANK)),
-        str(entry["id"]),
-        _text(entry.get("source")),
+        _name(entry["id"]),
+        _name(entry.get("source")),
         _text(stage),
         _text(entry.get("reason")),
         *(_number(entry.get(key)) for key in scores),
@@ -178,9 +180,9 @@ def citations_table(citations: Sequence[Entry]) -> Markup:
         [
             [
                 f"[{c['number']}]",
-                str(c["document"]),
-                _text(c.get("source")),
-                ", ".join(map(str, c.get("passages", ()))),
+                _name(c["document"]),
+                _name(c.get("source")),
+                ", ".join(map(_name, c.get("passages", ()))),
             ]
             for c in citations
         ],
@@ -202,7 +204,7 @@ def issues_table(issues: Sequence[Entry]) -> Markup:
     return table(
         ["stage", "id", "field", "value"],
         [
-            [str(i["stage"]), str(i["id"]), str(i["field"]), str(i["value"])]
+            [str(i["stage"]), _name(i["id"]), _name(i["field"]), str(i["value"])]
             for i in issues
         ],
         caption="scores that were not finite numbers (ignored)",
@@ -251,6 +253,11 @@ def _number(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"
     return "-" if value is None else str(value)
+
+
+def _name(value: object) -> str:
+    """An id or source as every display shows it (`display_name`); `-` for none."""
+    return "-" if value is None else display_name(str(value), NAME_LIMIT)
 
 
 def _text(value: object) -> str:

@@ -32,11 +32,11 @@ from langchain_ragbudget._evidence_rows import (
     skipped_table,
 )
 from langchain_ragbudget._html import display, element, key_values
+from langchain_ragbudget._names import display_name
 from langchain_ragbudget._triage import LikelyLost, likely_lost
 from langchain_ragbudget.budget import BudgetedContext, BudgetReport
 from langchain_ragbudget.evidence import COMBINED, UNKNOWN_COMBINED, Evidence
 from langchain_ragbudget.ledger import DropReason, DropRecord, Stage
-from langchain_ragbudget.render import one_line
 
 DEFAULT_PROMPT = ChatPromptTemplate.from_messages(
     [
@@ -62,6 +62,7 @@ WEAK_NOTE = (
 )
 _TRUNCATED_REASONS = {"length", "max_tokens", "MAX_TOKENS"}
 _MAX_NAMED = 12  # ids named in one warning line; the structured answer has them all
+_NAME_LIMIT = 80  # characters of one id in a warning line (display_name shortens)
 ANSWER_RUN = "budgeted_stuff_chain"  # the run name of the stuff chain, for tracers
 # Drop reasons in pipeline order, for the counts of the warning line.
 _REASON_ORDER = (
@@ -121,7 +122,7 @@ class BudgetedAnswer(BaseModel):
     def __repr__(self) -> str:
         drops = drop_counts((d.get("stage"), d.get("reason")) for d in self.dropped)
         return (
-            f"BudgetedAnswer({one_line(self.answer, 60)!r}, "
+            f"BudgetedAnswer({display_name(self.answer, 60)!r}, "
             f"{len(self.warnings)} warning(s), {len(self.citations)} citation(s), "
             f"{len(self.kept)} kept ({len(self.shortened)} shortened), {drops}, "
             f"{self.tokens_used} of {self.max_tokens} tokens ({self.surface!r}))"
@@ -131,7 +132,7 @@ class BudgetedAnswer(BaseModel):
         """Jupyter's view: answer, warnings, then citations and every candidate."""
         evidence = Evidence(**self.evidence).describe()
         summary: list[tuple[str, object]] = [
-            ("surface", self.surface),
+            ("surface", display_name(self.surface)),
             ("tokens", f"{self.tokens_used} of {self.max_tokens}"),
             ("evidence", evidence),
             ("answer cut at the output limit", "yes" if self.truncated else "no"),
@@ -167,10 +168,15 @@ def prompt_inputs(question: str, context: BudgetedContext) -> dict[str, str]:
     }
 
 
-def _ids(keys: Sequence[str]) -> str:
-    """Ids for a warning line: each escaped to one line, the list kept short."""
-    shown = ", ".join(one_line(key, 80) for key in keys[:_MAX_NAMED])
-    more = len(keys) - _MAX_NAMED
+def _name(key: str) -> str:
+    """An id or source as a warning shows it (`display_name`, kept short)."""
+    return display_name(key, _NAME_LIMIT)
+
+
+def _ids(shown_items: Sequence[str]) -> str:
+    """Items for a warning line (each names its id through `_name`), kept few."""
+    shown = ", ".join(shown_items[:_MAX_NAMED])
+    more = len(shown_items) - _MAX_NAMED
     return f"{shown} and {more} more" if more > 0 else shown
 
 
@@ -198,7 +204,7 @@ def _drop_warnings(context: BudgetedContext) -> list[str]:
     """
     report = context.report
     lines = []
-    if unaccounted := [r.key for r in report.unaccounted]:
+    if unaccounted := [_name(r.key) for r in report.unaccounted]:
         lines.append(
             f"[warning: {len(unaccounted)} candidate(s) vanished between stages with "
             f"no record (a step outside ragbudget removed them): {_ids(unaccounted)}]"
@@ -228,13 +234,13 @@ def _drops_line(
     head = [f"{len(drops)} candidate(s) dropped ({by_reason})"] if drops else []
     if report.trimmed:
         head.append(f"{len(report.trimmed)} passage(s) shortened")
-    parts = [f"{one_line(report.surface)} context: {', '.join(head)}"]
+    parts = [f"{display_name(report.surface)} context: {', '.join(head)}"]
     if lost:
         named = [_lost(item, evidence) for item in lost]
         parts.append(f"evidence likely lost: {_ids(named)}")
     if report.trimmed:
         shown = [
-            f"{r.key} ({r.kept_sentences} of {r.total_sentences} sentences)"
+            f"{_name(r.key)} ({r.kept_sentences} of {r.total_sentences} sentences)"
             for r in report.trimmed
         ]
         parts.append(f"shortened: {_ids(shown)}")
@@ -250,17 +256,20 @@ def _lost(item: LikelyLost, evidence: Evidence) -> str:
         why = f"rank {record.rank}, while rank {item.outranked} was kept"
     else:
         why = (
-            f"{one_line(str(evidence.score_key))} {item.score:.2f}, top kept "
+            f"{display_name(str(evidence.score_key))} {item.score:.2f}, top kept "
             f"{evidence.score:.2f}"
         )
-    return f"{record.key} ({record.stage}/{record.reason}: {why})"
+    return f"{_name(record.key)} ({record.stage}/{record.reason}: {why})"
 
 
 def _stage_warnings(report: BudgetReport) -> list[str]:
     """Odd scores, an over-budget context, skipped stages."""
     lines = []
     if report.issues:
-        named = [f"{i.field} of {i.key} = {i.value}" for i in report.issues]
+        named = [
+            f"{_name(i.field)} of {_name(i.key)} = {_name(str(i.value))}"
+            for i in report.issues
+        ]
         lines.append(
             f"[warning: {len(named)} score(s) were not finite numbers and were "
             f"ignored: {_ids(named)}]"
@@ -272,7 +281,7 @@ def _stage_warnings(report: BudgetReport) -> list[str]:
             f"were kept because min_docs={report.min_docs}]"
         )
     lines += [
-        f"[warning: {skip.stage} stage skipped: {one_line(skip.reason, 300)}]"
+        f"[warning: {skip.stage} stage skipped: {display_name(skip.reason, 300)}]"
         for skip in report.skipped
     ]
     return lines
@@ -282,7 +291,7 @@ def _evidence_warning(evidence: Evidence, surface: str) -> list[str]:
     """Weak or unknown evidence; nothing when the top score clears its threshold."""
     if evidence.weak and evidence.score is not None:
         return [
-            f"[warning: weak evidence: {one_line(evidence.measure)} "
+            f"[warning: weak evidence: {display_name(evidence.measure)} "
             f"{evidence.score:.2f} is below the {surface} threshold "
             f"{evidence.threshold:.2f}; the answer may not be supported by the "
             "documents]"

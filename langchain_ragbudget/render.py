@@ -8,8 +8,8 @@ each block is counted once per process.
 
 Passage text is data: every one of its lines is quoted (`> `), so no passage can put
 a line into the prompt that looks like a citation header or a note of the package;
-ids, sources and titles are escaped to one line (`one_line`) wherever the package
-writes them.
+ids, sources and titles are shown through `display_name` (one visible line, no two
+values alike) wherever the package writes them.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from langchain_core.documents import Document
 
 from langchain_ragbudget._identity import document_key, document_source
 from langchain_ragbudget._metadata_keys import DENSE, RERANK_SCORE, score_key
+from langchain_ragbudget._names import display_name
 
 T = TypeVar("T")
 
@@ -111,7 +112,7 @@ class ContextFormat:
         marker = self.omission
         if (
             not marker.strip()
-            or marker != one_line(marker)
+            or marker != display_name(marker)
             or marker.startswith(mark.strip())
         ):
             raise ValueError(
@@ -150,8 +151,8 @@ class ContextFormat:
 
     @lru_cache(maxsize=100_000)  # noqa: B019 (formats are few, frozen and hashable)
     def _header(self, citation: int, source: str | None, title: str, score: str) -> str:
-        shown_source = one_line(source or "unknown source")
-        shown_title = one_line(title) if title else ""
+        shown_source = display_name(source or "unknown source")
+        shown_title = display_name(title) if title else ""
         return self.header.format(
             citation=citation,
             source=shown_source,
@@ -237,7 +238,6 @@ def group_citations(
 
 
 _LINE_BREAKS = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 @lru_cache(maxsize=100_000)
@@ -248,17 +248,6 @@ def quote(text: str, mark: str = "> ") -> str:
     passage reach the model exactly as they were written.
     """
     return "\n".join(mark + line for line in _LINE_BREAKS.split(text))
-
-
-@lru_cache(maxsize=100_000)
-def one_line(value: str, limit: int = 160) -> str:
-    """`value` on one line, control characters escaped, cut to `limit` characters.
-
-    For ids, sources and titles wherever the package writes its own lines (citation
-    headers, warnings, tables): a newline in an id cannot start a line of its own.
-    """
-    text = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode(), value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def edges_order(items: Sequence[T]) -> list[T]:

@@ -48,7 +48,9 @@ def open_index(
     with console.status(f"opening index {directory}"):
         index = HybridIndex.open(directory, config, create=create)
     style = "green" if index.sync_report.in_sync else "yellow"
-    console.print(f"[{style}]{directory}: {index.sync_report.summary()}[/{style}]")
+    console.print(
+        f"{directory}: {index.sync_report.summary()}", style=style, markup=False
+    )
     return index
 
 
@@ -197,7 +199,7 @@ def run_inspect(args: argparse.Namespace, console: Console) -> int:
         print_json(found.to_dict())
     else:
         for part in inspection_report(found):
-            console.print(part, highlight=False)
+            console.print(part, highlight=False, markup=False)
     return EXIT_OK if found.healthy else EXIT_PARTIAL
 
 

@@ -9,6 +9,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+from langchain_ragbudget._names import display_name
 from langchain_ragbudget.cli._arguments import add_commands
 from langchain_ragbudget.cli._ask import run_ask
 from langchain_ragbudget.cli._config_command import run_config
@@ -133,9 +134,8 @@ def _fail(message: str, code: int, debug: bool) -> int:
 
 
 def _one_line(text: str) -> str:
-    """`text` on one line: newlines folded, other control characters escaped."""
-    folded = " ".join(text.split())
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in folded)
+    """`text` on one line: blanks folded, then shown through `display_name`."""
+    return display_name(" ".join(text.split()), None)
 
 
 def _os_error(error: OSError) -> str:

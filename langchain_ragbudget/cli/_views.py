@@ -32,6 +32,7 @@ from langchain_ragbudget._metadata_keys import (
     SPARSE,
     score_key,
 )
+from langchain_ragbudget._names import display_name
 from langchain_ragbudget.budget import BudgetedContext
 from langchain_ragbudget.chain import context_warnings
 from langchain_ragbudget.config import (
@@ -44,7 +45,6 @@ from langchain_ragbudget.config import (
 from langchain_ragbudget.index import IndexInspection
 from langchain_ragbudget.ledger import Stage
 from langchain_ragbudget.pipeline import Explained
-from langchain_ragbudget.render import one_line
 from langchain_ragbudget.rerank import FlashRankRerank
 
 
@@ -198,8 +198,8 @@ def rich_evidence_table(
         # Text, not str: rich would read markup ("[red]") in an id or a source.
         table.add_row(
             _fmt(item.fused_rank, 0),
-            Text(one_line(f"{item.key} *" if item.in_answer else item.key, ID_LIMIT)),
-            Text(one_line(source, ID_LIMIT)),
+            Text(display_name(item.key, ID_LIMIT) + (" *" if item.in_answer else "")),
+            Text(display_name(source, ID_LIMIT) if source else ""),
             scores,
             tokens,
             Text(_status(item)),
@@ -213,7 +213,7 @@ def _status(row: CandidateRow) -> str:
         return KEPT
     if row.outcome == SHORTENED:
         return f"{SHORTENED} ({row.reason})"
-    detail = f": {one_line(row.detail)}" if row.detail else ""
+    detail = f": {display_name(row.detail)}" if row.detail else ""
     return f"{row.reason} ({row.stage}){detail}"
 
 
@@ -230,7 +230,7 @@ def show_explained(
     """Print the evidence table, the prompt sent and the answer (or why none)."""
     context = explained.context
     table, earlier = rich_evidence_table(context, answer_ids, retrievers)
-    table.title = _budget_line(context.report)
+    table.title = Text(_budget_line(context.report))
     console.print(table)
     if earlier:
         cut = ", ".join(f"{n} {reason}" for reason, n in earlier.items())
@@ -247,7 +247,7 @@ def show_explained(
 
 def _budget_line(report: Any) -> str:
     return (
-        f"surface '{report.surface}': max_docs={report.max_docs}, "
+        f"surface '{display_name(report.surface)}': max_docs={report.max_docs}, "
         f"max_tokens={report.max_tokens} ({report.encoding}), packing="
         f"{report.packing}; used {report.tokens_used} tokens"
     )
@@ -381,7 +381,7 @@ def _files_by_outcome(
     for column in ("outcome", "reason", "files", "names"):
         table.add_column(column, justify="right" if column == "files" else "left")
     for (outcome, reason), names in groups.items():
-        shown = one_line(name_list(names), 400)
+        shown = name_list(names)
         table.add_row(outcome, reason, str(len(names)), Text(shown))
     return table
 
@@ -389,24 +389,24 @@ def _files_by_outcome(
 def _named_lines(
     summary: Any, skipped: Sequence[tuple[str, str, str]], names_shown: int
 ) -> list[str]:
-    lines = [f"refused: {one_line(e.path)}: {e.problem}" for e in summary.errors]
+    lines = [f"refused: {display_name(e.path)}: {e.problem}" for e in summary.errors]
     shown: dict[str, int] = {}
     for reason, name, detail in skipped:
         shown[reason] = shown.get(reason, 0) + 1
         if shown[reason] <= names_shown:
-            lines.append(f"skipped ({reason}): {one_line(name)} {detail}".rstrip())
+            lines.append(f"skipped ({reason}): {display_name(name)} {detail}".rstrip())
     lines += [
         f"skipped ({reason}): ... and {count - names_shown} more"
         for reason, count in shown.items()
         if count > names_shown
     ]
-    lines += [f"note: {one_line(n.path)}: {n.problem}" for n in summary.notes]
+    lines += [f"note: {display_name(n.path)}: {n.problem}" for n in summary.notes]
     return lines
 
 
 def name_list(names: Sequence[str], limit: int = 5) -> str:
-    """The first `limit` names, and how many more there are."""
-    shown = ", ".join(names[:limit])
+    """The first `limit` names (each through `display_name`), and how many more."""
+    shown = ", ".join(display_name(name, ID_LIMIT) for name in names[:limit])
     return shown + (f" (+{len(names) - limit} more)" if len(names) > limit else "")
 
 
@@ -446,8 +446,8 @@ def inspection_report(found: IndexInspection) -> list[Table | str]:
             ("different text", sync.differing),
         ):
             if ids:
-                lines.append(f"{label}: {one_line(name_list(ids, 10), 1000)}")
-    lines += [f"problem: {one_line(problem, 1000)}" for problem in found.problems]
+                lines.append(f"{label}: {name_list(ids, 10)}")
+    lines += [f"problem: {display_name(problem, 1000)}" for problem in found.problems]
     lines.append(
         "healthy" if found.healthy else "not healthy: see above; nothing was changed"
     )

@@ -15,6 +15,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from langchain_ragbudget._html import display, key_values, table
+from langchain_ragbudget._names import display_name
 from langchain_ragbudget.index._loaders import FileError
 from langchain_ragbudget.index._versions import MANIFEST, _version_key
 
@@ -86,7 +87,7 @@ class RepairReport:
             out.append(
                 f"{len(self.needs_reingest)} document(s) could not be fully restored "
                 f"and will be re-added by the next `ragbudget index`: "
-                + ", ".join(self.needs_reingest[:10])
+                + ", ".join(map(display_name, self.needs_reingest[:10]))
                 + (" ..." if len(self.needs_reingest) > 10 else "")
             )
         for path in self.moved_aside:
@@ -229,9 +230,12 @@ class IndexInspection:
         parts: list[object] = [key_values(pairs, "index")]
         if sync is not None and not sync.in_sync:
             rows = [
-                *(["only in the vector store", key] for key in sync.only_dense),
-                *(["only in BM25", key] for key in sync.only_sparse),
-                *(["different text", key] for key in sync.differing),
+                *(
+                    ["only in the vector store", display_name(k)]
+                    for k in sync.only_dense
+                ),
+                *(["only in BM25", display_name(k)] for k in sync.only_sparse),
+                *(["different text", display_name(k)] for k in sync.differing),
             ]
             parts.append(table(["where", "chunk id"], rows, caption="out of sync"))
         if self.problems:

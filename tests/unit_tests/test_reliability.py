@@ -21,12 +21,12 @@ from langchain_core.runnables import (
 )
 from list_retriever import ListRetriever
 
+from langchain_ragbudget._names import display_name as one_line
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.chain import create_budgeted_stuff_chain
 from langchain_ragbudget.config import SurfaceSettings
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.ledger import CandidateList, DropReason, Stage, ledger_scope
-from langchain_ragbudget.render import one_line
 
 pytestmark = pytest.mark.needs_tiktoken  # the budget counts tokens
 

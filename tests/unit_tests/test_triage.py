@@ -10,13 +10,13 @@ from langchain_core.documents import Document
 from list_retriever import ListRetriever
 
 from langchain_ragbudget._metadata_keys import FUSED_RANK
+from langchain_ragbudget._names import display_name as one_line
 from langchain_ragbudget._triage import CLOSE_TO_TOP, likely_lost
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.chain import context_warnings
 from langchain_ragbudget.config import SurfaceSettings
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.ledger import CandidateList, DropReason, DropRecord, Stage
-from langchain_ragbudget.render import one_line
 
 pytestmark = pytest.mark.needs_tiktoken  # the budget counts tokens
 
