@@ -24,9 +24,6 @@ so no embedding runs just before it and leaves the caches cold.
 
 from __future__ import annotations
 
-import argparse
-import os
-import platform
 import statistics
 import time
 import warnings
@@ -34,19 +31,27 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any, cast
 
+from _common import (
+    cached_store,
+    console,
+    int8_queries,
+    parser_with_data,
+    percentiles,
+    print_machine,
+    rotated,
+    timing,
+)
 from chromadb.api.models.Collection import Collection
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from rich.console import Console
 from rich.table import Table
 
 from langchain_ragbudget import build_embeddings, build_hybrid_retriever
 from langchain_ragbudget.config import load_config
 from langchain_ragbudget.dense import DenseRetriever
 from langchain_ragbudget.embeddings import FastEmbedEmbeddings
-from langchain_ragbudget.evaluation._beir import load_beir
-from langchain_ragbudget.evaluation._cache import cached_vector_store
+from langchain_ragbudget.evaluation import load_beir
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.progress import ProgressBars
 from langchain_ragbudget.sparse import BM25Retriever
@@ -60,25 +65,17 @@ current = ["ensemble"]  # which system the timed parts belong to
 
 
 def timed(part: str, function: Callable[..., Any]) -> Callable[..., Any]:
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        start, start_cpu = time.perf_counter(), time.thread_time()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            elapsed = (time.perf_counter() - start) * 1000
-            times[f"{current[0]}: {part}"].append(elapsed)
-            elapsed_cpu = (time.thread_time() - start_cpu) * 1000
-            cpu_times[f"{current[0]}: {part}"].append(elapsed_cpu)
+    """`function`, its wall and CPU ms recorded under the current system's `part`."""
 
-    return wrapper
+    def record(wall: float, cpu: float) -> None:
+        times[f"{current[0]}: {part}"].append(wall * 1000)
+        cpu_times[f"{current[0]}: {part}"].append(cpu * 1000)
+
+    return timing(function, record)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--data",
-        default=os.environ.get("RAGBUDGET_SCIFACT_DIR", "../shared/data/scifact"),
-    )
+    parser = parser_with_data(__doc__)
     parser.add_argument("--limit", type=int, default=300, help="first N test queries")
     parser.add_argument("--k", type=int, default=None, help="hybrid k (config: 10)")
     parser.add_argument("--int8", action="store_true", help="int8 query embeddings")
@@ -87,18 +84,10 @@ def main() -> None:
     dataset = load_beir(args.data)
     config = load_config()
     if args.int8:
-        embedding = config.embedding.model_copy(update={"query_precision": "int8"})
-        config = config.model_copy(update={"embedding": embedding})
+        config = int8_queries(config)
     embeddings = build_embeddings(config.embedding)
     with ProgressBars(transient=True) as progress:
-        store = cached_vector_store(
-            dataset.corpus,
-            config.embedding,
-            embeddings,
-            name=dataset.name,
-            progress=progress,
-            ef_search=config.vector_store.ef_search,
-        )
+        store = cached_store(dataset, config, embeddings, progress)
     hybrid = build_hybrid_retriever(dataset.corpus, config, vectorstore=store)
     if args.k is not None:
         hybrid = hybrid.model_copy(update={"k": args.k})
@@ -109,6 +98,7 @@ def main() -> None:
     stock_bm25 = StockBM25.from_documents(dataset.corpus, k=FETCH)
     chroma = store.as_retriever(search_kwargs={"k": FETCH})
     ensemble = EnsembleRetriever(retrievers=[stock_bm25, chroma], weights=[0.5, 0.5])
+    # langchain-chroma's own collection: the floor is Chroma's query and nothing else.
     collection: Any = store._collection  # type: ignore[attr-defined]
 
     def floor(text: str) -> object:
@@ -117,7 +107,9 @@ def main() -> None:
             query_embeddings=[vector], n_results=FETCH, include=["distances"]
         )
 
-    # The parts, wrapped where they are looked up (class attributes).
+    # The parts, wrapped where they are looked up (class attributes). `_fuse_hits` is
+    # the hybrid's own step after its retrievers answer; no public method holds
+    # exactly that work, so the private one is wrapped (for timing only).
     patches: list[tuple[Any, str, str]] = [
         (FastEmbedEmbeddings, "embed_query", "query embedding"),
         (Collection, "query", "Chroma query"),
@@ -143,8 +135,7 @@ def main() -> None:
     own: list[float] = []
     own_cpu: list[float] = []
     for turn, text in enumerate(queries):
-        shift = turn % len(order)
-        for name in order[shift:] + order[:shift]:
+        for name in rotated(order, turn):
             current[0] = name
             timed("total", systems[name])(text)
         shared = (
@@ -158,7 +149,7 @@ def main() -> None:
         )
 
     precision = "int8" if args.int8 else "float32"
-    console = Console(width=100)
+    out = console(100)
     table = Table(
         title=f"p50 ms over {len(queries)} queries, {precision} queries, "
         f"hybrid k={hybrid.k}, {FETCH} candidates per retriever"
@@ -172,33 +163,29 @@ def main() -> None:
     table.add_row(
         "hybrid: own work, CPU time of the calling thread", *_p50_p95(own_cpu)
     )
-    console.print(table)
+    out.print(table)
     hybrid_p50 = statistics.median(times["hybrid: total"])
     floor_p50 = statistics.median(times["floor: total"])
     own_p50 = statistics.median(own)
     ratio = hybrid_p50 / floor_p50
     ensemble_ratio = statistics.median(times["ensemble: total"]) / hybrid_p50
-    console.print(
+    out.print(
         f"hybrid p50 {hybrid_p50:.2f} ms / floor p50 {floor_p50:.2f} ms = "
         f"{ratio:.2f}x (target <= {FLOOR_TARGET}: "
         f"{'met' if ratio <= FLOOR_TARGET else 'NOT met'})"
     )
-    console.print(
+    out.print(
         f"hybrid's own work p50 {own_p50:.2f} ms wall, "
         f"{statistics.median(own_cpu):.2f} ms CPU (target < {OWN_WORK_TARGET_MS} ms: "
         f"{'met' if own_p50 < OWN_WORK_TARGET_MS else 'NOT met'}); stock "
         f"EnsembleRetriever p50 is {ensemble_ratio:.1f}x the hybrid's"
     )
-    console.print(
+    out.print(
         f"hybrid's own work measured alone (the dense side's answers served from "
         f"memory, so no embedding runs before it): p50 "
         f"{own_work_alone(hybrid, queries):.2f} ms"
     )
-    console.print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, load average "
-        + ", ".join(f"{load:.1f}" for load in os.getloadavg())
-    )
+    print_machine(out, load_average=True)
 
 
 class ServedHits(BaseRetriever):
@@ -243,9 +230,8 @@ def own_work_alone(hybrid: HybridRetriever, queries: list[str]) -> float:
 
 
 def _p50_p95(values: list[float]) -> tuple[str, str]:
-    ordered = sorted(values)
-    p95 = ordered[int(0.95 * (len(ordered) - 1))]
-    return f"{statistics.median(ordered):.2f}", f"{p95:.2f}"
+    found = percentiles(values)
+    return f"{found['p50']:.2f}", f"{found['p95']:.2f}"
 
 
 if __name__ == "__main__":

@@ -29,15 +29,12 @@ from pathlib import Path
 
 import chromadb
 import numpy as np
+from _common import cached_store, parser_with_data
 from chromadb.config import Settings
 
 from langchain_ragbudget import build_embeddings
 from langchain_ragbudget.config import load_config
-from langchain_ragbudget.evaluation._beir import load_beir
-from langchain_ragbudget.evaluation._cache import (
-    cached_vector_store,
-    vector_store_folder,
-)
+from langchain_ragbudget.evaluation import load_beir, vector_store_folder
 from langchain_ragbudget.progress import ProgressBars
 
 FETCH = 100
@@ -76,11 +73,7 @@ def fresh_open(folder: Path, queries: Path, out: Path) -> dict[str, list]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--data",
-        default=os.environ.get("RAGBUDGET_SCIFACT_DIR", "../shared/data/scifact"),
-    )
+    parser = parser_with_data(__doc__)
     parser.add_argument("--worker", nargs=3, type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -90,14 +83,7 @@ def main() -> None:
     config = load_config()
     embeddings = build_embeddings(config.embedding)
     with ProgressBars(transient=True) as progress:  # embeds SciFact on a first run
-        cached_vector_store(
-            dataset.corpus,
-            config.embedding,
-            embeddings,
-            name=dataset.name,
-            progress=progress,
-            ef_search=config.vector_store.ef_search,
-        )
+        cached_store(dataset, config, embeddings, progress)
     source = vector_store_folder(dataset.corpus, config.embedding, dataset.name)
     stored = open_collection(source).get(include=["embeddings"])
     corpus = np.asarray(stored["embeddings"], dtype=np.float32)

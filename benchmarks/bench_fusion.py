@@ -11,26 +11,23 @@ the choice. Also times one pure fusion per method over the test queries' lists
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import platform
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rich.console import Console
+from _common import console, machine, parser_with_data, rotated
 from rich.table import Table
 
 from langchain_ragbudget.config import load_config
-from langchain_ragbudget.evaluation._beir import load_beir
-from langchain_ragbudget.evaluation._cache import cached_hybrid_retriever
-from langchain_ragbudget.evaluation._tuning import (
+from langchain_ragbudget.evaluation import (
     FusionSetting,
     QueryLists,
+    cached_hybrid_retriever,
     current_setting,
+    load_beir,
     paired_bootstrap,
     query_ndcg,
     retrieve_lists,
@@ -38,7 +35,7 @@ from langchain_ragbudget.evaluation._tuning import (
 )
 from langchain_ragbudget.fusion import FUSION_METHODS, fuse
 
-console = Console(width=120)
+out = console(120)
 
 
 def test_scores(runs: list[QueryLists], setting: FusionSetting, k: int) -> np.ndarray:
@@ -49,8 +46,7 @@ def fusion_p50_us(runs: list[QueryLists]) -> dict[str, float]:
     """Median time of one `fuse` call per method, rotated per query."""
     times: dict[str, list[float]] = {method: [] for method in FUSION_METHODS}
     for i, run in enumerate(runs):
-        order = FUSION_METHODS[i % 3 :] + FUSION_METHODS[: i % 3]
-        for method in order:
+        for method in rotated(FUSION_METHODS, i):
             start = time.perf_counter()
             fuse(method, run.keys, [1.0, 1.0], scores=run.scores, c=60.0)
             times[method].append(time.perf_counter() - start)
@@ -58,12 +54,7 @@ def fusion_p50_us(runs: list[QueryLists]) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--data",
-        type=Path,
-        default=Path(os.environ.get("RAGBUDGET_SCIFACT_DIR", "../shared/data/scifact")),
-    )
+    parser = parser_with_data(__doc__)
     parser.add_argument("--limit", type=int, help="first N queries of each split")
     parser.add_argument(
         "--json", type=Path, default=Path("benchmarks/results/fusion.json")
@@ -72,10 +63,10 @@ def main() -> None:
     config = load_config()
     train, test = load_beir(args.data, "train"), load_beir(args.data, "test")
     hybrid = cached_hybrid_retriever(train.corpus, config, name=train.name)
-    with console.status("retrieving train and test queries"):
+    with out.status("retrieving train and test queries"):
         train_runs = retrieve_lists(train, hybrid, limit=args.limit)
         test_runs = retrieve_lists(test, hybrid, limit=args.limit)
-    with console.status("searching the grid on train"):
+    with out.status("searching the grid on train"):
         report = search(
             train_runs,
             current_setting(config),
@@ -122,19 +113,16 @@ def main() -> None:
             f"{row['test_ndcg']:.4f}",
             f"{mean:+.4f} ({low:+.4f} .. {high:+.4f})",
         )
-    console.print(table)
-    console.print(
+    out.print(table)
+    out.print(
         "one fuse() call, p50 over the test queries (two lists of 100 hits): "
         + ", ".join(f"{m} {t:.0f} us" for m, t in timing.items())
     )
-    machine = (
-        f"{platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}"
-    )
-    console.print(machine)
+    where = machine()
+    out.print(where)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(
-        json.dumps({"rows": rows, "fuse_p50_us": timing, "machine": machine}, indent=2)
+        json.dumps({"rows": rows, "fuse_p50_us": timing, "machine": where}, indent=2)
     )
 
 

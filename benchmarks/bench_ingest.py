@@ -1,35 +1,34 @@
 """Ingest benchmark: SciFact into a fresh HybridIndex, then the same again unchanged.
 
 Prints documents and chunks per second and where the time goes (chunking, embedding,
-Chroma writes, BM25 build and atomic save), measured by timing wrappers around the
-real parts in this one run.
+Chroma writes, BM25 build and save), measured by timing wrappers around the real
+parts in this one run. The BM25 part is `BM25Retriever.from_documents` and
+`BM25Retriever.save`; the index's version bookkeeping around the save (its record
+file, the atomic rename) counts with the Chroma writes.
 
     python benchmarks/bench_ingest.py [--limit N]
 """
 
 from __future__ import annotations
 
-import argparse
-import os
-import platform
 import resource
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from _common import console, parser_with_data, print_machine, timing
 from rich.table import Table
 
 from langchain_ragbudget.config import load_config
-from langchain_ragbudget.evaluation._beir import load_corpus
+from langchain_ragbudget.evaluation import load_corpus
 from langchain_ragbudget.factory import build_embeddings
-from langchain_ragbudget.index import _chunking as chunking
-from langchain_ragbudget.index import _hybrid_index as index_module
-from langchain_ragbudget.index._hybrid_index import HybridIndex
+from langchain_ragbudget.index import Chunker, HybridIndex
 from langchain_ragbudget.progress import ProgressBars
+from langchain_ragbudget.sparse import BM25Retriever
 
-console = Console(width=120)
+out = console(120)
 spent: dict[str, float] = {"chunking": 0.0, "embedding": 0.0, "bm25 build + save": 0.0}
 
 
@@ -50,34 +49,27 @@ class TimedEmbeddings:
         return self.inner.embed_query(text)
 
 
-def timed(name: str, function: Any) -> Any:
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            spent[name] += time.perf_counter() - start
+def timed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function`, its wall time added to `spent[name]`."""
 
-    return wrapper
+    def record(wall: float, cpu: float) -> None:
+        spent[name] += wall
+
+    return timing(function, record)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--data",
-        default=os.environ.get("RAGBUDGET_SCIFACT_DIR", "../shared/data/scifact"),
-    )
+    parser = parser_with_data(__doc__)
     parser.add_argument("--limit", type=int, default=None)
     args = parser.parse_args()
     corpus = load_corpus(Path(args.data))[: args.limit]
-    chunking.Chunker.split_counted = timed("chunking", chunking.Chunker.split_counted)  # type: ignore[method-assign]
-    index_module.build_sparse_retriever = timed(
-        "bm25 build + save", index_module.build_sparse_retriever
-    )
-    index_module._save_sparse = timed("bm25 build + save", index_module._save_sparse)
+    Chunker.split_counted = timed("chunking", Chunker.split_counted)  # type: ignore[method-assign]
+    bm25 = "bm25 build + save"
+    BM25Retriever.from_documents = timed(bm25, BM25Retriever.from_documents)  # type: ignore[method-assign]
+    BM25Retriever.save = timed(bm25, BM25Retriever.save)  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory() as tmp:
         index = HybridIndex.open(Path(tmp) / "scifact", embeddings=TimedEmbeddings())  # type: ignore[arg-type]
-        with ProgressBars(console, transient=True) as progress:
+        with ProgressBars(out, transient=True) as progress:
             start = time.perf_counter()
             summary = index.upsert(corpus, progress=progress)
             total = time.perf_counter() - start
@@ -105,11 +97,8 @@ def main() -> None:
     )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     table.add_row("peak memory (RSS)", f"{peak:.0f} MiB")
-    console.print(table)
-    console.print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}"
-    )
+    out.print(table)
+    print_machine(out)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Sequence
 
+# The script compares the two scorers of the private `_sentence_scoring` module, on
+# sentences split by `_sentences.sentences`, exactly as the budget stage splits them.
 from langchain_ragbudget._sentence_scoring import fitted_relevance, overlap_relevance
 from langchain_ragbudget._sentences import sentences
 from langchain_ragbudget.sample import load_sample_corpus

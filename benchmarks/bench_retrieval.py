@@ -14,34 +14,36 @@ cache state hit all of them alike; ratios are the result to trust.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import platform
 import statistics
 import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+from _common import (
+    cached_store,
+    console,
+    int8_queries,
+    parser_with_data,
+    print_machine,
+    rotated,
+)
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore
-from rich.console import Console
 from rich.table import Table
 
-from langchain_ragbudget import DenseRetriever, build_embeddings, build_hybrid_retriever
+from langchain_ragbudget import DenseRetriever, build_hybrid_retriever
 from langchain_ragbudget.config import load_config
-from langchain_ragbudget.evaluation._beir import load_beir
-from langchain_ragbudget.evaluation._cache import cached_vector_store
-from langchain_ragbudget.evaluation._metrics import ndcg_at_k, recall_at_k
+from langchain_ragbudget.evaluation import load_beir, ndcg_at_k, recall_at_k
 from langchain_ragbudget.factory import build_sparse_retriever
 from langchain_ragbudget.progress import ProgressBars, StageProgress
 
 FETCH = 100
-console = Console(width=120)
+out = console(120)
 
 
 def stock_ensemble(stock_bm25: BaseRetriever, store: VectorStore) -> BaseRetriever:
@@ -56,11 +58,7 @@ class Traced(BaseCallbackHandler):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--data",
-        default=os.environ.get("RAGBUDGET_SCIFACT_DIR", "../shared/data/scifact"),
-    )
+    parser = parser_with_data(__doc__)
     parser.add_argument("--limit", type=int, default=None, help="first N test queries")
     parser.add_argument("--json", type=Path, default=None, help="write results here")
     args = parser.parse_args()
@@ -68,21 +66,10 @@ def main() -> None:
     dataset = load_beir(args.data)
     queries = list(dataset.queries.items())[: args.limit]
     config = load_config()
-    int8 = config.model_copy(
-        update={
-            "embedding": config.embedding.model_copy(update={"query_precision": "int8"})
-        }
-    )
-    with ProgressBars(console, transient=True) as progress:
+    int8 = int8_queries(config)
+    with ProgressBars(out, transient=True) as progress:
         store, store_int8 = (
-            cached_vector_store(
-                dataset.corpus,
-                settings.embedding,
-                build_embeddings(settings.embedding),
-                name=dataset.name,
-                progress=progress,
-                ef_search=settings.vector_store.ef_search,
-            )
+            cached_store(dataset, settings, progress=progress)
             for settings in (config, int8)
         )
     warnings.filterwarnings("ignore", category=DeprecationWarning)
@@ -119,15 +106,14 @@ def main() -> None:
     latencies: dict[str, list[float]] = {name: [] for name in order}
     ndcg: dict[str, list[float]] = {name: [] for name in order}
     recall: dict[str, list[float]] = {name: [] for name in order}
-    with ProgressBars(console, transient=True) as progress:
+    with ProgressBars(out, transient=True) as progress:
         answered = StageProgress(progress, "queries", len(queries)).start()
         for turn, (query_id, text) in enumerate(queries):
             relevant = dataset.qrels[query_id]
             # Rotate the order per query, so every system follows every other as
             # often: a system run right after one that used the same model or
             # index finds warm caches (the hybrid after the ensemble: about 1 ms).
-            shift = turn % len(order)
-            for name in order[shift:] + order[:shift]:
+            for name in rotated(order, turn):
                 start = time.perf_counter()
                 results = systems[name](text)
                 latencies[name].append((time.perf_counter() - start) * 1000)
@@ -157,21 +143,18 @@ def main() -> None:
             f"{row['recall@100']:.4f}",
             f"{row['p50_ms']:.2f}",
         )
-    console.print(table)
+    out.print(table)
     speedups = {
         precision: rows[f"stock EnsembleRetriever{suffix}"]["p50_ms"]
         / rows[f"HybridRetriever{suffix}"]["p50_ms"]
         for precision, suffix in (("float32", ""), ("int8", ", int8 query"))
     }
     for precision, speedup in speedups.items():
-        console.print(
+        out.print(
             f"{precision} query embeddings: HybridRetriever p50 is {speedup:.1f}x "
             "lower than stock EnsembleRetriever"
         )
-    console.print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}"
-    )
+    print_machine(out)
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "speedups": speedups}, indent=2))
 

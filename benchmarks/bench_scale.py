@@ -29,13 +29,11 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import random
 import re
 import resource
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import time
@@ -46,13 +44,16 @@ from typing import Any
 
 import bm25s
 import numpy as np
+from _common import cached_store, machine, parser_with_data, percentiles, rotated
 from langchain_core.documents import Document
 
 from langchain_ragbudget import DenseRetriever, build_embeddings
+
+# The package's cache folder (RAGBUDGET_CACHE_DIR, else the user cache), where the
+# synthetic corpora are built once: no public module exports it.
 from langchain_ragbudget._disk import cache_root
 from langchain_ragbudget.config import load_config
-from langchain_ragbudget.evaluation._beir import load_beir
-from langchain_ragbudget.evaluation._cache import cached_vector_store
+from langchain_ragbudget.evaluation import load_beir
 from langchain_ragbudget.factory import (
     build_budget,
     build_sparse_retriever,
@@ -73,14 +74,6 @@ def scale_dir(size: int) -> Path:
     return cache_root() / f"scale-{size}-seed{SEED}"
 
 
-def percentiles(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    return {
-        "p50": statistics.median(ordered),
-        "p95": ordered[int(0.95 * (len(ordered) - 1))],
-    }
-
-
 def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -89,13 +82,8 @@ def scifact_parts(data: str) -> tuple[list[list[str]], np.ndarray, list[str]]:
     """SciFact's sentences per abstract, their real embeddings, the test queries."""
     dataset = load_beir(data)
     config = load_config()
-    store = cached_vector_store(
-        dataset.corpus,
-        config.embedding,
-        build_embeddings(config.embedding),
-        name=dataset.name,
-        ef_search=config.vector_store.ef_search,
-    )
+    store = cached_store(dataset, config)
+    # langchain-chroma's own collection: the stored vectors, read back as they are.
     found: Any = store._collection.get(include=["embeddings"])  # type: ignore[attr-defined]
     by_id = dict(zip(found["ids"], found["embeddings"], strict=True))
     sentences = [
@@ -224,7 +212,7 @@ def open_hybrid(size: int, host: str | None = None, port: int = 8000) -> Any:
         )
     store = build_vector_store(settings, embeddings)
     assert isinstance(store, Chroma)
-    docstore = {doc.id: doc for doc in sparse._documents if doc.id is not None}
+    docstore = {doc.id: doc for doc in sparse.documents if doc.id is not None}
     hybrid = hybrid_retriever(sparse, store, config, docstore)
     return hybrid, sparse, store, docstore, loaded, config
 
@@ -233,7 +221,10 @@ def plain_bm25s(sparse: BM25Retriever, query: str) -> Any:
     """Top 100 as bm25s's own `retrieve` selects them: the reference for the tail.
 
     Same tokens and scores as `sparse`; only the selection differs (bm25s's
-    `selection.topk` over every document, against `top_positive`).
+    `selection.topk` over every document, against `top_positive`). The query's
+    tokens and the bm25s index are the retriever's private parts: the point is to
+    time bm25s's own selection on exactly what `sparse` scores, and no public method
+    hands them out.
     """
     tokens = sparse._query_tokens(query)
     if not tokens or sparse._index is None:
@@ -267,8 +258,7 @@ def serve(size: int, queries: list[str], ensemble_max: int) -> dict[str, Any]:
         first_ms[name] = (time.perf_counter() - start) * 1000
     latencies: dict[str, list[float]] = {name: [] for name in order}
     for turn, text in enumerate(queries):
-        shift = turn % len(order)
-        for name in order[shift:] + order[:shift]:
+        for name in rotated(order, turn):
             start = time.perf_counter()
             systems[name](text)
             latencies[name].append((time.perf_counter() - start) * 1000)
@@ -289,7 +279,7 @@ def stock_ensemble(sparse: BM25Retriever, store: Any) -> Any:
     from langchain_classic.retrievers import EnsembleRetriever
     from langchain_community.retrievers import BM25Retriever as StockBM25
 
-    stock = StockBM25.from_documents(sparse._documents, k=100)
+    stock = StockBM25.from_documents(sparse.documents, k=100)
     chroma = store.as_retriever(search_kwargs={"k": 100})
     return EnsembleRetriever(retrievers=[stock, chroma], weights=[0.5, 0.5])
 
@@ -441,11 +431,7 @@ def run_child(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--data",
-        default=os.environ.get("RAGBUDGET_SCIFACT_DIR", "../shared/data/scifact"),
-    )
+    parser = parser_with_data(__doc__)
     parser.add_argument(
         "--sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000]
     )
@@ -518,8 +504,7 @@ def main() -> None:
         "rows": rows,
         "server": server_rows,
         "stock_probe": [probes[key] for key in sorted(probes, key=int)],
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}",
+        "machine": machine(),
         "load_average": os.getloadavg(),
         "synthetic": f"SciFact sentences recombined; real SciFact vectors + "
         f"N(0, {NOISE}) noise, re-normalised",

@@ -13,13 +13,12 @@ SimpleSpanProcessor into an in-memory exporter (span building, not network expor
 
 from __future__ import annotations
 
-import argparse
-import os
 import statistics
 import time
 from collections import defaultdict
 from typing import Any
 
+from _common import cached_store, console, parser_with_data
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables import Runnable
 from opentelemetry.sdk.trace import TracerProvider
@@ -27,16 +26,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
-from rich.console import Console
 from rich.table import Table
 
-from langchain_ragbudget import build_embeddings, create_budgeted_rag_chain
+from langchain_ragbudget import create_budgeted_rag_chain
 from langchain_ragbudget.config import load_config
-from langchain_ragbudget.evaluation._beir import load_beir
-from langchain_ragbudget.evaluation._cache import (
-    cached_sparse_retriever,
-    cached_vector_store,
-)
+from langchain_ragbudget.evaluation import cached_sparse_retriever, load_beir
 from langchain_ragbudget.factory import build_budget, hybrid_retriever
 
 
@@ -45,23 +39,13 @@ class NothingHandler(BaseCallbackHandler):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--data",
-        default=os.environ.get("RAGBUDGET_SCIFACT_DIR", "../shared/data/scifact"),
-    )
+    parser = parser_with_data(__doc__)
     parser.add_argument("--limit", type=int, default=150)
     args = parser.parse_args()
 
     dataset = load_beir(args.data)
     config = load_config()
-    store = cached_vector_store(
-        dataset.corpus,
-        config.embedding,
-        build_embeddings(config.embedding),
-        name=dataset.name,
-        ef_search=config.vector_store.ef_search,
-    )
+    store = cached_store(dataset, config)
     sparse = cached_sparse_retriever(dataset.corpus, config, name=dataset.name)
     docstore = {doc.id: doc for doc in dataset.corpus if doc.id is not None}
     retriever = hybrid_retriever(sparse, store, config, docstore)
@@ -101,9 +85,9 @@ def main() -> None:
     for name, samples in times.items():
         p50 = statistics.median(samples)
         table.add_row(name, f"{p50 * 1000:.2f}", f"{p50 / base:.2f}x")
-    console = Console(width=100)
-    console.print(table)
-    console.print(f"spans per traced query: {min(spans)} to {max(spans)}")
+    out = console(100)
+    out.print(table)
+    out.print(f"spans per traced query: {min(spans)} to {max(spans)}")
 
 
 if __name__ == "__main__":

@@ -14,9 +14,7 @@ the option `relevance: fitted`, the model fitted on SciFact's train claims
 
 from __future__ import annotations
 
-import argparse
 import math
-import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -25,12 +23,16 @@ from functools import cache, partial
 from typing import Any
 
 import Stemmer
+from _common import parser_with_data
 from bm25s.stopwords import STOPWORDS_EN
 from fit_sentence_relevance import REGULARISATION, training_rows
 from langchain_core.documents import Document
 
 from langchain_ragbudget import budget as budget_module
 from langchain_ragbudget import packing
+
+# The script compares sentence scorers, so it reads the one private runtime module
+# that scores sentences (its features, fitted model and the two shipped scorers).
 from langchain_ragbudget._sentence_scoring import (
     FEATURES,
     SentenceModel,
@@ -41,9 +43,13 @@ from langchain_ragbudget._sentence_scoring import (
 )
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.config import SurfaceSettings, load_config
-from langchain_ragbudget.evaluation._beir import BeirDataset, judged_id, load_beir
-from langchain_ragbudget.evaluation._stages import _Stages
-from langchain_ragbudget.evaluation._survival import policy_survival
+from langchain_ragbudget.evaluation import (
+    BeirDataset,
+    cached_hybrid_retriever,
+    judged_id,
+    load_beir,
+    policy_survival,
+)
 from langchain_ragbudget.factory import build_embeddings
 from langchain_ragbudget.progress import ProgressBars
 
@@ -54,8 +60,9 @@ Case = tuple[str, list[Document], dict[int, list[str]]]
 
 def cases(dataset: BeirDataset) -> list[Case]:
     with ProgressBars(transient=True) as progress:  # embeds SciFact on a first run
-        stages = _Stages.build(dataset, load_config(), ["chat"], None, progress)
-    hybrid = stages.hybrid
+        hybrid = cached_hybrid_retriever(
+            dataset.corpus, load_config(), name=dataset.name, progress=progress
+        )
     out = []
     for query_id, text in dataset.queries.items():
         relevant = {d for d, rel in dataset.qrels[query_id].items() if rel > 0}
@@ -91,6 +98,12 @@ def evidence_kept(all_cases: list[Case], **kwargs: Any) -> list[float]:
 
 @contextmanager
 def patched(name: str, value: Any) -> Iterator[None]:
+    """`budget.<name>` replaced by `value` for the block.
+
+    The variants swap the budget stage's packer or sentence scorer, and
+    `ContextBudget` takes neither as a parameter (its surface settings choose
+    among the shipped ones): the names the stage looks up are replaced instead.
+    """
     original = getattr(budget_module, name)
     setattr(budget_module, name, value)
     try:
@@ -353,11 +366,7 @@ def row(name: str, values: list[float]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--data",
-        default=os.environ.get("RAGBUDGET_SCIFACT_DIR", "../shared/data/scifact"),
-    )
+    parser = parser_with_data(__doc__)
     parser.add_argument(
         "--dense",
         action="store_true",

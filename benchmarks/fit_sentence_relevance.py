@@ -12,22 +12,24 @@ pure Python (`relevance.SentenceModel`), no pickle.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import sklearn
+from _common import parser_with_data
 from sklearn.linear_model import LogisticRegression
 
+# The script refits the model the private `_sentence_scoring` module ships, so it
+# reads that module's feature list, file name and features; and it splits
+# sentences with `_sentences.sentences`, exactly as the budget stage splits them.
 from langchain_ragbudget._sentence_scoring import (
     FEATURES,
     MODEL_FILE,
     sentence_features,
 )
 from langchain_ragbudget._sentences import sentences
-from langchain_ragbudget.evaluation._beir import BeirDataset, load_beir
+from langchain_ragbudget.evaluation import BeirDataset, load_beir
 
 PACKAGE = Path(__file__).resolve().parent.parent / "langchain_ragbudget"
 REGULARISATION = 1.0  # scikit-learn's default C; 0.1 and 10 measured no better
@@ -58,11 +60,7 @@ def training_rows(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--data",
-        default=os.environ.get("RAGBUDGET_SCIFACT_DIR", "../shared/data/scifact"),
-    )
+    parser = parser_with_data(__doc__)
     parser.add_argument("--out", type=Path, default=PACKAGE / MODEL_FILE)
     args = parser.parse_args()
     dataset = load_beir(args.data, split="train")

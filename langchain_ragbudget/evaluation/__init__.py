@@ -3,7 +3,19 @@
 A wing of its own: the runtime stages never import it.
 """
 
-from langchain_ragbudget.evaluation._beir import BeirDataset, DatasetError, load_beir
+from langchain_ragbudget.evaluation._beir import (
+    BeirDataset,
+    DatasetError,
+    judged_id,
+    load_beir,
+    load_corpus,
+)
+from langchain_ragbudget.evaluation._cache import (
+    cached_hybrid_retriever,
+    cached_sparse_retriever,
+    cached_vector_store,
+    vector_store_folder,
+)
 from langchain_ragbudget.evaluation._chunked import ChunkedSurvival, evaluate_chunked
 from langchain_ragbudget.evaluation._harness import (
     EvalReport,
@@ -17,7 +29,18 @@ from langchain_ragbudget.evaluation._metrics import (
     ndcg_at_k,
     recall_at_k,
 )
-from langchain_ragbudget.evaluation._tuning import TuneReport, tune
+from langchain_ragbudget.evaluation._survival import PolicySurvival, policy_survival
+from langchain_ragbudget.evaluation._tuning import (
+    FusionSetting,
+    QueryLists,
+    TuneReport,
+    current_setting,
+    paired_bootstrap,
+    query_ndcg,
+    retrieve_lists,
+    search,
+    tune,
+)
 from langchain_ragbudget.evaluation._weak_evidence import (
     WeakEvidence,
     measure_weak_evidence,
@@ -28,17 +51,32 @@ __all__ = [
     "ChunkedSurvival",
     "DatasetError",
     "EvalReport",
+    "FusionSetting",
+    "PolicySurvival",
+    "QueryLists",
     "StageQuality",
     "Survival",
     "TuneReport",
     "WeakEvidence",
+    "cached_hybrid_retriever",
+    "cached_sparse_retriever",
+    "cached_vector_store",
+    "current_setting",
     "evaluate",
     "evaluate_chunked",
     "hit_at_k",
+    "judged_id",
     "load_beir",
+    "load_corpus",
     "measure_weak_evidence",
     "mrr_at_k",
     "ndcg_at_k",
+    "paired_bootstrap",
+    "policy_survival",
+    "query_ndcg",
     "recall_at_k",
+    "retrieve_lists",
+    "search",
     "tune",
+    "vector_store_folder",
 ]
