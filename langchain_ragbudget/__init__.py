@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from langchain_ragbudget.errors import (
         ConfigError,
         IndexLoadError,
+        IndexLockedError,
         IndexRepairError,
         InvalidInputError,
         ModelUnavailableError,
@@ -74,6 +75,7 @@ _EXPORTS = {
     "FlashRankRerank": "rerank",
     "HybridRetriever": "hybrid",
     "IndexLoadError": "errors",
+    "IndexLockedError": "errors",
     "IndexRepairError": "errors",
     "InvalidInputError": "errors",
     "ModelUnavailableError": "errors",
@@ -118,6 +120,7 @@ __all__ = [
     "FlashRankRerank",
     "HybridRetriever",
     "IndexLoadError",
+    "IndexLockedError",
     "IndexRepairError",
     "InvalidInputError",
     "ModelUnavailableError",

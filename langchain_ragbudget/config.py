@@ -185,6 +185,7 @@ class IndexSettings(StrictModel):
     chunk_overlap: StrictInt = Field(32, ge=0)
     encoding: StrictStr = "cl100k_base"
     placeholders: list[StrictStr] = Field(default_factory=lambda: [*PLACEHOLDERS])
+    lock_timeout: StrictFloat = Field(60.0, ge=0)
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> IndexSettings:

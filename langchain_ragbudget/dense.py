@@ -10,6 +10,7 @@ InMemoryVectorStore) gives its raw `similarity_search_with_score` instead.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -28,9 +29,11 @@ from langchain_ragbudget._validation import check_query
 from langchain_ragbudget.config import (
     VectorStoreSettings,
 )
-from langchain_ragbudget.errors import IndexLoadError, VectorStoreUnavailableError
+from langchain_ragbudget.errors import VectorStoreUnavailableError
 
 ADD_BATCH_SIZE = 256
+
+logger = logging.getLogger(__name__)
 
 
 class DenseRetriever(ScoredRetriever):
@@ -45,7 +48,8 @@ class DenseRetriever(ScoredRetriever):
         k: How many documents to return (a call's `k` overrides it).
         score_key: The metadata key the relevance score is written to.
         docstore: Documents by id, for a Chroma store only; a hit whose id it
-            lacks raises `IndexLoadError` (the two sides are out of sync).
+            lacks is left out: it is a vector written by a publish not yet
+            committed (or by one that died), not a passage of this index.
 
     Raises:
         ValueError: On creation, a `docstore` with a store that is not Chroma.
@@ -109,23 +113,26 @@ class DenseRetriever(ScoredRetriever):
         assert self.docstore is not None
         store: Any = self.vectorstore
         vector = store.embeddings.embed_query(query)
+        # vectors a publish in progress added are not hits: ask for that many more
+        extra = max(0, store._collection.count() - len(self.docstore))
         found = store._collection.query(
-            query_embeddings=[vector], n_results=k, include=["distances"]
+            query_embeddings=[vector], n_results=k + extra, include=["distances"]
         )
         relevance = store._select_relevance_score_fn()
         docstore = self.docstore
         pairs = []
+        unknown = 0
         for doc_id, distance in zip(
             found["ids"][0], found["distances"][0], strict=True
         ):
             document = docstore.get(doc_id)
-            if document is None:
-                raise IndexLoadError(
-                    f"the vector store holds id {doc_id!r} that the docstore lacks: "
-                    "the sparse and dense sides are out of sync; rebuild the index"
-                )
+            if document is None:  # written by a publish not yet committed
+                unknown += 1
+                continue
             pairs.append((document, relevance(distance)))
-        return pairs
+        if unknown:
+            logger.info("%d vector id(s) not in the committed chunks left out", unknown)
+        return pairs[:k]
 
 
 def is_chroma(store: VectorStore) -> bool:

@@ -54,6 +54,13 @@ class InvalidInputError(RagBudgetError, ValueError):
     """
 
 
+class IndexLockedError(RagBudgetError):
+    """Another process held an index's write lock for the whole wait; nothing written.
+
+    The message names the holder (pid, host, command) from the lock file.
+    """
+
+
 class IndexRepairError(RagBudgetError):
     """An index cannot be repaired without losing data; nothing was changed."""
 

@@ -37,7 +37,11 @@ def add_commands(commands: Commands) -> None:
     _add_tune(commands)
     _add_index(commands)
     _add_ask(commands)
-    _command(commands, "repair", "bring the two sides of an index in sync", index=True)
+    _lock_timeout(
+        _command(
+            commands, "repair", "bring the two sides of an index in sync", index=True
+        )
+    )
     _add_inspect(commands)
     _add_config(commands)
 
@@ -53,6 +57,17 @@ def _command(
             "--index", type=Path, help="index directory (config index.directory)"
         )
     return sub
+
+
+def _lock_timeout(sub: argparse.ArgumentParser) -> None:
+    """The option of the commands that write an index: how long to wait for it."""
+    sub.add_argument(
+        "--lock-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="wait this long for another writer of the index to finish, then fail "
+        "naming it (config index.lock_timeout)",
+    )
 
 
 def _keep_identical_ids(sub: argparse.ArgumentParser) -> None:
@@ -156,6 +171,7 @@ def _add_index(commands: Commands) -> None:
         commands, "index", "ingest a folder of text/Markdown/HTML/PDF", index=True
     )
     index.add_argument("path", type=Path, help="a folder (or one file) to ingest")
+    _lock_timeout(index)
     index.add_argument(
         "--prune",
         action="store_true",

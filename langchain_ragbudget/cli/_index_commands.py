@@ -29,11 +29,14 @@ NAMES_SHOWN = 20  # skipped files named per reason; the count is always exact
 def open_index(
     args: argparse.Namespace, console: Console, *, create: bool = False
 ) -> Any:
-    """The index of `--index` (or the configured one); only `index` may create it."""
-    from langchain_ragbudget.config import load_config
+    """The index of `--index` (or the configured one); only `index` may create it.
+
+    `index` (the one that creates) opens it for writing: it holds the write lock
+    from here until the index is closed, so a second `index` waits for it.
+    """
     from langchain_ragbudget.index import HybridIndex
 
-    config = load_config(args.config)
+    config = _config(args)
     fetch_k = getattr(args, "k", None)
     if fetch_k is not None:  # the BM25 side takes its fetch size when it opens
         retrieval = config.retrieval
@@ -46,12 +49,33 @@ def open_index(
         )
     directory = args.index or Path(config.index.directory)
     with console.status(f"opening index {directory}"):
-        index = HybridIndex.open(directory, config, create=create)
-    style = "green" if index.sync_report.in_sync else "yellow"
-    console.print(
-        f"{directory}: {index.sync_report.summary()}", style=style, markup=False
-    )
+        index = HybridIndex.open(directory, config, create=create, write=create)
+    report = index.sync_report
+    if create and report.only_dense and not (report.only_sparse or report.differing):
+        console.print(  # what a run stopped before publishing wrote: reused
+            f"{directory}: resuming: {len(report.only_dense)} chunk(s) written by a "
+            "run that stopped before publishing are reused",
+            highlight=False,
+            markup=False,
+        )
+        return index
+    style = "green" if report.in_sync else "yellow"
+    console.print(f"{directory}: {report.summary()}", style=style, markup=False)
     return index
+
+
+def _config(args: argparse.Namespace) -> Any:
+    """The configuration of `--config`, with `--lock-timeout` over it if given."""
+    from langchain_ragbudget.config import load_config
+
+    config = load_config(args.config)
+    timeout = getattr(args, "lock_timeout", None)
+    if timeout is None:
+        return config
+    if timeout < 0:
+        raise InvalidInputError(f"--lock-timeout must be 0 or more, got {timeout:g}")
+    settings = config.index.model_copy(update={"lock_timeout": timeout})
+    return config.model_copy(update={"index": settings})
 
 
 def _under(scope: str, relative: str) -> str:
@@ -94,27 +118,29 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
             f"nothing to index under {given}: no .txt, .md, .html or .pdf file "
             f"({len(found.skipped)} skipped)"
         )
-    index = open_index(args, console, create=True)
-    doc_id = _document_ids(index, given)
-    ids = {doc_id(path.relative_to(given).as_posix()): path for path in found.files}
-    scope = doc_id("")
-    gone = [d for d in index.document_ids if _in_scope(d, scope) and d not in ids]
-    if args.prune and not args.yes:
-        _refuse_large_prune(gone, len(index.document_ids), scope, index.root)
-    summary, unreadable = _ingest(index, ids, given, console)
-    if gone and args.prune:
-        before = index.chunk_count
-        summary.deleted += index.delete(gone)
-        summary.chunks_deleted += before - index.chunk_count
-    skipped = [(item.reason, doc_id(item.path), item.detail) for item in found.skipped]
-    for part in ingest_report(given, index, summary, skipped, NAMES_SHOWN):
-        console.print(part, highlight=False, markup=False)
-    if gone and not args.prune:
-        console.print(
-            f"[yellow]{len(gone)} indexed document(s) have no file under {given} "
-            f"(e.g. {gone[0]}); --prune deletes them[/yellow]",
-            highlight=False,
-        )
+    with open_index(args, console, create=True) as index:
+        doc_id = _document_ids(index, given)
+        ids = {doc_id(path.relative_to(given).as_posix()): path for path in found.files}
+        scope = doc_id("")
+        gone = [d for d in index.document_ids if _in_scope(d, scope) and d not in ids]
+        if args.prune and not args.yes:
+            _refuse_large_prune(gone, len(index.document_ids), scope, index.root)
+        summary, unreadable = _ingest(index, ids, given, console)
+        if gone and args.prune:
+            before = index.chunk_count
+            summary.deleted += index.delete(gone)
+            summary.chunks_deleted += before - index.chunk_count
+        skipped = [
+            (item.reason, doc_id(item.path), item.detail) for item in found.skipped
+        ]
+        for part in ingest_report(given, index, summary, skipped, NAMES_SHOWN):
+            console.print(part, highlight=False, markup=False)
+        if gone and not args.prune:
+            console.print(
+                f"[yellow]{len(gone)} indexed document(s) have no file under {given} "
+                f"(e.g. {gone[0]}); --prune deletes them[/yellow]",
+                highlight=False,
+            )
     return EXIT_PARTIAL if unreadable else EXIT_OK
 
 
@@ -209,10 +235,9 @@ def run_repair(args: argparse.Namespace, console: Console) -> int:
     Never creates an index and never deletes the only copy of a chunk; see
     `langchain_ragbudget.index._repair`. Exit code 0 when the sides end in sync.
     """
-    from langchain_ragbudget.config import load_config
     from langchain_ragbudget.index import HybridIndex
 
-    config = load_config(args.config)
+    config = _config(args)
     directory = args.index or Path(config.index.directory)
     with console.status(f"repairing index {directory}"):
         index, report = HybridIndex.repair_directory(directory, config)

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Sized
+from collections.abc import Iterable, Iterator, Sized
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,6 @@ from langchain_ragbudget.config import RagBudgetConfig, load_config
 from langchain_ragbudget.dense import add_documents
 from langchain_ragbudget.errors import IndexLoadError, InvalidInputError
 from langchain_ragbudget.factory import (
-    build_embeddings,
     build_sparse_retriever,
     hybrid_retriever,
 )
@@ -48,6 +48,9 @@ from langchain_ragbudget.index._chroma import (
 )
 from langchain_ragbudget.index._chunking import Chunker
 from langchain_ragbudget.index._loaders import FileError, check_content
+from langchain_ragbudget.index._lock import WriterLock
+from langchain_ragbudget.index._opening import current_name as _current_name
+from langchain_ragbudget.index._opening import open_directory as _open_directory
 from langchain_ragbudget.index._repair import _merge, _Merged
 from langchain_ragbudget.index._repair import repair_directory as _repair_directory
 from langchain_ragbudget.index._reports import (
@@ -63,11 +66,9 @@ from langchain_ragbudget.index._versions import (
     _committed_version,
     _holds_index,
     _inspect_manifest,
-    _load_manifest,
     _load_sparse,
     _manifest,
     _read_sparse_tolerant,
-    _remove_superseded,
     _save_sparse,
     _sizes,
     _version_key,
@@ -135,6 +136,8 @@ class HybridIndex:
         self._pending_deletes: list[str] = []
         self._dense_hashes: dict[str, str | None] = {}
         self.sync_report = SyncReport()
+        self._lock = WriterLock(directory)
+        self._version = _current_name(directory)
 
     @classmethod
     def open(
@@ -144,8 +147,17 @@ class HybridIndex:
         embeddings: Embeddings | None = None,
         *,
         create: bool = True,
+        write: bool = False,
     ) -> HybridIndex:
         """Open the index in `directory`; create it if absent and `create` is true.
+
+        With `write`, the index's write lock is taken first (waiting up to
+        `index.lock_timeout` seconds) and held until `close`, so nothing can change
+        between what this writer reads and what it publishes. Without it, the
+        committed version is read without the lock; a version a writer replaces
+        mid-read is read again, and a difference between the sides while a writer
+        holds the lock is its write in progress (named in `sync_report.writer`),
+        not damage: searches answer from the committed version.
 
         Refuses an index built with another embedding model or other chunking
         settings, and checks that both sides hold the same chunks. A missing or
@@ -159,6 +171,7 @@ class HybridIndex:
             config: The configuration; the shipped defaults if None.
             embeddings: The embedding model; built from `config` if None.
             create: Whether a folder holding no index may become a new one.
+            write: Whether to hold the write lock from now until `close`.
 
         Returns:
             The open index.
@@ -167,43 +180,9 @@ class HybridIndex:
             IndexLoadError: No index here and `create` is false; a file, not a
                 folder; another embedding model or chunking; a missing, truncated
                 or unreadable file; or a vector side without its BM25 side.
+            IndexLockedError: `write`, and another writer held the lock throughout.
         """
-        config = config or load_config()
-        path = Path(directory)
-        expected = _manifest(config)
-        if not _holds_index(path):
-            if not create:
-                raise IndexLoadError(
-                    f"{path}: no index here ({MANIFEST} not found); check the path, "
-                    f"or create one with `ragbudget index FOLDER --index {path}`"
-                )
-            path.mkdir(parents=True, exist_ok=True)
-            _write_manifest(path, expected)
-        version, recovered = _committed_version(path, recover=True)
-        if not recovered:  # after a recovery, which version was committed is a guess
-            _remove_superseded(path, version)
-        records, sparse, copy = _load_sparse(path, version, config)
-        manifest = _load_manifest(path, expected, copy)
-        chunks = {str(c.id): c for c in sparse.documents} if sparse else {}
-        vectorstore = _open_dense(
-            path,
-            config,
-            embeddings or build_embeddings(config.embedding),
-            may_create=create and not records,
-        )
-        index = cls(path, config, vectorstore, records, chunks, manifest)
-        index._sparse = sparse
-        index.sync_report = index.sync_check()
-        if not records and index._dense_hashes:
-            index.close()
-            raise IndexLoadError(
-                f"{path}: the BM25 side is missing (no committed version) but the "
-                f"vector store holds {len(index._dense_hashes)} chunk(s); run "
-                f"`ragbudget repair --index {path}` to rebuild it from the vector store"
-            )
-        if not index.sync_report.in_sync:
-            logger.warning("index %s: %s", path, index.sync_report.summary())
-        return index
+        return _open_directory(cls, directory, config, embeddings, create, write)
 
     @classmethod
     def inspect(
@@ -288,8 +267,45 @@ class HybridIndex:
         _write_manifest(self.directory, self._manifest)
 
     def close(self) -> None:
-        """Release the embedded Chroma client (its files can then be moved)."""
+        """Release the embedded Chroma client and the write lock, if held."""
         _close_store(self.vectorstore)
+        self._lock.release()
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Hold the write lock for one write, unless `open(write=True)` holds it.
+
+        A version another writer committed since this index was read is read
+        again first, so this write starts from it instead of overwriting it.
+        """
+        if self._lock.held:
+            yield
+            return
+        self._lock.acquire(self.config.index.lock_timeout)
+        try:
+            if _current_name(self.directory) != self._version:
+                self._reload()
+            yield
+        finally:
+            self._lock.release()
+
+    def _reload(self) -> None:
+        """Read the committed version and the vector store again (under the lock)."""
+        embeddings = self.vectorstore.embeddings
+        _close_store(self.vectorstore)
+        version, _ = _committed_version(self.directory, recover=True)
+        self._records, self._sparse, _ = _load_sparse(
+            self.directory, version, self.config
+        )
+        self._chunks = (
+            {str(c.id): c for c in self._sparse.documents} if self._sparse else {}
+        )
+        self._version = version.name if version is not None else ""
+        assert embeddings is not None
+        self.vectorstore = _open_dense(
+            self.directory, self.config, embeddings, may_create=True
+        )
+        self.sync_report = self.sync_check()
 
     def __enter__(self) -> HybridIndex:
         return self
@@ -329,11 +345,12 @@ class HybridIndex:
         """
         summary = IngestSummary()
         total = len(documents) if isinstance(documents, Sized) else None
-        chunked = StageProgress(progress, CHUNKING, total).start()
-        for document in documents:
-            self._upsert_one(_required_id(document), document, summary)
-            chunked.advance()
-        self.commit(progress)
+        with self._writing():
+            chunked = StageProgress(progress, CHUNKING, total).start()
+            for document in documents:
+                self._upsert_one(_required_id(document), document, summary)
+                chunked.advance()
+            self.commit(progress)
         return summary
 
     def _upsert_one(
@@ -406,10 +423,12 @@ class HybridIndex:
         Returns:
             The ids that were in the index and are now removed.
         """
-        removed = [doc_id for doc_id in doc_ids if doc_id in self._records]
-        for doc_id in removed:
-            self._remove(doc_id)
-        self.commit()
+        wanted = list(doc_ids)
+        with self._writing():
+            removed = [doc_id for doc_id in wanted if doc_id in self._records]
+            for doc_id in removed:
+                self._remove(doc_id)
+            self.commit()
         return removed
 
     def _remove(self, doc_id: str) -> int:
@@ -424,13 +443,20 @@ class HybridIndex:
         """Write pending vector-side changes: deletes first, then adds in batches.
 
         Adds are batched across documents: every Chroma write has a fixed cost,
-        which one write per document would pay once per document.
+        which one write per document would pay once per document. A chunk the
+        vector store already holds with the same text (written by a run that was
+        stopped before it published) is not embedded again: that is the resume.
         """
         if self._pending_deletes:
             _delete_all(self.vectorstore, self._pending_deletes)
             for chunk_id in self._pending_deletes:
                 self._dense_hashes.pop(chunk_id, None)
             self._pending_deletes = []
+        for chunk_id, chunk in list(self._pending_adds.items()):
+            # written by an earlier run that stopped before publishing: resume
+            known = self._dense_hashes.get(chunk_id, "")
+            if known and known == chunk.metadata.get("content_hash"):
+                del self._pending_adds[chunk_id]
         if self._pending_adds:
             embedded = StageProgress(progress, EMBEDDING, len(self._pending_adds))
             add_documents(
@@ -451,7 +477,9 @@ class HybridIndex:
         self._flush(progress)
         chunks = list(self._chunks.values())
         self._sparse = build_sparse_retriever(chunks, self.config) if chunks else None
-        _save_sparse(self.directory, self._records, self._sparse, self._manifest)
+        self._version = _save_sparse(
+            self.directory, self._records, self._sparse, self._manifest
+        )
         self.sync_report = self._compare()
 
     def sync_check(self) -> SyncReport:
@@ -484,10 +512,11 @@ class HybridIndex:
         Raises:
             IndexLoadError: The vector store cannot be read.
         """
-        report = self.sync_check()
-        dense = _dense_documents(self.vectorstore)
-        merged = _merge(self._records, self._chunks, dense)
-        self._apply(merged, dense)
+        with self._writing():
+            report = self.sync_check()
+            dense = _dense_documents(self.vectorstore)
+            merged = _merge(self._records, self._chunks, dense)
+            self._apply(merged, dense)
         return report
 
     def _apply(

@@ -44,6 +44,7 @@ from langchain_ragbudget.index._chroma import (
     _open_dense,
     _release_chroma,
 )
+from langchain_ragbudget.index._lock import WriterLock
 from langchain_ragbudget.index._reports import RepairReport
 from langchain_ragbudget.index._versions import (
     MANIFEST,
@@ -86,6 +87,7 @@ def repair_directory(
             it was built with another embedding model or chunking.
         IndexRepairError: Neither side can be read, or a Chroma server's side
             cannot (nothing is changed).
+        IndexLockedError: Another writer held the write lock throughout.
     """
     config = config or load_config()
     path = Path(directory)
@@ -93,6 +95,23 @@ def repair_directory(
         raise IndexLoadError(
             f"{path}: no index here ({MANIFEST} not found); nothing to repair"
         )
+    lock = WriterLock(path).acquire(config.index.lock_timeout)
+    try:
+        index, report = _repair_locked(cls, path, config, embeddings)
+    except BaseException:
+        lock.release()
+        raise
+    index._lock = lock  # held until the repaired index is closed
+    return index, report
+
+
+def _repair_locked(
+    cls: type[HybridIndex],
+    path: Path,
+    config: RagBudgetConfig,
+    embeddings: Embeddings | None,
+) -> tuple[HybridIndex, RepairReport]:
+    """`repair_directory` under the write lock."""
     report = RepairReport()
     sparse = _read_sparse_tolerant(path, config)
     report.problems += sparse.notes + sparse.problems

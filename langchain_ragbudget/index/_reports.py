@@ -28,11 +28,16 @@ class SyncReport:
         only_dense: Chunk ids only the vector store holds.
         only_sparse: Chunk ids only BM25 holds.
         differing: Chunk ids both sides hold with different text hashes.
+        writer: The holder of the write lock when the sides were compared while
+            a writer was mid-publish (the difference is its write, not damage).
     """
 
     only_dense: list[str] = field(default_factory=list)
     only_sparse: list[str] = field(default_factory=list)
     differing: list[str] = field(default_factory=list)
+    writer: str = (
+        ""  # who holds the write lock, when the difference is a write in progress
+    )
 
     @property
     def in_sync(self) -> bool:
@@ -43,6 +48,12 @@ class SyncReport:
         """One line for logs and the CLI."""
         if self.in_sync:
             return "sparse and dense sides are in sync"
+        if self.writer:
+            return (
+                f"a write by {self.writer} is in progress: answering from the last "
+                f"committed version ({len(self.only_dense)} new chunk(s) not yet "
+                "published)"
+            )
         return (
             f"out of sync: {len(self.only_dense)} chunk(s) only in the vector store, "
             f"{len(self.only_sparse)} only in BM25, {len(self.differing)} with "

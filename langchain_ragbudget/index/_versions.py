@@ -392,8 +392,8 @@ def _save_sparse(
     records: dict[str, dict[str, Any]],
     sparse: BM25Retriever | None,
     manifest: dict[str, Any],
-) -> None:
-    """Write a new version folder, then point CURRENT at it (atomic rename)."""
+) -> str:
+    """Write a new version folder, then point CURRENT at it; returns its name."""
     version = f"sparse-{time.time_ns()}-{os.getpid()}"
     staging = directory / f".{version}.tmp"
     staging.mkdir(parents=True)
@@ -418,3 +418,4 @@ def _save_sparse(
     publish_folder(staging, directory / version)
     atomic_write_text(directory / CURRENT, version)
     _remove_superseded(directory, directory / version)
+    return version

@@ -23,6 +23,7 @@ EXPECTED_ALL = [
     "FlashRankRerank",
     "HybridRetriever",
     "IndexLoadError",
+    "IndexLockedError",
     "IndexRepairError",
     "InvalidInputError",
     "ModelUnavailableError",
