@@ -6,9 +6,10 @@ components refuse keywords they have no field for. The keyword catalogue below i
 listed in RELIABILITY.md ("Catalogue: keyword overrides") and checked against it.
 """
 
-from __future__ import re
+from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
