@@ -312,3 +312,71 @@ def test_caps_unset_keep_todays_packing() -> None:
     context = budget(prompt=None).fit(docs)
     assert context.report.kept_ids == ["a0", "a1", "a2", "a3"]
     assert context.report.drops == []
+
+
+# --- the catalogue of bad input (RELIABILITY.md, "History on the same budget") --
+
+
+def _surface(**fields: Any) -> SurfaceSettings:
+    return SurfaceSettings(max_docs=1, max_tokens=10, **fields)
+
+
+def _with_history(history: Any) -> Any:
+    state = {"question": "q", "documents": [], "history": history}
+    return budget(max_prompt_tokens=500).invoke(state)
+
+
+HISTORY_CASES: list[tuple[str, Any, type[Exception], str]] = [
+    (
+        "history-not-messages",
+        lambda: _with_history(["hello"]),
+        InvalidInputError,
+        r"input\['history'\] must be a list of LangChain messages",
+    ),
+    ("history-a-string", lambda: _with_history("hello"), InvalidInputError, "got str"),
+    (
+        "reserve-leaves-no-room",
+        lambda: _surface(max_prompt_tokens=100, reserve_output_tokens=100),
+        ValidationError,
+        r"reserve_output_tokens \(100\) leaves no room in max_prompt_tokens \(100\)",
+    ),
+    (
+        "history-share-over-one",
+        lambda: _surface(history_share=1.5),
+        ValidationError,
+        "history_share",
+    ),
+    (
+        "max-per-source-zero",
+        lambda: _surface(max_per_source=0),
+        ValidationError,
+        "max_per_source",
+    ),
+    (
+        "max-per-retriever-bool",
+        lambda: _surface(max_per_retriever=True),
+        ValidationError,
+        "max_per_retriever",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "run", "raises", "match"), HISTORY_CASES, ids=[c[0] for c in HISTORY_CASES]
+)
+def test_history_catalogue(
+    case: str, run: Any, raises: type[Exception], match: str
+) -> None:
+    with pytest.raises(raises, match=match):
+        run()
+
+
+def test_history_catalogue_is_listed_in_reliability_md() -> None:
+    text = (Path(__file__).resolve().parents[2] / "RELIABILITY.md").read_text()
+    section = text.split("### History on the same budget", 1)[1]
+    listed = [
+        line.split("`")[1]
+        for line in section.splitlines()
+        if line.startswith("| `") and line.count("|") == 3
+    ]
+    assert listed == [case[0] for case in HISTORY_CASES]
