@@ -344,19 +344,19 @@ HISTORY_CASES: list[tuple[str, Any, type[Exception], str]] = [
         "history-share-over-one",
         lambda: _surface(history_share=1.5),
         ValidationError,
-        "history_share",
+        r"history_share\n\s+Input should be less than or equal to 1",
     ),
     (
         "max-per-source-zero",
         lambda: _surface(max_per_source=0),
         ValidationError,
-        "max_per_source",
+        r"max_per_source\n\s+Input should be greater than or equal to 1",
     ),
     (
         "max-per-retriever-bool",
         lambda: _surface(max_per_retriever=True),
         ValidationError,
-        "max_per_retriever",
+        r"max_per_retriever\n\s+Input should be a valid integer",
     ),
 ]
 
