@@ -12,7 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForChainRun,
+    CallbackManagerForChainRun,
+)
 from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables.config import patch_config
 
 from langchain_ragbudget._evidence_rows import (
     TEXT,
@@ -23,6 +30,7 @@ from langchain_ragbudget._evidence_rows import (
     issues_table,
     skipped_table,
 )
+from langchain_ragbudget._history import PromptRoom
 from langchain_ragbudget._html import Markup, display, element, folded, key_values
 from langchain_ragbudget._metadata_keys import CONTEXT_TOKENS
 from langchain_ragbudget._names import display_name
@@ -58,6 +66,11 @@ class BudgetReport:
             `external_step / unaccounted` record per candidate that vanished.
         skipped: Stages that did not run.
         issues: Scores that were not finite numbers.
+        trimmed: The passages kept shortened.
+        prompt: With `max_prompt_tokens`, how the whole prompt's tokens were
+            shared between the fixed parts, history and context (None without);
+            dropped history turns are `history / over_max_tokens` records in
+            `drops`, and `max_tokens` is then the context's share.
     """
 
     surface: str
@@ -74,6 +87,7 @@ class BudgetReport:
     skipped: list[StageSkip] = field(default_factory=list)
     issues: list[ScoreIssue] = field(default_factory=list)
     trimmed: list[TrimRecord] = field(default_factory=list)
+    prompt: PromptRoom | None = None
 
     @property
     def budget_drops(self) -> list[DropRecord]:
@@ -102,6 +116,7 @@ class BudgetReport:
             "skipped_stages": [skip.to_dict() for skip in self.skipped],
             "score_issues": [issue.to_dict() for issue in self.issues],
             "trimmed": [record.to_dict() for record in self.trimmed],
+            "prompt": None if self.prompt is None else self.prompt.to_dict(),
         }
 
     def summary(self) -> str:
@@ -133,6 +148,8 @@ class BudgetedContext:
         text: The context exactly as the chain sends it; tokens are counted on it.
         report: What was kept and dropped, and why.
         evidence: Whether the best kept score clears the surface's threshold.
+        history: The chat history the prompt gets: the kept turns when the
+            surface budgets the whole prompt, else the history as given.
     """
 
     documents: list[Document]
@@ -140,6 +157,7 @@ class BudgetedContext:
     text: str
     report: BudgetReport
     evidence: Evidence
+    history: list[BaseMessage] = field(default_factory=list)
 
     def kept_entries(self) -> list[dict[str, Any]]:
         """Per kept passage, in prompt order: id, source, tokens, ranks and scores."""
@@ -192,6 +210,17 @@ def _report_parts(
         ),
         ("drops", drop_counts((r.stage, r.reason) for r in report.drops)),
     ]
+    if report.prompt is not None:
+        room = report.prompt
+        summary.append(
+            (
+                "whole prompt",
+                f"{room.prompt_tokens} of {room.max_prompt_tokens} "
+                f"({room.reserve_output_tokens} reserved for the answer; history "
+                f"{room.history_tokens} of {room.history_budget}, share "
+                f"{room.history_share})",
+            )
+        )
     if evidence is not None:
         summary.append(("evidence", evidence.describe()))
     dropped = [
@@ -212,3 +241,30 @@ def _report_parts(
     if report.issues:
         parts.append(issues_table([issue.to_dict() for issue in report.issues]))
     return parts
+
+
+REPORT_RUN = RunnableLambda(lambda report: report, name="ragbudget_budget_report")
+
+
+def report_config(
+    config: RunnableConfig,
+    run_manager: CallbackManagerForChainRun | AsyncCallbackManagerForChainRun,
+    context: BudgetedContext,
+) -> RunnableConfig:
+    """The config of the child run that shows the report to tracers."""
+    report = context.report
+    return patch_config(
+        config,
+        callbacks=run_manager.get_child(),
+        run_name="ragbudget_budget_report",
+    ) | {
+        "metadata": {
+            **(config.get("metadata") or {}),
+            "ragbudget_surface": report.surface,
+            "ragbudget_tokens_used": report.tokens_used,
+            "ragbudget_max_tokens": report.max_tokens,
+            "ragbudget_dropped_ids": [record.key for record in report.drops],
+            "ragbudget_unaccounted_ids": [record.key for record in report.unaccounted],
+            "ragbudget_skipped_stages": [str(skip.stage) for skip in report.skipped],
+        }
+    }

@@ -64,3 +64,18 @@ def scores_of(document: Document) -> dict[str, Any]:
         for key, value in document.metadata.items()
         if key.endswith((_SCORE, _RANK, _NORMALISED)) or key == FUSION_METHOD
     }
+
+
+def best_retriever(document: Document) -> str | None:
+    """The retriever that ranked `document` best (`<name>_rank`), or None.
+
+    Fusion's and rerank's own ranks do not count; a tie goes to the retriever
+    written first. This is the retriever `max_per_retriever` counts it against.
+    """
+    best: tuple[int, str] | None = None
+    for key, value in document.metadata.items():
+        if not key.endswith(_RANK) or key in (FUSED_RANK, RERANK_RANK):
+            continue
+        if type(value) is int and (best is None or value < best[0]):
+            best = (value, key.removesuffix(_RANK))
+    return None if best is None else best[1]

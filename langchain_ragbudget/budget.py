@@ -12,7 +12,7 @@ metadata of a child run, so a tracer such as LangSmith shows the dropped ids.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -24,21 +24,32 @@ from langchain_core.callbacks import (
     dispatch_custom_event,
 )
 from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage
+from langchain_core.prompts import BasePromptTemplate
 from langchain_core.runnables import (
     RunnableConfig,
-    RunnableLambda,
     RunnableSerializable,
 )
-from langchain_core.runnables.config import patch_config
 from pydantic import ConfigDict, model_validator
 
-from langchain_ragbudget._budget_report import BudgetedContext, BudgetReport
+from langchain_ragbudget import _history as chat_history
+from langchain_ragbudget._budget_report import (
+    REPORT_RUN,
+    BudgetedContext,
+    BudgetReport,
+    report_config,
+)
 from langchain_ragbudget._identity import (
     document_key,
     unique_documents,
     with_metadata,
 )
-from langchain_ragbudget._metadata_keys import CONTEXT_TOKENS, FUSED_RANK, HEADER_TOKENS
+from langchain_ragbudget._metadata_keys import (
+    CONTEXT_TOKENS,
+    FUSED_RANK,
+    HEADER_TOKENS,
+    best_retriever,
+)
 from langchain_ragbudget._overrides import (
     field_names,
     known_keywords,
@@ -68,7 +79,14 @@ from langchain_ragbudget.ledger import (
     records_of,
     scope_ledgers,
 )
-from langchain_ragbudget.packing import PackItem, PackResult, pack
+from langchain_ragbudget.packing import (
+    CAP_REASONS,
+    PackItem,
+    PackResult,
+    cap_detail,
+    header_costs,
+    pack,
+)
 from langchain_ragbudget.render import ContextFormat, group_citations
 
 REPORT_EVENT = "ragbudget_context_report"
@@ -94,6 +112,9 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         format: How passages and citation headers are rendered.
         id_key: The metadata key that identifies a passage when `Document.id` is
             unset.
+        prompt: The prompt the chain sends, rendered to count the whole prompt
+            when the surface sets `max_prompt_tokens` (None: history, context
+            and question are counted as plain messages).
 
     Example:
         .. code-block:: python
@@ -111,6 +132,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     settings: SurfaceSettings
     format: ContextFormat = ContextFormat()
     id_key: str | None = default_of(RetrievalSettings, "id_key")
+    prompt: BasePromptTemplate | None = None
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -171,8 +193,13 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         documents: Sequence[Document],
         scoped: Sequence[RunLedger] = (),
         question: str | None = None,
+        history: Sequence[BaseMessage] | None = None,
+        variables: dict[str, Any] | None = None,
     ) -> BudgetedContext:
         """Pack `documents` (best first); pure apart from the token cache.
+
+        With `history` and `max_prompt_tokens`, history and context share the
+        whole prompt's budget (`_history.fit_with_history`).
 
         Args:
             documents: The candidates, best first (a `CandidateList` carries the
@@ -181,6 +208,8 @@ class ContextBudget(RunnableSerializable[Any, Any]):
                 the documents carry.
             question: What the sentences of a passage shortened by `trim` are
                 chosen for; without it the leading sentences are kept.
+            history: The chat history (oldest first), without the question.
+            variables: The prompt's other variables, for rendering it.
 
         Returns:
             The kept passages (a shortened one holds its kept sentences), their
@@ -193,6 +222,24 @@ class ContextBudget(RunnableSerializable[Any, Any]):
                 cannot be encoded.
             ModelUnavailableError: The tiktoken encoding cannot be loaded.
         """
+        settings = self.settings
+        if history is None or settings.max_prompt_tokens is None:
+            context = self._fit(documents, scoped, question)
+            return replace(context, history=list(history or []))
+        within = partial(_fit_within, self, documents, scoped, question)
+        encoding, values = settings.encoding_name, variables or {}
+        measure = chat_history.prompt_measure(
+            self.prompt, question or "", values, encoding
+        )
+        return chat_history.fit_with_history(within, history, measure, settings)
+
+    def _fit(
+        self,
+        documents: Sequence[Document],
+        scoped: Sequence[RunLedger],
+        question: str | None,
+    ) -> BudgetedContext:
+        """`fit` on the context alone, in the surface's `max_tokens`."""
         given = check_documents(documents)
         records = records_of(given, scoped)
         # one distinct key per candidate, as its Document.id, from here on
@@ -244,6 +291,8 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             min_docs=settings.min_docs,
             sentences_of=shorten.shape,
             max_sentences=settings.max_sentences,
+            max_per_source=settings.max_per_source,
+            max_per_retriever=settings.max_per_retriever,
         )
         return _Packed(documents, items, result, header_costs(items, result.kept))
 
@@ -336,6 +385,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
                         _header_tokens, fmt, number, document, encoding
                     ),
                     content_key=document.page_content,
+                    retriever=best_retriever(document),
                 )
             )
         return items
@@ -390,6 +440,8 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         tokens, header = packed.items[index].counted_tokens, packed.headers[index]
         if reason == DropReason.MAX_DOCS:
             detail = f"max_docs={settings.max_docs} already kept"
+        elif reason in CAP_REASONS:
+            detail = cap_detail(reason, settings, packed.items[index])
         elif reason == DropReason.DUPLICATE:
             detail = "same text as a kept passage"
         elif settings.packing == "stop":
@@ -445,7 +497,11 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         The ledgers of the enclosing `ledger_scope` are reconciled too.
         """
         context = self.fit(
-            _documents_of(input), scope_ledgers(config) or (), _question_of(input)
+            _documents_of(input),
+            scope_ledgers(config) or (),
+            _question_of(input),
+            chat_history.history_of(input),
+            chat_history.prompt_values(input),
         )
         return context, context.report.to_dict()
 
@@ -457,7 +513,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     ) -> Any:
         context, report = self._fit_input(input, config)
         dispatch_custom_event(REPORT_EVENT, report, config=config)
-        _REPORT_RUN.invoke(report, _report_config(config, run_manager, context))
+        REPORT_RUN.invoke(report, report_config(config, run_manager, context))
         return _output(input, context)
 
     async def _ainvoke(
@@ -468,34 +524,22 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     ) -> Any:
         context, report = self._fit_input(input, config)
         await adispatch_custom_event(REPORT_EVENT, report, config=config)
-        await _REPORT_RUN.ainvoke(report, _report_config(config, run_manager, context))
+        await REPORT_RUN.ainvoke(report, report_config(config, run_manager, context))
         return _output(input, context)
 
 
-_REPORT_RUN = RunnableLambda(lambda report: report, name="ragbudget_budget_report")
-
-
-def _report_config(
-    config: RunnableConfig,
-    run_manager: CallbackManagerForChainRun | AsyncCallbackManagerForChainRun,
-    context: BudgetedContext,
-) -> RunnableConfig:
-    report = context.report
-    return patch_config(
-        config,
-        callbacks=run_manager.get_child(),
-        run_name="ragbudget_budget_report",
-    ) | {
-        "metadata": {
-            **(config.get("metadata") or {}),
-            "ragbudget_surface": report.surface,
-            "ragbudget_tokens_used": report.tokens_used,
-            "ragbudget_max_tokens": report.max_tokens,
-            "ragbudget_dropped_ids": [record.key for record in report.drops],
-            "ragbudget_unaccounted_ids": [record.key for record in report.unaccounted],
-            "ragbudget_skipped_stages": [str(skip.stage) for skip in report.skipped],
-        }
-    }
+def _fit_within(
+    budget: ContextBudget,
+    documents: Sequence[Document],
+    scoped: Sequence[RunLedger],
+    question: str | None,
+    tokens: int,
+) -> BudgetedContext:
+    """`budget`'s context alone, fitted to `tokens` instead of `max_tokens`."""
+    settings = budget.settings.model_copy(update={"max_tokens": tokens})
+    return budget.model_copy(update={"settings": settings})._fit(
+        documents, scoped, question
+    )
 
 
 def _documents_of(input: Any) -> Sequence[Document]:
@@ -510,8 +554,15 @@ def _documents_of(input: Any) -> Sequence[Document]:
 
 
 def _output(input: Any, context: BudgetedContext) -> Any:
-    """The context; in a chain, the input dict with the context under `context`."""
-    return {**input, "context": context} if isinstance(input, dict) else context
+    """The context; in a chain, the input dict with the context under `context`.
+
+    A `history` in the input is replaced by the history the prompt may take.
+    """
+    if not isinstance(input, dict):
+        return context
+    if "history" in input:
+        return {**input, "context": context, "history": context.history}
+    return {**input, "context": context}
 
 
 def _question_of(input: Any) -> str | None:
@@ -546,20 +597,3 @@ class _Packed:
     items: list[PackItem]
     result: PackResult
     headers: list[int | None]
-
-
-def header_costs(items: Sequence[PackItem], kept: Sequence[int]) -> list[int | None]:
-    """Citation-header tokens each passage paid (kept) or needed (dropped).
-
-    As `packing.pack` counts them: a header is paid by the first kept passage of
-    its source document; later passages of that document pay none. `None` for a
-    passage the packer never weighed.
-    """
-    kept_set: set[int] = set(kept)
-    paid: set[str] = set()
-    out: list[int | None] = []
-    for index, item in enumerate(items):
-        out.append(0 if item.group in paid else item.counted_group_tokens)
-        if index in kept_set:
-            paid.add(item.group)
-    return out

@@ -70,6 +70,8 @@ _REASON_ORDER = (
     DropReason.RERANKED_OUT,
     DropReason.SCORE_FLOOR,
     DropReason.DUPLICATE,
+    DropReason.MAX_PER_SOURCE,
+    DropReason.MAX_PER_RETRIEVER,
     DropReason.MAX_DOCS,
     DropReason.MAX_TOKENS,
 )
@@ -210,13 +212,15 @@ def _drop_warnings(context: BudgetedContext) -> list[str]:
             f"no record (a step outside ragbudget removed them): {_ids(unaccounted)}]"
         )
     drops = [r for r in report.drops if r.reason != DropReason.UNACCOUNTED]
+    turns = [r for r in drops if r.stage == Stage.HISTORY]
+    drops = [r for r in drops if r.stage != Stage.HISTORY]
     evidence = context.evidence
     lost = likely_lost(
         context.documents, report.kept_ids, drops, evidence.score_key, evidence.score
     )
     out_of_tokens = any(r.reason == DropReason.MAX_TOKENS for r in drops)
-    if lost or report.trimmed or out_of_tokens:
-        lines.append(_drops_line(report, drops, lost, evidence))
+    if lost or report.trimmed or out_of_tokens or turns:
+        lines.append(_drops_line(report, drops, lost, evidence, len(turns)))
     return lines
 
 
@@ -225,8 +229,12 @@ def _drops_line(
     drops: Sequence[DropRecord],
     lost: Sequence[LikelyLost],
     evidence: Evidence,
+    turns: int = 0,
 ) -> str:
-    """Counts by reason; likely lost named first, then the shortened; rest counted."""
+    """Counts by reason; likely lost named first, then the shortened; rest counted.
+
+    `turns`: chat history turns dropped (oldest first) to fit the whole prompt.
+    """
     counts = Counter(r.reason for r in drops)
     by_reason = ", ".join(
         f"{counts[reason]} {reason}" for reason in _REASON_ORDER if counts[reason]
@@ -234,6 +242,8 @@ def _drops_line(
     head = [f"{len(drops)} candidate(s) dropped ({by_reason})"] if drops else []
     if report.trimmed:
         head.append(f"{len(report.trimmed)} passage(s) shortened")
+    if turns:
+        head.append(f"{turns} history turn(s) dropped (oldest first, over_max_tokens)")
     parts = [f"{display_name(report.surface)} context: {', '.join(head)}"]
     if lost:
         named = [_lost(item, evidence) for item in lost]

@@ -42,6 +42,7 @@ from langchain_ragbudget._config_data import (
     surface_name_problem,
     validation_error,
 )
+from langchain_ragbudget._history import check_prompt_room
 from langchain_ragbudget._settings_fields import (
     Options,
     Provider,
@@ -51,12 +52,14 @@ from langchain_ragbudget._settings_fields import (
 from langchain_ragbudget._settings_fields import import_provider as import_provider
 from langchain_ragbudget._surfaces import DEFAULT_SURFACE as DEFAULT_SURFACE
 from langchain_ragbudget._tokens import resolve_encoding_name
+from langchain_ragbudget._weak_settings import (
+    WeakEvidenceSettings as WeakEvidenceSettings,
+)
 from langchain_ragbudget._yaml import read_text, read_yaml
 from langchain_ragbudget.errors import ConfigError
 from langchain_ragbudget.weak_model import MAX_TREE_NODES as MAX_TREE_NODES
 from langchain_ragbudget.weak_model import MAX_TREES as MAX_TREES
 from langchain_ragbudget.weak_model import CombinedEvidence as CombinedEvidence
-from langchain_ragbudget.weak_model import CombinedModel
 from langchain_ragbudget.weak_model import Tree as Tree
 from langchain_ragbudget.weak_model import TreeEvidence as TreeEvidence
 from langchain_ragbudget.weak_model import TreeNode as TreeNode
@@ -226,48 +229,6 @@ class TracingSettings(StrictModel):
     otel: StrictBool = False
 
 
-class WeakEvidenceSettings(StrictModel):
-    """When the evidence counts as weak (said in the prompt and under the answer).
-
-    Attributes:
-        method: `threshold` compares the best score of the kept passages with
-            `thresholds`; `combined` applies the fitted `combined` model to the
-            candidate list the budget receives.
-        thresholds: Score key to threshold, tried in order; the first key a kept
-            passage carries decides (null disables a key).
-        precision: The precision of the weak flag that `ragbudget eval` chooses a
-            threshold for when it fits the combined model (on the train split).
-        combined: The fitted model (logistic or boosted trees); required by
-            `method: combined`.
-    """
-
-    method: Literal["threshold", "combined"] = "threshold"
-    thresholds: dict[StrictStr, StrictFloat | None] = Field(default_factory=dict)
-    precision: StrictFloat = Field(0.8, gt=0, le=1)
-    combined: CombinedModel | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_flat_form(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            flat = [k for k in data if k not in cls.model_fields and "_score" in str(k)]
-            if flat:
-                raise ValueError(
-                    f"score thresholds go under weak_evidence.thresholds (found "
-                    f"{', '.join(map(str, flat))} directly under weak_evidence)"
-                )
-        return data
-
-    @model_validator(mode="after")
-    def _model_for_combined(self) -> WeakEvidenceSettings:
-        if self.method == "combined" and self.combined is None:
-            raise ValueError(
-                "method 'combined' needs a fitted model under weak_evidence.combined "
-                "(write one with `ragbudget eval --weak-evidence-yaml`)"
-            )
-        return self
-
-
 class SurfaceSettings(StrictModel):
     """The context budget of one surface (chat, search, an API...).
 
@@ -298,6 +259,18 @@ class SurfaceSettings(StrictModel):
             last and the weakest in the middle.
         weak_evidence: When the evidence is weak: thresholds on the top score, or
             a combined model fitted by `ragbudget eval`.
+        max_per_source: At most this many passages of one source document
+            (None: no cap); the rest are dropped with a record.
+        max_per_retriever: At most this many passages whose best rank came from
+            one retriever (None: no cap); the rest are dropped with a record.
+        max_prompt_tokens: Budget the whole prompt (system prompt, chat history,
+            context, question, as the chat model counts messages) to this many
+            tokens; None budgets the context alone, by `max_tokens`.
+        reserve_output_tokens: With `max_prompt_tokens`, tokens kept free for
+            the answer (the model's window minus the answer's room).
+        history_share: With `max_prompt_tokens`, the share of the room left
+            after the fixed parts that chat history may take; what history
+            leaves unused goes to the context (still at most `max_tokens`).
     """
 
     max_docs: StrictInt = Field(ge=1)
@@ -310,9 +283,15 @@ class SurfaceSettings(StrictModel):
     relevance: Relevance = "overlap"
     order: Literal["rank", "edges"] = "rank"
     weak_evidence: WeakEvidenceSettings = WeakEvidenceSettings()
+    max_per_source: StrictInt | None = Field(None, ge=1)
+    max_per_retriever: StrictInt | None = Field(None, ge=1)
+    max_prompt_tokens: StrictInt | None = Field(None, ge=1)
+    reserve_output_tokens: StrictInt = Field(0, ge=0)
+    history_share: StrictFloat = Field(0.5, ge=0, le=1)
 
     @model_validator(mode="after")
     def _min_within_max(self) -> SurfaceSettings:
+        check_prompt_room(self.max_prompt_tokens, self.reserve_output_tokens)
         if self.min_docs > self.max_docs:
             raise ValueError(
                 f"min_docs ({self.min_docs}) exceeds max_docs ({self.max_docs})"

@@ -51,6 +51,8 @@ class Stage(StrEnum):
         FUSION: `HybridRetriever` (`"fusion"`).
         RERANK: `FlashRankRerank` (`"rerank"`).
         BUDGET: `ContextBudget` (`"budget"`).
+        HISTORY: `ContextBudget` fitting chat history into the prompt budget
+            (`"history"`); its records name turns, not passages.
         EXTERNAL: A step between stages that this package did not write
             (`"external_step"`); only the budget's reconciliation names it.
     """
@@ -58,6 +60,7 @@ class Stage(StrEnum):
     FUSION = "fusion"
     RERANK = "rerank"
     BUDGET = "budget"
+    HISTORY = "history"
     EXTERNAL = "external_step"  # a step between stages that this package did not write
 
 
@@ -70,7 +73,12 @@ class DropReason(StrEnum):
         RERANKED_OUT: Past the reranker's `top_n`.
         SCORE_FLOOR: Rerank score under `score_floor` (or not a finite number).
         MAX_DOCS: The surface's `max_docs` passages were already kept.
-        MAX_TOKENS: The passage does not fit in what is left of `max_tokens`.
+        MAX_TOKENS: The passage (or history turn) does not fit in what is left
+            of the budget.
+        MAX_PER_SOURCE: The surface's `max_per_source` passages of its source
+            document were already kept.
+        MAX_PER_RETRIEVER: The surface's `max_per_retriever` passages that its
+            best-ranking retriever found were already kept.
         UNACCOUNTED: The candidate entered at fusion and vanished before the
             budget with no stage's record (a step outside the package removed it).
     """
@@ -81,6 +89,8 @@ class DropReason(StrEnum):
     SCORE_FLOOR = "under_score_floor"
     MAX_DOCS = "over_max_docs"
     MAX_TOKENS = "over_max_tokens"
+    MAX_PER_SOURCE = "over_max_per_source"
+    MAX_PER_RETRIEVER = "over_max_per_retriever"
     UNACCOUNTED = "unaccounted"
 
 

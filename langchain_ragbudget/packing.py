@@ -7,13 +7,15 @@ truncator does; `trim` keeps a passage that fits whole and shortens one that doe
 not to its most relevant sentences that fit what is left, in their own order, with
 an omission marker where sentences are left out. `min_docs` keeps the top passages
 even when they alone exceed the budget, and says so through `over_budget`.
+`max_per_source` and `max_per_retriever` cap the passages kept of one source
+document and of one retriever, so one verbose source cannot fill the surface.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from langchain_ragbudget.ledger import DropReason
 
@@ -31,17 +33,25 @@ class PackItem:
     passage text) mark duplicates. Either count may be given as a function, called
     once on first use: the packer reads counts only for a passage it weighs, so a
     candidate past `max_docs`, a duplicate, or one after `stop` is never counted.
+    `group` is also the source document `max_per_source` counts; `retriever` the
+    retriever `max_per_retriever` counts (None: not counted against any).
     """
 
-    __slots__ = ("_group_tokens", "_tokens", "content_key", "group")
+    __slots__ = ("_group_tokens", "_tokens", "content_key", "group", "retriever")
 
     def __init__(
-        self, tokens: Count, group: str, group_tokens: Count, content_key: str
+        self,
+        tokens: Count,
+        group: str,
+        group_tokens: Count,
+        content_key: str,
+        retriever: str | None = None,
     ) -> None:
         self._tokens = tokens
         self.group = group
         self._group_tokens = group_tokens
         self.content_key = content_key
+        self.retriever = retriever
 
     @property
     def tokens(self) -> int:
@@ -111,14 +121,19 @@ def pack(
     sentences_of: Callable[[int], Sentences] | None = None,
     max_sentences: int | None = None,
     max_passage_tokens: int | None = None,
+    max_per_source: int | None = None,
+    max_per_retriever: int | None = None,
 ) -> PackResult:
     """Keep items in rank order while they fit; every other item gets a reason.
 
     With policy `trim`, `sentences_of(index)` describes a passage that does not fit
     whole (asked only for those); `max_sentences` caps what one shortened passage
     keeps; a passage over `max_passage_tokens` is shortened to that size even when
-    the budget has room for it, leaving room for the passages after it.
+    the budget has room for it, leaving room for the passages after it. A passage
+    whose source (`group`) or retriever already has `max_per_source` or
+    `max_per_retriever` kept passages is dropped before `max_docs` is checked.
     """
+    capped = _Caps(max_per_source, max_per_retriever)
     kept: list[int] = []
     trimmed: list[tuple[int, tuple[int, ...]]] = []
     dropped: list[tuple[int, DropReason]] = []
@@ -130,6 +145,9 @@ def pack(
     for index, item in enumerate(items):
         if item.content_key in contents:
             dropped.append((index, DropReason.DUPLICATE))
+            continue
+        if over_cap := capped.reason(item):
+            dropped.append((index, over_cap))
             continue
         if len(kept) >= max_docs:
             dropped.append((index, DropReason.MAX_DOCS))
@@ -156,12 +174,64 @@ def pack(
             if chosen:
                 trimmed.append((index, chosen))
             groups.add(item.group)
+            capped.count(item)
             contents.add(item.content_key)
             used += cost
         else:
             dropped.append((index, DropReason.MAX_TOKENS))
             stopped = policy == "stop"
     return PackResult(tuple(kept), tuple(dropped), used, over_budget, tuple(trimmed))
+
+
+CAP_REASONS = (DropReason.MAX_PER_SOURCE, DropReason.MAX_PER_RETRIEVER)
+
+
+class _CapSettings(Protocol):
+    @property
+    def max_per_source(self) -> int | None: ...
+    @property
+    def max_per_retriever(self) -> int | None: ...
+
+
+def cap_detail(reason: DropReason, settings: _CapSettings, item: PackItem) -> str:
+    """Why a passage over a per-source or per-retriever cap was dropped, in words."""
+    if reason == DropReason.MAX_PER_SOURCE:
+        return f"max_per_source={settings.max_per_source} of its source already kept"
+    return (
+        f"max_per_retriever={settings.max_per_retriever} of retriever "
+        f"{item.retriever!r} already kept"
+    )
+
+
+class _Caps:
+    """Kept passages per source and per retriever, against their caps."""
+
+    def __init__(self, per_source: int | None, per_retriever: int | None) -> None:
+        self.per_source = per_source
+        self.per_retriever = per_retriever
+        self.sources: dict[str, int] = {}
+        self.retrievers: dict[str, int] = {}
+
+    def reason(self, item: PackItem) -> DropReason | None:
+        """Why `item` may not be kept under the caps, or None if it may."""
+        if (
+            self.per_source is not None
+            and self.sources.get(item.group, 0) >= self.per_source
+        ):
+            return DropReason.MAX_PER_SOURCE
+        if (
+            self.per_retriever is not None
+            and item.retriever is not None
+            and self.retrievers.get(item.retriever, 0) >= self.per_retriever
+        ):
+            return DropReason.MAX_PER_RETRIEVER
+        return None
+
+    def count(self, item: PackItem) -> None:
+        """Count a kept `item` against its source and retriever."""
+        self.sources[item.group] = self.sources.get(item.group, 0) + 1
+        if item.retriever is not None:
+            self.retrievers[item.retriever] = self.retrievers.get(item.retriever, 0) + 1
 
 
 def choose_sentences(
@@ -196,3 +266,20 @@ def omission_points(chosen: Sequence[int], total: int) -> list[int]:
     if chosen and chosen[-1] < total - 1:
         points.append(len(chosen))
     return points
+
+
+def header_costs(items: Sequence[PackItem], kept: Sequence[int]) -> list[int | None]:
+    """Citation-header tokens each passage paid (kept) or needed (dropped).
+
+    As `packing.pack` counts them: a header is paid by the first kept passage of
+    its source document; later passages of that document pay none. `None` for a
+    passage the packer never weighed.
+    """
+    kept_set: set[int] = set(kept)
+    paid: set[str] = set()
+    out: list[int | None] = []
+    for index, item in enumerate(items):
+        out.append(0 if item.group in paid else item.counted_group_tokens)
+        if index in kept_set:
+            paid.add(item.group)
+    return out
