@@ -10,7 +10,7 @@ output limit, as good code already warns when the output is cut.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseLanguageModel
@@ -35,6 +35,7 @@ from langchain_ragbudget._html import display, element, key_values
 from langchain_ragbudget._names import display_name
 from langchain_ragbudget._triage import LikelyLost, likely_lost
 from langchain_ragbudget.budget import BudgetedContext, BudgetReport
+from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.evidence import COMBINED, UNKNOWN_COMBINED, Evidence
 from langchain_ragbudget.ledger import DropReason, DropRecord, Stage
 
@@ -377,8 +378,10 @@ def create_budgeted_stuff_chain(
     """
     template = _checked_prompt(prompt)
 
-    def variables(state: dict[str, Any]) -> dict[str, str]:
-        return prompt_variables(state["question"], _context_of(state), template)
+    def variables(state: dict[str, Any]) -> dict[str, Any]:
+        return prompt_variables(
+            question_of(state), _context_of(state), template, extra=state
+        )
 
     generate: Runnable[dict[str, Any], Any] = (
         RunnableLambda(variables, name="ragbudget_prompt_inputs") | template | llm
@@ -388,7 +391,7 @@ def create_budgeted_stuff_chain(
             RunnablePassthrough.assign(message=generate)
             | RunnableLambda(
                 lambda state: build_answer(
-                    state["question"], _context_of(state), state["message"]
+                    question_of(state), _context_of(state), state["message"]
                 ),
                 name="ragbudget_answer",
             )
@@ -398,17 +401,74 @@ def create_budgeted_stuff_chain(
 
 
 def prompt_variables(
-    question: str, context: BudgetedContext, prompt: BasePromptTemplate | None = None
-) -> dict[str, str]:
-    """The variables `prompt` is filled with: what the stuff chain sends, exactly."""
+    question: str,
+    context: BudgetedContext,
+    prompt: BasePromptTemplate | None = None,
+    *,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The variables `prompt` is filled with: what the stuff chain sends, exactly.
+
+    `extra` is the chain's state: its other keys (a chat `history`, a user name...)
+    reach the prompt as they are; `documents` stays out, and `question`, `context`
+    and `evidence_note` are the package's.
+    """
     prompt = _checked_prompt(prompt)
-    inputs = prompt_inputs(question, context)
+    inputs: dict[str, Any] = {
+        key: value
+        for key, value in (extra or {}).items()
+        if key not in PACKAGE_KEYS and key != "question"
+    }
+    inputs.update(prompt_inputs(question, context))
     if "evidence_note" not in prompt.input_variables:
         note = inputs.pop("evidence_note").strip()
         inputs["context"] = (
             f"{note}\n{inputs['context']}" if note else inputs["context"]
         )
     return inputs
+
+
+# The state keys the chain itself writes; an input may not bring its own.
+PACKAGE_KEYS = frozenset({"documents", "context", "evidence_note"})
+
+
+def chain_input(input: Any) -> dict[str, Any]:
+    """An LCEL input as the chain's state: a question string, or a mapping.
+
+    A mapping holds `question` (a string) and any other keys the prompt takes
+    (a chat `history`, ...); they travel with the state to the prompt.
+
+    Raises:
+        InvalidInputError: A mapping without a string `question`, or one holding a
+            key the chain writes itself (`documents`, `context`, `evidence_note`).
+    """
+    if not isinstance(input, Mapping):
+        return {"question": input}
+    state = dict(input)
+    question_of(state)
+    taken = sorted(PACKAGE_KEYS & set(state))
+    if taken:
+        raise InvalidInputError(
+            f"the chain's input may not hold the key(s) {taken}: the chain writes "
+            "them itself; rename them in the input and the prompt"
+        )
+    return state
+
+
+def question_of(state: Mapping[str, Any]) -> str:
+    """The state's `question`, which must be a string."""
+    if "question" not in state:
+        raise InvalidInputError(
+            "the chain's input needs the key 'question' (a string); got a mapping "
+            f"with keys {sorted(map(str, state))}"
+        )
+    question = state["question"]
+    if not isinstance(question, str):
+        raise InvalidInputError(
+            "the chain's input key 'question' must be a string, got "
+            f"{type(question).__name__}"
+        )
+    return question
 
 
 def _checked_prompt(prompt: BasePromptTemplate | None) -> BasePromptTemplate:
@@ -481,7 +541,7 @@ class _StreamedAnswer(RunnableGenerator):
         stream, astream = _token_streams(
             generate,
             lambda state, reply: build_answer(
-                state["question"], _context_of(state), _reply(reply)
+                question_of(state), _context_of(state), _reply(reply)
             ),
         )
         super().__init__(stream, astream, name=ANSWER_RUN)
