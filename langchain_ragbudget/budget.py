@@ -30,7 +30,7 @@ from langchain_core.runnables import (
     RunnableSerializable,
 )
 from langchain_core.runnables.config import patch_config
-from pydantic import ConfigDict, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from langchain_ragbudget._budget_report import BudgetedContext, BudgetReport
 from langchain_ragbudget._identity import (
@@ -46,6 +46,7 @@ from langchain_ragbudget._overrides import (
 )
 from langchain_ragbudget._sentence_scoring import fitted_relevance, overlap_relevance
 from langchain_ragbudget._shortening import Shortener
+from langchain_ragbudget._surface_switch import requested_surface, surface_settings
 from langchain_ragbudget._tokens import count_tokens
 from langchain_ragbudget._validation import check_documents
 from langchain_ragbudget.config import (
@@ -94,6 +95,10 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         format: How passages and citation headers are rendered.
         id_key: The metadata key that identifies a passage when `Document.id` is
             unset.
+        surfaces: The config's surfaces: `with_config(configurable={"surface":
+            name})` runs a call on all of `name`'s settings; `settings` follows
+            `surface`. None (settings alone): the budget refuses to switch.
+        overrides: `from_config`'s keyword settings, applied on any surface.
 
     Example:
         .. code-block:: python
@@ -111,6 +116,8 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     settings: SurfaceSettings
     format: ContextFormat = ContextFormat()
     id_key: str | None = default_of(RetrievalSettings, "id_key")
+    surfaces: dict[str, SurfaceSettings] | None = None
+    overrides: dict[str, Any] = Field(default_factory=dict)
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -142,7 +149,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             ValidationError: An override's value is not valid for its setting.
         """
         config = as_config(config)
-        own = field_names(cls) - {"surface", "settings"}
+        own = field_names(cls) - {"surface", "settings", "surfaces", "overrides"}
         refuse_unknown(
             "ContextBudget.from_config()",
             overrides,
@@ -158,6 +165,8 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         return cls(
             surface=surface,
             settings=settings,
+            surfaces=dict(config.surfaces),
+            overrides=changed,
             **{"id_key": config.retrieval.id_key, **fields},
         )
 
@@ -165,6 +174,27 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     @classmethod
     def _known_keywords(cls, data: Any) -> Any:
         return known_keywords(cls, data)
+
+    def settings_of(self, surface: str) -> SurfaceSettings:
+        """The settings this budget runs with on `surface` (`surface_settings`)."""
+        own = (self.surface, self.settings)
+        return surface_settings(self.surfaces, self.overrides, own, surface)
+
+    def for_call(self, config: RunnableConfig | None) -> ContextBudget:
+        """The budget for one call: on the surface its config names, if any."""
+        surface = requested_surface(config)
+        if surface is None or surface == self.surface:
+            return self
+        return self.model_copy(
+            update={"surface": surface, "settings": self.settings_of(surface)}
+        )
+
+    @model_validator(mode="after")
+    def _settings_follow_surface(self) -> ContextBudget:
+        """`settings` is `surface`'s own (`configurable_fields` sets only `surface`)."""
+        if self.surfaces is not None:
+            self.__dict__["settings"] = self.settings_of(self.surface)
+        return self
 
     def fit(
         self,
@@ -444,7 +474,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
 
         The ledgers of the enclosing `ledger_scope` are reconciled too.
         """
-        context = self.fit(
+        context = self.for_call(config).fit(
             _documents_of(input), scope_ledgers(config) or (), _question_of(input)
         )
         return context, context.report.to_dict()
