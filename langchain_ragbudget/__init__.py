@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from langchain_ragbudget.factory import (
         build_embeddings,
         build_hybrid_retriever,
+        build_reranker,
         build_vector_store,
     )
     from langchain_ragbudget.fusion import weighted_rrf
@@ -87,6 +88,7 @@ _EXPORTS = {
     "SurfaceSettings": "config",
     "build_embeddings": "factory",
     "build_hybrid_retriever": "factory",
+    "build_reranker": "factory",
     "build_vector_store": "factory",
     "calibrate_threshold": "evidence",
     "create_budgeted_rag_chain": "pipeline",
@@ -131,6 +133,7 @@ __all__ = [
     "SurfaceSettings",
     "build_embeddings",
     "build_hybrid_retriever",
+    "build_reranker",
     "build_vector_store",
     "calibrate_threshold",
     "create_budgeted_rag_chain",
