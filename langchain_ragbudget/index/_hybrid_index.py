@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Sized
+from collections.abc import Iterable, Sequence, Sized
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +47,12 @@ from langchain_ragbudget.index._chroma import (
     _open_dense,
 )
 from langchain_ragbudget.index._chunking import Chunker
+from langchain_ragbudget.index._folder_ingest import (
+    check_found,
+    ingest_plan,
+    plan_folder,
+    scan_path,
+)
 from langchain_ragbudget.index._loaders import FileError, check_content
 from langchain_ragbudget.index._repair import _merge, _Merged
 from langchain_ragbudget.index._repair import repair_directory as _repair_directory
@@ -335,6 +341,37 @@ class HybridIndex:
             chunked.advance()
         self.commit(progress)
         return summary
+
+    def ingest(
+        self,
+        path: str | Path,
+        *,
+        exclude: Sequence[str] = (),
+        prune: bool = False,
+        progress: ProgressCallback | None = None,
+    ) -> IngestSummary:
+        """Index a folder (or one file) as `ragbudget index` does, from Python.
+
+        The same scan (.txt, .md, .html, .pdf; links followed, loops skipped;
+        `exclude` globs), the same ids (paths relative to the index's root
+        folder, recorded by the first ingest) and the same summary: its
+        `skipped`, `unreadable` and `missing` name every file not indexed.
+
+        Args:
+            path: The folder or file.
+            exclude: Glob patterns of paths or names to leave out.
+            prune: Delete indexed documents under `path` whose file is gone.
+            progress: Hears the reading, chunking and embedding stages.
+
+        Raises:
+            InvalidInputError: `path` does not exist, holds nothing to index, or is
+                outside the index's root folder.
+        """
+        given = Path(path)
+        found = scan_path(given, exclude)
+        check_found(found, given, prune=prune)
+        plan = plan_folder(self, given, found)
+        return ingest_plan(self, plan, prune=prune, progress=progress)
 
     def _upsert_one(
         self, doc_id: str, document: Document, summary: IngestSummary
