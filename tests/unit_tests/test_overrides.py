@@ -68,7 +68,7 @@ KEYWORD_CASES = [
          ValidationError, "'skip', 'stop' or 'trim'"),
     Case("budget-unknown-keyword",
          lambda: ContextBudget(settings=_settings(), max_tokens=5),
-         TypeError, "valid: format, id_key, name, settings, surface"),
+         TypeError, "valid: format, id_key, name, overrides, settings, surface, surfaces"),
     Case("rerank-override-typo",
          lambda: FlashRankRerank.from_config(top_nn=3, download=False),
          TypeError, "'top_nn'; did you mean 'top_n'"),
