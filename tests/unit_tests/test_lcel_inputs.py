@@ -4,6 +4,7 @@ any other keys the prompt takes (a chat history). The prompt is a real
 is a fake (`GenericFakeChatModel`), standing in for an LLM API that cannot run here.
 """
 
+import asyncio
 from typing import Any
 from uuid import UUID
 
@@ -191,3 +192,15 @@ def test_stuff_chain_takes_extra_keys_and_names_a_missing_question() -> None:
     assert recorder.calls[0][1:3] == HISTORY
     with pytest.raises(InvalidInputError, match="needs the key 'question'"):
         stuff.invoke({"context": context, "history": [], "user": "Ada"})
+
+
+def test_async_invoke_with_dict_input() -> None:
+    recorder = Recorder()
+    answer = asyncio.run(
+        rag(llm("Yeast [1].")).ainvoke(
+            {"question": "why does bread rise?", "history": HISTORY, "user": "Ada"},
+            {"callbacks": [recorder]},
+        )
+    )
+    assert answer.startswith("Yeast [1].")
+    assert recorder.calls[0][1:3] == HISTORY
