@@ -428,15 +428,13 @@ def prompt_variables(
     return inputs
 
 
-# The state keys the chain itself writes; an input may not bring its own.
-PACKAGE_KEYS = frozenset({"documents", "context", "evidence_note"})
+PACKAGE_KEYS = frozenset({"documents", "context", "evidence_note"})  # the chain's own
 
 
 def chain_input(input: Any) -> dict[str, Any]:
-    """An LCEL input as the chain's state: a question string, or a mapping.
+    """An input as the chain's state: a question, or a mapping with `question`.
 
-    A mapping holds `question` (a string) and any other keys the prompt takes
-    (a chat `history`, ...); they travel with the state to the prompt.
+    A mapping's other keys (a chat `history`, ...) travel with it to the prompt.
 
     Raises:
         InvalidInputError: A mapping without a string `question`, or one holding a
