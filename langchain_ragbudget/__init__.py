@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from langchain_ragbudget.factory import (
         build_embeddings,
         build_hybrid_retriever,
+        build_reranker,
         build_vector_store,
     )
     from langchain_ragbudget.fusion import weighted_rrf
@@ -89,6 +90,7 @@ _EXPORTS = {
     "SurfaceSettings": "config",
     "build_embeddings": "factory",
     "build_hybrid_retriever": "factory",
+    "build_reranker": "factory",
     "build_vector_store": "factory",
     "calibrate_threshold": "evidence",
     "create_budgeted_rag_chain": "pipeline",
@@ -134,6 +136,7 @@ __all__ = [
     "SurfaceSettings",
     "build_embeddings",
     "build_hybrid_retriever",
+    "build_reranker",
     "build_vector_store",
     "calibrate_threshold",
     "create_budgeted_rag_chain",

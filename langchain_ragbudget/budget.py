@@ -30,9 +30,10 @@ from langchain_core.runnables import (
     RunnableConfig,
     RunnableSerializable,
 )
-from pydantic import ConfigDict, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from langchain_ragbudget import _history as chat_history
+from langchain_ragbudget._budget_io import budget_output, documents_of, question_of
 from langchain_ragbudget._budget_report import (
     REPORT_RUN,
     BudgetedContext,
@@ -57,6 +58,7 @@ from langchain_ragbudget._overrides import (
 )
 from langchain_ragbudget._sentence_scoring import fitted_relevance, overlap_relevance
 from langchain_ragbudget._shortening import Shortener
+from langchain_ragbudget._surface_switch import requested_surface, surface_settings
 from langchain_ragbudget._tokens import count_tokens
 from langchain_ragbudget._validation import check_documents
 from langchain_ragbudget.config import (
@@ -66,7 +68,6 @@ from langchain_ragbudget.config import (
     as_config,
     default_of,
 )
-from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.evidence import assess_evidence
 from langchain_ragbudget.ledger import (
     DropReason,
@@ -115,6 +116,10 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         prompt: The prompt the chain sends, rendered to count the whole prompt
             when the surface sets `max_prompt_tokens` (None: history, context
             and question are counted as plain messages).
+        surfaces: The config's surfaces: `with_config(configurable={"surface":
+            name})` runs a call on all of `name`'s settings; `settings` follows
+            `surface`. None (settings alone): the budget refuses to switch.
+        overrides: `from_config`'s keyword settings, applied on any surface.
 
     Example:
         .. code-block:: python
@@ -133,6 +138,8 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     format: ContextFormat = ContextFormat()
     id_key: str | None = default_of(RetrievalSettings, "id_key")
     prompt: BasePromptTemplate | None = None
+    surfaces: dict[str, SurfaceSettings] | None = None
+    overrides: dict[str, Any] = Field(default_factory=dict)
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -164,7 +171,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             ValidationError: An override's value is not valid for its setting.
         """
         config = as_config(config)
-        own = field_names(cls) - {"surface", "settings"}
+        own = field_names(cls) - {"surface", "settings", "surfaces", "overrides"}
         refuse_unknown(
             "ContextBudget.from_config()",
             overrides,
@@ -180,6 +187,8 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         return cls(
             surface=surface,
             settings=settings,
+            surfaces=dict(config.surfaces),
+            overrides=changed,
             **{"id_key": config.retrieval.id_key, **fields},
         )
 
@@ -187,6 +196,27 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     @classmethod
     def _known_keywords(cls, data: Any) -> Any:
         return known_keywords(cls, data)
+
+    def settings_of(self, surface: str) -> SurfaceSettings:
+        """The settings this budget runs with on `surface` (`surface_settings`)."""
+        own = (self.surface, self.settings)
+        return surface_settings(self.surfaces, self.overrides, own, surface)
+
+    def for_call(self, config: RunnableConfig | None) -> ContextBudget:
+        """The budget for one call: on the surface its config names, if any."""
+        surface = requested_surface(config)
+        if surface is None or surface == self.surface:
+            return self
+        return self.model_copy(
+            update={"surface": surface, "settings": self.settings_of(surface)}
+        )
+
+    @model_validator(mode="after")
+    def _settings_follow_surface(self) -> ContextBudget:
+        """`settings` is `surface`'s own (`configurable_fields` sets only `surface`)."""
+        if self.surfaces is not None:
+            self.__dict__["settings"] = self.settings_of(self.surface)
+        return self
 
     def fit(
         self,
@@ -496,10 +526,10 @@ class ContextBudget(RunnableSerializable[Any, Any]):
 
         The ledgers of the enclosing `ledger_scope` are reconciled too.
         """
-        context = self.fit(
-            _documents_of(input),
+        context = self.for_call(config).fit(
+            documents_of(input),
             scope_ledgers(config) or (),
-            _question_of(input),
+            question_of(input),
             chat_history.history_of(input),
             chat_history.prompt_values(input),
         )
@@ -514,7 +544,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         context, report = self._fit_input(input, config)
         dispatch_custom_event(REPORT_EVENT, report, config=config)
         REPORT_RUN.invoke(report, report_config(config, run_manager, context))
-        return _output(input, context)
+        return budget_output(input, context)
 
     async def _ainvoke(
         self,
@@ -525,7 +555,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         context, report = self._fit_input(input, config)
         await adispatch_custom_event(REPORT_EVENT, report, config=config)
         await REPORT_RUN.ainvoke(report, report_config(config, run_manager, context))
-        return _output(input, context)
+        return budget_output(input, context)
 
 
 def _fit_within(
@@ -540,35 +570,6 @@ def _fit_within(
     return budget.model_copy(update={"settings": settings})._fit(
         documents, scoped, question
     )
-
-
-def _documents_of(input: Any) -> Sequence[Document]:
-    if isinstance(input, dict):
-        if "documents" not in input:
-            raise InvalidInputError(
-                "ContextBudget takes a list of Documents or a dict with a "
-                f"'documents' list; got a dict with keys {sorted(map(str, input))}"
-            )
-        return check_documents(input["documents"], "input['documents']")
-    return check_documents(input)
-
-
-def _output(input: Any, context: BudgetedContext) -> Any:
-    """The context; in a chain, the input dict with the context under `context`.
-
-    A `history` in the input is replaced by the history the prompt may take.
-    """
-    if not isinstance(input, dict):
-        return context
-    if "history" in input:
-        return {**input, "context": context, "history": context.history}
-    return {**input, "context": context}
-
-
-def _question_of(input: Any) -> str | None:
-    """The question, when the budget runs in a `{question, documents}` chain."""
-    question = input.get("question") if isinstance(input, dict) else None
-    return question if isinstance(question, str) and question.strip() else None
 
 
 def _rendered_tokens(fmt: ContextFormat, document: Document, encoding: str) -> int:

@@ -519,12 +519,18 @@ def _inherit_surfaces(
     return merged
 
 
-def load_surface(name: str, path: str | Path | None = None) -> SurfaceSettings:
+def load_surface(
+    path: RagBudgetConfig | str | Path | None = None, *, name: str
+) -> SurfaceSettings:
     """Shortcut: the budget of one surface from a config file.
 
+    The config comes first, as in every builder; `name` is keyword-only, since a
+    call in the old order, `load_surface("chat", "ragbudget.yml")`, cannot be told
+    apart from a file named `chat` by its values (it now fails with a TypeError).
+
     Args:
+        path: A YAML file, a loaded config, or None for the shipped defaults.
         name: The surface (e.g. `chat`).
-        path: A YAML file; None for the shipped defaults.
 
     Returns:
         That surface's settings.
@@ -532,7 +538,7 @@ def load_surface(name: str, path: str | Path | None = None) -> SurfaceSettings:
     Raises:
         ConfigError: The file is invalid or has no such surface.
     """
-    return load_config(path).surface(name)
+    return as_config(path).surface(name)
 
 
 def as_config(config: RagBudgetConfig | str | Path | None) -> RagBudgetConfig:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from langchain_core.documents import Document
@@ -40,7 +41,7 @@ from langchain_ragbudget.config import (
     LlmSettings,
     RagBudgetConfig,
     VectorStoreSettings,
-    load_config,
+    as_config,
 )
 from langchain_ragbudget.dense import (
     DenseRetriever,
@@ -55,6 +56,8 @@ from langchain_ragbudget.rerank import FlashRankRerank
 from langchain_ragbudget.sparse import BM25Retriever
 from langchain_ragbudget.weak_model import CombinedEvidence, TreeEvidence
 
+ConfigLike = RagBudgetConfig | str | Path | None
+"""What every builder takes as its config: a loaded one, a YAML file, or None."""
 RETRIEVER_NAMES = (SPARSE, DENSE)  # the order of HybridRetriever.retrievers
 DEFAULT_CHAT_MODEL = "openai:gpt-4o-mini"  # when only OPENAI_API_KEY is set
 # The embedding settings FastEmbedEmbeddings takes under the same names.
@@ -67,16 +70,19 @@ _FASTEMBED_FIELDS = {
 }
 
 
-def build_embeddings(settings: EmbeddingSettings) -> Embeddings:
+def build_embeddings(settings: EmbeddingSettings | ConfigLike = None) -> Embeddings:
     """The configured embedding model (fastembed ONNX by default).
 
     Args:
-        settings: The `embedding` section of a loaded config.
+        settings: The `embedding` section of a loaded config, or a config (a
+            loaded one, a YAML file, or None for the shipped defaults).
 
     Returns:
         A `FastEmbedEmbeddings` (its model loads on first use), or an instance of
         the configured `package.module:Class` provider, made with `options`.
     """
+    if not isinstance(settings, EmbeddingSettings):
+        settings = as_config(settings).embedding
     if settings.provider != "fastembed":
         provider = import_provider(settings.provider)
         embeddings: Embeddings = provider(**settings.options)
@@ -86,7 +92,7 @@ def build_embeddings(settings: EmbeddingSettings) -> Embeddings:
 
 
 def build_vector_store(
-    settings: VectorStoreSettings, embeddings: Embeddings
+    settings: VectorStoreSettings | ConfigLike, embeddings: Embeddings
 ) -> VectorStore:
     """Chroma: in memory, embedded in a folder, or a server, as configured.
 
@@ -95,7 +101,8 @@ def build_vector_store(
     Telemetry is off: it would be a network call nobody asked for.
 
     Args:
-        settings: The `vector_store` section of a loaded config.
+        settings: The `vector_store` section of a loaded config, or a config (a
+            loaded one, a YAML file, or None for the shipped defaults).
         embeddings: The embedding model the store uses.
 
     Returns:
@@ -107,6 +114,8 @@ def build_vector_store(
         VectorStoreUnavailableError: A Chroma server (`host` set) cannot be
             reached within `timeout`.
     """
+    if not isinstance(settings, VectorStoreSettings):
+        settings = as_config(settings).vector_store
     if settings.provider != "chroma":
         provider = import_provider(settings.provider)
         store: VectorStore = provider(embedding=embeddings, **settings.options)
@@ -156,7 +165,7 @@ def _set_ef_search(client: Any, collection: str, ef_search: int) -> None:
 
 
 def build_sparse_retriever(
-    documents: Sequence[Document], config: RagBudgetConfig
+    documents: Sequence[Document], config: ConfigLike = None
 ) -> BM25Retriever:
     """BM25 (bm25s) over `documents` with the configured parameters and fetch size.
 
@@ -165,6 +174,7 @@ def build_sparse_retriever(
             the corpus caches keep a bm25s side of their own, and would otherwise
             ignore that setting in silence.
     """
+    config = as_config(config)
     if config.sparse.provider != "bm25s":
         raise ConfigError(
             config.source,
@@ -185,7 +195,7 @@ def build_sparse_retriever(
 
 
 def build_sparse_side(
-    documents: Sequence[Document], config: RagBudgetConfig
+    documents: Sequence[Document], config: ConfigLike = None
 ) -> BaseRetriever:
     """The configured sparse retriever: bm25s, or the `sparse.provider` class.
 
@@ -197,6 +207,7 @@ def build_sparse_side(
     Raises:
         ConfigError: The class refuses `options` (named with the file and key).
     """
+    config = as_config(config)
     settings = config.sparse
     if settings.provider == "bm25s":
         return build_sparse_retriever(documents, config)
@@ -222,7 +233,7 @@ def build_sparse_side(
 def hybrid_retriever(
     sparse: BaseRetriever,
     vectorstore: VectorStore,
-    config: RagBudgetConfig,
+    config: ConfigLike = None,
     docstore: Mapping[str, Document] | None = None,
     **overrides: Any,
 ) -> HybridRetriever:
@@ -232,8 +243,8 @@ def hybrid_retriever(
         sparse: A sparse retriever (BM25, or any retriever) over the same
             passages as `vectorstore`.
         vectorstore: Any LangChain vector store, filled.
-        config: The loaded configuration (weights, fetch sizes, k, fusion, rrf_c,
-            id_key).
+        config: The configuration (weights, fetch sizes, k, fusion, rrf_c,
+            id_key): a loaded one, a YAML file, or None for the shipped defaults.
         docstore: Passages by id, so a Chroma store is asked for ids and distances
             only (the sparse side already holds the texts).
         **overrides: HybridRetriever fields to set instead (e.g. `k`).
@@ -241,7 +252,7 @@ def hybrid_retriever(
     Returns:
         A HybridRetriever whose metadata names the retrievers `bm25` and `dense`.
     """
-    retrieval = config.retrieval
+    retrieval = as_config(config).retrieval
     settings: dict[str, Any] = {
         "retrievers": [
             sparse,
@@ -261,7 +272,7 @@ def hybrid_retriever(
 
 def build_hybrid_retriever(
     documents: Sequence[Document],
-    config: RagBudgetConfig | None = None,
+    config: ConfigLike = None,
     *,
     vectorstore: VectorStore | None = None,
     embeddings: Embeddings | None = None,
@@ -271,7 +282,8 @@ def build_hybrid_retriever(
 
     Args:
         documents: The passages to search; each needs text (an empty one is refused).
-        config: The loaded configuration; the shipped defaults when None.
+        config: A loaded configuration, a YAML file, or None for the shipped
+            defaults.
         vectorstore: A store already holding `documents`; when None, the configured
             Chroma is built and `documents` are added to it.
         embeddings: The embedding model for a new store (else built from config).
@@ -294,7 +306,7 @@ def build_hybrid_retriever(
         ConfigError: The `sparse.provider` class refuses its `options`.
     """
     documents = check_passages(documents)
-    config = config or load_config()
+    config = as_config(config)
     if vectorstore is None:
         vectorstore = build_vector_store(
             config.vector_store, embeddings or build_embeddings(config.embedding)
@@ -310,16 +322,27 @@ def build_hybrid_retriever(
     )
 
 
-def build_reranker(config: RagBudgetConfig) -> FlashRankRerank | None:
+def build_reranker(config: ConfigLike = None, **kwargs: Any) -> FlashRankRerank | None:
     """The configured rerank stage, or None when `rerank.enabled` is false.
 
+    Use it rather than `FlashRankRerank.from_config`, which builds the stage
+    whatever `enabled` says: with `enabled: false` there is no rerank stage, so
+    no model download is tried and no answer carries a rerank warning.
+
+    Args:
+        config: A loaded configuration, a YAML file, or None for the shipped
+            defaults.
+        **kwargs: Fields of the stage to set instead (`FlashRankRerank.from_config`).
+
     Raises:
+        ConfigError: The file is invalid.
         ModelUnavailableError: The model cannot be had and
             `rerank.on_unavailable` is `error`.
     """
+    config = as_config(config)
     if not config.rerank.enabled:
         return None
-    return FlashRankRerank.from_config(config)
+    return FlashRankRerank.from_config(config, **kwargs)
 
 
 def produced_score_keys(names: Sequence[str] = RETRIEVER_NAMES) -> set[str]:
@@ -329,7 +352,7 @@ def produced_score_keys(names: Sequence[str] = RETRIEVER_NAMES) -> set[str]:
 
 def build_budget(
     surface: str,
-    config: RagBudgetConfig,
+    config: ConfigLike = None,
     names: Sequence[str] = RETRIEVER_NAMES,
 ) -> ContextBudget:
     """The budget of `surface`, its weak-evidence keys checked against `names`.
@@ -339,6 +362,7 @@ def build_budget(
             score that no stage writes (it would never fire), or a combined-model
             feature that `weak_signal` does not compute.
     """
+    config = as_config(config)
     budget = ContextBudget.from_config(config, surface=surface)
     known = produced_score_keys(names)
     weak = budget.settings.weak_evidence
@@ -374,8 +398,12 @@ def _model_features(
                     yield f"trees.{i}.nodes.{j}.feature", node.feature
 
 
-def build_chat_model(settings: LlmSettings) -> BaseChatModel | None:
+def build_chat_model(settings: LlmSettings | ConfigLike = None) -> BaseChatModel | None:
     """The configured chat model; gpt-4o-mini when only OPENAI_API_KEY is set.
+
+    Args:
+        settings: The `llm` section of a loaded config, or a config (a loaded one,
+            a YAML file, or None for the shipped defaults).
 
     Returns:
         The model, or None when none is configured.
@@ -384,6 +412,8 @@ def build_chat_model(settings: LlmSettings) -> BaseChatModel | None:
         MissingExtraError: The model's provider package is not installed (the
             `llm` extra holds the OpenAI one).
     """
+    if not isinstance(settings, LlmSettings):
+        settings = as_config(settings).llm
     name = settings.model
     if name is None and os.environ.get("OPENAI_API_KEY"):
         name = DEFAULT_CHAT_MODEL

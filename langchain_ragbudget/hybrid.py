@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from operator import itemgetter
-from typing import Any, Protocol, cast, runtime_checkable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -38,7 +39,12 @@ from langchain_ragbudget._metadata_keys import (
 )
 from langchain_ragbudget._overrides import known_keywords
 from langchain_ragbudget._validation import check_documents, check_query, finite_score
-from langchain_ragbudget.config import FusionMethod, RetrievalSettings, default_of
+from langchain_ragbudget.config import (
+    FusionMethod,
+    RagBudgetConfig,
+    RetrievalSettings,
+    default_of,
+)
 from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.fusion import SCORE_METHODS, Fused, fuse, validate_weights
 from langchain_ragbudget.ledger import (
@@ -54,6 +60,10 @@ from langchain_ragbudget.ledger import (
     file_in_scope,
     records_of,
 )
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.vectorstores import VectorStore
 
 FUSION_RUN = "ragbudget_fusion"  # the child run fusion makes when callbacks listen
 _Labels = tuple[str, str, str]  # a retriever's rank, score and normalised keys
@@ -154,6 +164,40 @@ class HybridRetriever(BaseRetriever):
             if any(size is not None and size < 1 for size in self.fetch_k):
                 raise ValueError(f"fetch_k entries must be >= 1, got {self.fetch_k}")
         return self
+
+    @classmethod
+    def from_config(
+        cls,
+        config: RagBudgetConfig | str | Path | None = None,
+        *,
+        documents: Sequence[Document],
+        vectorstore: VectorStore | None = None,
+        embeddings: Embeddings | None = None,
+        sparse: BaseRetriever | None = None,
+    ) -> HybridRetriever:
+        """BM25 + dense over `documents`, fused as configured.
+
+        The same as `build_hybrid_retriever(documents, config, ...)`, under the
+        name every other stage's builder has (see it for the keywords and errors).
+
+        Args:
+            config: A loaded configuration, a YAML file, or None for the shipped
+                defaults.
+            documents: The passages to search.
+            vectorstore: A store already holding `documents` (else the configured
+                one, filled with them).
+            embeddings: The embedding model for a new store.
+            sparse: A sparse retriever already built over `documents`.
+        """
+        from langchain_ragbudget.factory import build_hybrid_retriever  # imports us
+
+        return build_hybrid_retriever(
+            documents,
+            config,
+            vectorstore=vectorstore,
+            embeddings=embeddings,
+            sparse=sparse,
+        )
 
     @property
     def resolved_weights(self) -> list[float]:

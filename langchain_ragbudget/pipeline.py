@@ -11,18 +11,20 @@ emits an OpenTelemetry span per stage carrying those records (tracing.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseLanguageModel
 from langchain_core.messages import BaseMessage
 from langchain_core.prompts import BasePromptTemplate
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import Runnable, RunnableParallel, RunnablePassthrough
+from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrough
 
 from langchain_ragbudget.budget import BudgetedContext, ContextBudget
 from langchain_ragbudget.chain import (
     DEFAULT_PROMPT,
     BudgetedAnswer,
+    chain_input,
     create_budgeted_stuff_chain,
     prompt_variables,
 )
@@ -45,7 +47,7 @@ def create_budgeted_rag_chain(
     structured: bool = False,
     tracing: bool | TracingSettings = False,
     tracer_provider: TracerProvider | None = None,
-) -> Runnable[str, Any]:
+) -> Runnable[Any, Any]:
     """A question in; an answer with warnings out (or, without `llm`, the state).
 
     Args:
@@ -62,12 +64,17 @@ def create_budgeted_rag_chain(
 
     Returns:
         The chain, wrapped in `ledger_scope` so that even a step that removes every
-        candidate is reported. It takes the question as a string; it gives the
-        answer text with warning lines appended (streamed as the model writes), a
-        `BudgetedAnswer` with `structured=True`, or, without `llm`, the state dict.
+        candidate is reported. It takes the question as a string, or a mapping
+        with `question` and any other keys the prompt takes (a chat `history` for
+        a `MessagesPlaceholder`, so it runs inside `RunnableWithMessageHistory`);
+        they all reach the prompt. It gives the answer text with warning lines
+        appended (streamed as the model writes), a `BudgetedAnswer` with
+        `structured=True`, or, without `llm`, the state dict.
 
     Raises:
         ValueError: `llm` is given and `prompt` lacks `context` or `question`.
+        InvalidInputError: At run time, a mapping without a string `question`, or
+            with a key the chain writes (`documents`, `context`, `evidence_note`).
         MissingExtraError: Tracing is on and OpenTelemetry is not installed.
 
     Example:
@@ -75,8 +82,8 @@ def create_budgeted_rag_chain(
 
             from langchain_ragbudget import (
                 ContextBudget,
-                FlashRankRerank,
                 build_hybrid_retriever,
+                build_reranker,
                 create_budgeted_rag_chain,
                 load_config,
             )
@@ -86,16 +93,16 @@ def create_budgeted_rag_chain(
                 build_hybrid_retriever(documents, config),
                 llm,
                 budget=ContextBudget.from_config(config, surface="chat"),
-                reranker=FlashRankRerank.from_config(config),
+                reranker=build_reranker(config),  # None if rerank.enabled is false
                 structured=True,
                 tracing=config.tracing,  # `tracing: {otel: true}` in the YAML
             )
             answer = chain.invoke("what lowers blood pressure?")
             print(answer.text())  # the answer, then its warnings
     """
-    chain: Runnable[Any, Any] = RunnableParallel(
-        question=RunnablePassthrough(), documents=retriever
-    )
+    chain: Runnable[Any, Any] = RunnableLambda(
+        chain_input, name="ragbudget_input"
+    ) | RunnablePassthrough.assign(documents=itemgetter("question") | retriever)
     if reranker is not None:
         chain = chain | reranker
     chain = chain | budget

@@ -9,7 +9,7 @@ reads the constants here without loading them.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,6 @@ from langchain_ragbudget.cli._output import print_json
 from langchain_ragbudget.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from langchain_core.documents import Document
     from rich.console import Console
 
 PRUNE_HANDFUL = 5  # --prune removes up to this many documents without --yes ...
@@ -78,17 +77,6 @@ def _config(args: argparse.Namespace) -> Any:
     return config.model_copy(update={"index": settings})
 
 
-def _under(scope: str, relative: str) -> str:
-    """A document id: `relative` (POSIX, under the given path) under `scope`."""
-    if relative in ("", "."):
-        return scope
-    return relative if scope == "." else f"{scope}/{relative}"
-
-
-def _in_scope(doc_id: str, scope: str) -> bool:
-    return scope == "." or doc_id == scope or doc_id.startswith(scope + "/")
-
-
 def run_index(args: argparse.Namespace, console: Console) -> int:
     """`ragbudget index PATH`: ingest, then print a summary.
 
@@ -102,67 +90,42 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
     usage and index errors.
     """
     from langchain_ragbudget.cli._views import ingest_report
-    from langchain_ragbudget.index._loaders import scan
+    from langchain_ragbudget.index._folder_ingest import (
+        check_found,
+        ingest_plan,
+        plan_folder,
+        scan_path,
+    )
+    from langchain_ragbudget.progress import ProgressBars
 
     given: Path = args.path
-    if not given.exists():
-        raise InvalidInputError(f"{given} does not exist")
-    found = scan(given, args.exclude)
-    if not found.files and not args.prune:
+    found = scan_path(given, args.exclude)
+    if not found.files and not args.prune:  # name what was skipped, then refuse
         for item in found.skipped:
             console.print(
                 f"skipped ({item.reason}): {item.path} {item.detail}".rstrip(),
                 markup=False,
             )
-        raise InvalidInputError(
-            f"nothing to index under {given}: no .txt, .md, .html or .pdf file "
-            f"({len(found.skipped)} skipped)"
-        )
+    check_found(found, given, prune=args.prune)
     with open_index(args, console, create=True) as index:
-        doc_id = _document_ids(index, given)
-        ids = {doc_id(path.relative_to(given).as_posix()): path for path in found.files}
-        scope = doc_id("")
-        gone = [d for d in index.document_ids if _in_scope(d, scope) and d not in ids]
+        plan = plan_folder(index, given, found)
         if args.prune and not args.yes:
-            _refuse_large_prune(gone, len(index.document_ids), scope, index.root)
-        summary, unreadable = _ingest(index, ids, given, console)
-        if gone and args.prune:
-            before = index.chunk_count
-            summary.deleted += index.delete(gone)
-            summary.chunks_deleted += before - index.chunk_count
-        skipped = [
-            (item.reason, doc_id(item.path), item.detail) for item in found.skipped
-        ]
+            _refuse_large_prune(
+                plan.gone, len(index.document_ids), plan.scope, index.root
+            )
+        with ProgressBars(console, transient=True) as progress:
+            summary = ingest_plan(index, plan, prune=args.prune, progress=progress)
+        skipped = [(item.reason, item.path, item.detail) for item in summary.skipped]
         for part in ingest_report(given, index, summary, skipped, NAMES_SHOWN):
             console.print(part, highlight=False, markup=False)
-        if gone and not args.prune:
+        if summary.missing:
             console.print(
-                f"[yellow]{len(gone)} indexed document(s) have no file under {given} "
-                f"(e.g. {gone[0]}); --prune deletes them[/yellow]",
+                f"[yellow]{len(summary.missing)} indexed document(s) have no file "
+                f"under {given} (e.g. {summary.missing[0]}); --prune deletes "
+                "them[/yellow]",
                 highlight=False,
             )
-    return EXIT_PARTIAL if unreadable else EXIT_OK
-
-
-def _document_ids(index: Any, given: Path) -> Callable[[str], str]:
-    """Ids for files under `given`: their paths relative to the index's root.
-
-    The first `index` records the root; a path outside it is refused.
-    """
-    target = given.resolve()
-    if index.root is None:  # the first `index` (or an index made before roots)
-        index.set_root(target if target.is_dir() else target.parent)
-    root: Path = index.root
-    if target != root and root not in target.parents:
-        raise InvalidInputError(
-            f"{given} is outside {root}, the folder this index's document ids are "
-            f"relative to (recorded when it was first indexed): index files under "
-            f"{root}, or use another --index"
-        )
-    scope = target.relative_to(root).as_posix()
-    if target.is_file():
-        return lambda relative: scope
-    return lambda relative: _under(scope, relative)
+    return EXIT_PARTIAL if summary.unreadable else EXIT_OK
 
 
 def _refuse_large_prune(
@@ -178,34 +141,6 @@ def _refuse_large_prune(
             f"e.g. {name_list(gone, 3)}); nothing was indexed or removed. Check the "
             "path, or add --yes to remove them."
         )
-
-
-def _ingest(
-    index: Any, ids: dict[str, Path], given: Path, console: Console
-) -> tuple[Any, int]:
-    """Read every file, then upsert them; (summary, files that could not be read).
-
-    Reading all files first gives each stage (reading, chunking, embedding) a bar
-    with its true total; the index holds every chunk in memory anyway. A file
-    that cannot be read is refused like an empty one, but counted apart: it is a
-    failure, where an empty file is an expected refusal.
-    """
-    from langchain_ragbudget.index._loaders import FileError, load_file
-    from langchain_ragbudget.progress import ProgressBars, StageProgress
-
-    read_errors: list[FileError] = []
-    documents: list[Document] = []
-    with ProgressBars(console, transient=True) as progress:
-        read = StageProgress(progress, "reading files", len(ids)).start()
-        for key, path in ids.items():
-            try:
-                documents.append(load_file(path, given, doc_id=key))
-            except ValueError as exc:
-                read_errors.append(FileError(key, str(exc)))
-            read.advance()
-        summary = index.upsert(documents, progress=progress)
-    summary.errors[:0] = read_errors
-    return summary, len(read_errors)
 
 
 def run_inspect(args: argparse.Namespace, console: Console) -> int:

@@ -47,6 +47,7 @@ from langchain_ragbudget.index._chroma import (
     _open_dense,
 )
 from langchain_ragbudget.index._chunking import Chunker
+from langchain_ragbudget.index._folder_ingest import ingest_folder as _ingest_folder
 from langchain_ragbudget.index._loaders import FileError, check_content
 from langchain_ragbudget.index._lock import WriterLock
 from langchain_ragbudget.index._opening import current_name as _current_name
@@ -352,6 +353,8 @@ class HybridIndex:
                 chunked.advance()
             self.commit(progress)
         return summary
+
+    ingest = _ingest_folder
 
     def _upsert_one(
         self, doc_id: str, document: Document, summary: IngestSummary

@@ -16,7 +16,7 @@ from langchain_core.documents import Document
 
 from langchain_ragbudget._html import display, key_values, table
 from langchain_ragbudget._names import display_name
-from langchain_ragbudget.index._loaders import FileError
+from langchain_ragbudget.index._loaders import FileError, Skipped
 from langchain_ragbudget.index._versions import MANIFEST, _version_key
 
 
@@ -123,6 +123,10 @@ class IngestSummary:
         notes: Documents indexed with a remark (e.g. blank pieces left out).
         chunks_added: Chunks written.
         chunks_deleted: Chunks removed.
+        skipped: Files of an ingested folder passed over on purpose (by id).
+        unreadable: Ids of files that could not be read (also in `errors`).
+        missing: Indexed documents under the ingested folder whose file is gone,
+            kept because the ingest did not prune.
     """
 
     added: list[str] = field(default_factory=list)
@@ -134,6 +138,9 @@ class IngestSummary:
     notes: list[FileError] = field(default_factory=list)
     chunks_added: int = 0
     chunks_deleted: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
 
 
 @dataclass

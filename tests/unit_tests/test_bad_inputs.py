@@ -32,6 +32,7 @@ from langchain_ragbudget import (
     DenseRetriever,
     HybridRetriever,
     SurfaceSettings,
+    create_budgeted_rag_chain,
     create_budgeted_stuff_chain,
 )
 from langchain_ragbudget.chain import context_warnings
@@ -114,6 +115,12 @@ API_CASES = [
     Case("rerank-question-none", lambda: _reranker_invoke({"question": None, "documents": docs("a")}), InvalidInputError, "must be a string"),
     Case("rerank-not-a-dict", lambda: _reranker_invoke(docs("a")), InvalidInputError, "takes a dict"),
     Case("chain-without-budget", lambda: _stuff({"question": "q", "context": "text"}), TypeError, "needs a BudgetedContext"),
+    Case("chain-dict-without-question", lambda: _rag({"history": []}), InvalidInputError, r"needs the key 'question'.*\['history'\]"),
+    Case("chain-question-not-string", lambda: _rag({"question": 7}), InvalidInputError, "key 'question' must be a string, got int"),
+    Case("chain-input-reserved-key", lambda: _rag({"question": "q", "context": "mine"}), InvalidInputError, r"may not hold the key\(s\) \['context'\]"),
+    Case("stuff-chain-without-question", lambda: _stuff({"context": "text"}), InvalidInputError, "needs the key 'question'"),
+    Case("runtime-surface-unknown", lambda: ContextBudget.from_config().invoke(docs("a"), {"configurable": {"surface": "nope"}}), ConfigError, "unknown surface; known: chat, search"),
+    Case("runtime-surface-without-config", lambda: budget().invoke(docs("a"), {"configurable": {"surface": "search"}}), ConfigError, "knows only its surface 'chat'"),
     # ingest through the API
     Case("bm25-no-documents", lambda: BM25Retriever.from_documents([]), ValueError, "at least one document"),
     Case("bm25-empty-passage", lambda: BM25Retriever.from_documents(docs("solar", "")), InvalidInputError, r"documents\[1\] \(id 'd1'\) has no text"),
@@ -200,6 +207,10 @@ def _reranker(**kwargs: Any) -> Any:
 
 def _reranker_invoke(value: Any) -> Any:
     return _reranker().invoke(value)
+
+
+def _rag(value: Any) -> Any:
+    return create_budgeted_rag_chain(bm25(), budget=budget()).invoke(value)
 
 
 def _stuff(state: dict[str, Any]) -> Any:

@@ -40,7 +40,7 @@ def test_user_yaml_merges_over_defaults(tmp_path: Path) -> None:
     assert config.retrieval.dense.fetch_k == 100  # kept from the defaults
     assert config.surface("chat").max_tokens == 900
     assert config.surface("chat").max_docs == 4  # kept from the defaults
-    assert load_surface("api", path).encoding == "cl100k_base"
+    assert load_surface(path, name="api").encoding == "cl100k_base"
 
 
 @pytest.mark.parametrize(

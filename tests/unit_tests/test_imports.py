@@ -37,6 +37,7 @@ EXPECTED_ALL = [
     "SurfaceSettings",
     "build_embeddings",
     "build_hybrid_retriever",
+    "build_reranker",
     "build_vector_store",
     "calibrate_threshold",
     "create_budgeted_rag_chain",
