@@ -70,12 +70,17 @@ def _lock_timeout(sub: argparse.ArgumentParser) -> None:
     )
 
 
+def _flag(sub: argparse.ArgumentParser, name: str, help: str) -> None:
+    """An option that is on when given."""
+    sub.add_argument(name, action="store_true", help=help)
+
+
 def _keep_identical_ids(sub: argparse.ArgumentParser) -> None:
     """The option `eval` and `tune` share: count a query's own id as a hit."""
-    sub.add_argument(
+    _flag(
+        sub,
         "--keep-identical-ids",
-        action="store_true",
-        help="count a hit whose id is the query's own (BEIR leaves it out)",
+        "count a hit whose id is the query's own (BEIR leaves it out)",
     )
 
 
@@ -153,15 +158,13 @@ def _add_tune(commands: Commands) -> None:
     tune.add_argument(
         "--out", type=Path, help="write the tuned `retrieval:` section here (YAML)"
     )
-    tune.add_argument(
-        "--json", action="store_true", help="print the results as JSON on stdout"
-    )
+    _flag(tune, "--json", "print the results as JSON on stdout")
     tune.add_argument("--limit", type=positive, help="tune on the first N queries")
     _keep_identical_ids(tune)
-    tune.add_argument(
+    _flag(
+        tune,
         "--allow-test-split",
-        action="store_true",
-        help="tune on the test split (or one sharing its queries) anyway; its "
+        "tune on the test split (or one sharing its queries) anyway; its "
         "numbers then say nothing about new queries",
     )
 
@@ -172,18 +175,14 @@ def _add_index(commands: Commands) -> None:
     )
     index.add_argument("path", type=Path, help="a folder (or one file) to ingest")
     _lock_timeout(index)
-    index.add_argument(
+    _flag(
+        index,
         "--prune",
-        action="store_true",
-        help="delete indexed documents under PATH whose file is gone from PATH "
+        "delete indexed documents under PATH whose file is gone from PATH "
         f"(asks for --yes above {PRUNE_HANDFUL} documents and "
         f"{PRUNE_SHARE * 100:.0f}%% of the index)",  # %% : argparse formats help
     )
-    index.add_argument(
-        "--yes",
-        action="store_true",
-        help="let --prune remove more than a small share of the index",
-    )
+    _flag(index, "--yes", "let --prune remove more than a small share of the index")
     index.add_argument(
         "--exclude",
         action="append",
@@ -215,10 +214,8 @@ def _add_ask(commands: Commands) -> None:
         help="candidates each retriever hands to fusion "
         "(config retrieval.sparse/dense.fetch_k)",
     )
-    ask.add_argument(
-        "--no-prompt", action="store_true", help="do not show the prompt sent"
-    )
-    ask.add_argument("--json", action="store_true", help=_JSON_HELP)
+    _flag(ask, "--no-prompt", "do not show the prompt sent")
+    _flag(ask, "--json", _JSON_HELP)
 
 
 def _add_inspect(commands: Commands) -> None:
@@ -229,7 +226,7 @@ def _add_inspect(commands: Commands) -> None:
         "size; changes nothing",
         index=True,
     )
-    inspect.add_argument("--json", action="store_true", help=_JSON_HELP)
+    _flag(inspect, "--json", _JSON_HELP)
 
 
 def _add_config(commands: Commands) -> None:
@@ -239,4 +236,4 @@ def _add_config(commands: Commands) -> None:
         "the effective configuration, validated, and where each value is from",
     )
     config.add_argument("--surface", help="only this surface's settings")
-    config.add_argument("--json", action="store_true", help=_JSON_HELP)
+    _flag(config, "--json", _JSON_HELP)
