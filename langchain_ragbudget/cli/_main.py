@@ -113,6 +113,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as error:
         return _fail(_os_error(error), EXIT_USAGE, debug)
     except Exception as error:
+        from langchain_ragbudget.index._write_errors import disk_failure
+
+        reason = disk_failure(error)  # outside an index write (one is IndexWriteError)
+        if reason is not None:
+            return _fail(f"{reason}: {error}", EXIT_USAGE, debug)
         text = f"unexpected {type(error).__name__}"
         if str(error):
             text += f": {error}"

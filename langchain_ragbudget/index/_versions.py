@@ -397,24 +397,28 @@ def _save_sparse(
     version = f"sparse-{time.time_ns()}-{os.getpid()}"
     staging = directory / f".{version}.tmp"
     staging.mkdir(parents=True)
-    if sparse is not None:
-        sparse.save(staging / BM25_DIR)
-    files = {
-        item.relative_to(staging).as_posix(): item.stat().st_size
-        for item in sorted(staging.rglob("*"))
-        if item.is_file()
-    }
-    (staging / RECORDS).write_text(
-        json.dumps(
-            {
-                "format": FORMAT_VERSION,
-                "manifest": manifest,
-                "files": files,
-                "documents": records,
-            }
-        ),
-        encoding="utf-8",
-    )
+    try:
+        if sparse is not None:
+            sparse.save(staging / BM25_DIR)
+        files = {
+            item.relative_to(staging).as_posix(): item.stat().st_size
+            for item in sorted(staging.rglob("*"))
+            if item.is_file()
+        }
+        (staging / RECORDS).write_text(
+            json.dumps(
+                {
+                    "format": FORMAT_VERSION,
+                    "manifest": manifest,
+                    "files": files,
+                    "documents": records,
+                }
+            ),
+            encoding="utf-8",
+        )
+    except BaseException:  # a full disk: give back the space the half version took
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     publish_folder(staging, directory / version)
     atomic_write_text(directory / CURRENT, version)
     _remove_superseded(directory, directory / version)
