@@ -186,6 +186,20 @@ def _check_manifest(
         )
 
 
+def committed_documents(directory: Path) -> int | None:
+    """Documents of the version `CURRENT` names; None when none is committed.
+
+    Read without loading BM25, for a message about the index's state (after an
+    interrupted write); an unreadable version counts as none.
+    """
+    try:
+        name = (directory / CURRENT).read_text(encoding="utf-8").strip()
+        found = json.loads((directory / name / RECORDS).read_text(encoding="utf-8"))
+        return len(found["documents"]) if name else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def _version_key(name: str) -> tuple[int, int] | None:
     match = _VERSION.match(name)
     return (int(match.group(1)), int(match.group(2))) if match else None

@@ -1,4 +1,4 @@
-"""A real full disk: `ragbudget index` onto a small tmpfs that fills up mid-write.
+"""A real full disk, and a real Ctrl-C, during `ragbudget index`.
 
 The index lives on a tmpfs mounted for the test (skipped, with the reason, where
 mounting is not permitted). A small folder is indexed and committed; then a large
@@ -8,8 +8,10 @@ in this process. Real processes and parts
 """
 
 import random
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,12 +23,13 @@ from langchain_ragbudget.index import HybridIndex
 pytestmark = [pytest.mark.needs_embedding_model, pytest.mark.needs_tiktoken]
 
 TMPFS_SIZE = "640k"  # the first index takes about 400 KB; the large one cannot fit
+CLI = [sys.executable, "-c", "from langchain_ragbudget.cli import run; run()"]
 WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima"
 
 
 def ragbudget(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", "from langchain_ragbudget.cli import run; run()", *args],
+        [*CLI, *args],
         capture_output=True,
         text=True,
         check=False,
@@ -85,3 +88,36 @@ def test_a_full_disk_is_one_error_and_the_committed_version_still_opens(
         assert sorted(reopened.document_ids) == [f"small/n{n:03d}.md" for n in range(3)]
         hits = reopened.as_retriever(k=3).invoke("note")
         assert {d.metadata["doc_id"] for d in hits} == set(reopened.document_ids)
+
+
+def test_ctrl_c_during_index_names_the_committed_version(tmp_path: Path) -> None:
+    root, index = tmp_path / "docs", tmp_path / "ix"
+    write_folder(root / "small", 3, 40)
+    first = ragbudget("index", str(root), "--index", str(index), cwd=root)
+    assert first.returncode == 0, first.stdout + first.stderr
+    write_folder(root / "large", 120, 300)
+    database = index / "chroma" / "chroma.sqlite3"
+    before = database.stat().st_size
+    run = subprocess.Popen(
+        [*CLI, "index", str(root / "large"), "--index", str(index)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and run.poll() is None:
+        if database.stat().st_size > before + 200_000:  # vectors being written
+            break
+        time.sleep(0.05)
+    run.send_signal(signal.SIGINT)
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 130, out + err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0] == (
+        f"error: interrupted: the index at {index} holds its last committed version "
+        "(3 document(s)); run the same command again to resume (vectors already "
+        "written are reused)"
+    )
+    found = HybridIndex.inspect(index, load_config())
+    assert found.documents == 3

@@ -124,3 +124,24 @@ def test_ragbudget_index_on_a_full_disk_is_one_error_line_and_exit_2(
     monkeypatch.undo()
     with HybridIndex.open(index, load_config(), create=False) as reopened:
         assert sorted(reopened.document_ids) == sorted(FIRST)
+
+
+@pytest.mark.needs_embedding_model
+@pytest.mark.needs_tiktoken
+def test_ctrl_c_before_a_first_index_committed_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root, index = tmp_path / "docs", tmp_path / "ix"
+    root.mkdir()
+    (root / "a.md").write_text("A note about solar panels.", encoding="utf-8")
+
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(f"{INDEX}._hybrid_index.add_documents", interrupted)
+    assert main(["index", str(root), "--index", str(index)]) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"error: interrupted: no version of the index at {index} was committed yet; "
+        "run the same command again to resume (vectors already written are reused)"
+    ]
