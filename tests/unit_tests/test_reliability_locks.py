@@ -9,8 +9,9 @@ FILES = [
     ROOT / "tests/unit_tests/test_dense.py",
     ROOT / "tests/integration_tests/test_index_disk.py",
     ROOT / "tests/unit_tests/test_index_disk_full.py",
+    ROOT / "tests/unit_tests/test_chunked_cache.py",
 ]
-NAMED_IN_FULL = (0, 2)  # files whose every test the table names
+NAMED_IN_FULL = (0, 2, 4)  # files whose every test the table names
 
 
 def test_every_case_of_the_locks_catalogue_names_an_existing_test() -> None:
