@@ -10,8 +10,9 @@ FILES = [
     ROOT / "tests/integration_tests/test_index_disk.py",
     ROOT / "tests/unit_tests/test_index_disk_full.py",
     ROOT / "tests/unit_tests/test_chunked_cache.py",
+    ROOT / "tests/integration_tests/test_ask_during_index.py",
 ]
-NAMED_IN_FULL = (0, 2, 4)  # files whose every test the table names
+NAMED_IN_FULL = (0, 2, 4, 5)  # files whose every test the table names
 
 
 def test_every_case_of_the_locks_catalogue_names_an_existing_test() -> None:
