@@ -61,6 +61,16 @@ class IndexLockedError(RagBudgetError):
     """
 
 
+class IndexWriteError(RagBudgetError):
+    """An index could not be written: the disk is full, read-only, or over quota.
+
+    Nothing of the failed write was committed: the index still opens at its last
+    committed version, with every document it held. The message names the folder,
+    the cause, and what to do (free space, then run the same write again: the
+    vectors already written are reused).
+    """
+
+
 class IndexRepairError(RagBudgetError):
     """An index cannot be repaired without losing data; nothing was changed."""
 

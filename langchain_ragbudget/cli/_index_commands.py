@@ -143,6 +143,34 @@ def _refuse_large_prune(
         )
 
 
+def interrupted_message(args: argparse.Namespace) -> str:
+    """What an interrupted `index` or `repair` left: the committed version, or none.
+
+    Every write publishes a new version only when it is whole, so the index holds
+    what was committed last; the next run of the same command goes on from it
+    (vectors already written are reused).
+    """
+    from langchain_ragbudget.config import load_config
+    from langchain_ragbudget.index._versions import committed_documents
+
+    try:
+        directory = args.index or Path(load_config(args.config).index.directory)
+    except Exception:  # the configuration is not readable: say what is known
+        return "interrupted; run the same command again to resume"
+    held = committed_documents(directory)
+    if held is None:
+        state = f"no version of the index at {directory} was committed yet"
+    else:
+        state = (
+            f"the index at {directory} holds its last committed version "
+            f"({held} document(s))"
+        )
+    return (
+        f"interrupted: {state}; run the same command again to resume "
+        "(vectors already written are reused)"
+    )
+
+
 def run_inspect(args: argparse.Namespace, console: Console) -> int:
     """`ragbudget inspect`: what an index holds, read without changing anything.
 

@@ -21,7 +21,12 @@ from langchain_ragbudget.cli._exit_codes import (
     EXIT_UNEXPECTED,
     EXIT_USAGE,
 )
-from langchain_ragbudget.cli._index_commands import run_index, run_inspect, run_repair
+from langchain_ragbudget.cli._index_commands import (
+    interrupted_message,
+    run_index,
+    run_inspect,
+    run_repair,
+)
 from langchain_ragbudget.cli._output import make_console
 from langchain_ragbudget.errors import RagBudgetError
 
@@ -104,7 +109,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             return run_repair(args, console)
     except KeyboardInterrupt:
-        return _fail("interrupted", EXIT_INTERRUPTED, debug)
+        message = "interrupted"
+        if args.command in ("index", "repair"):  # say what the index holds now
+            message = interrupted_message(args)
+        return _fail(message, EXIT_INTERRUPTED, debug)
     except RagBudgetError as error:  # before OSError: some are ConnectionErrors
         return _fail(str(error), EXIT_USAGE, debug)
     except BrokenPipeError:
@@ -113,6 +121,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as error:
         return _fail(_os_error(error), EXIT_USAGE, debug)
     except Exception as error:
+        from langchain_ragbudget.index._write_errors import disk_failure
+
+        reason = disk_failure(error)  # outside an index write (one is IndexWriteError)
+        if reason is not None:
+            return _fail(f"{reason}: {error}", EXIT_USAGE, debug)
         text = f"unexpected {type(error).__name__}"
         if str(error):
             text += f": {error}"

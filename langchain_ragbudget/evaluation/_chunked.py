@@ -162,7 +162,13 @@ def _chunk_index(
     chunk_size: int,
     progress: ProgressCallback | None,
 ) -> HybridIndex:
-    """The corpus in a HybridIndex of `chunk_size`-token chunks, built once."""
+    """The corpus in a HybridIndex of `chunk_size`-token chunks, built once.
+
+    Until the build has finished (`ragbudget_complete` written), the index is
+    opened as its writer: a build killed midway (no version committed, vectors
+    written) is then completed by the next run, reusing those vectors, where a
+    reader would refuse it and advise a repair the user never asked for.
+    """
     overlap = min(config.index.chunk_overlap, chunk_size // 4)
     settings = config.index.model_copy(
         update={"chunk_size": chunk_size, "chunk_overlap": overlap}
@@ -173,10 +179,11 @@ def _chunk_index(
     )
     folder = cache_root() / f"{dataset.name}-chunks{chunk_size}-{key}"
     complete = folder / "ragbudget_complete"
-    index = HybridIndex.open(folder / "index", chunked)
     if not complete.is_file():
-        index.upsert(
-            dataset.corpus, progress=prefixed(progress, f"{chunk_size}-token chunks: ")
-        )
-        atomic_write_text(complete, str(index.chunk_count))
-    return index
+        with HybridIndex.open(folder / "index", chunked, write=True) as building:
+            building.upsert(
+                dataset.corpus,
+                progress=prefixed(progress, f"{chunk_size}-token chunks: "),
+            )
+            atomic_write_text(complete, str(building.chunk_count))
+    return HybridIndex.open(folder / "index", chunked)

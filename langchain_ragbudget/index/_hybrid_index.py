@@ -75,6 +75,7 @@ from langchain_ragbudget.index._versions import (
     _version_key,
     _write_manifest,
 )
+from langchain_ragbudget.index._write_errors import restored_on_disk_error
 from langchain_ragbudget.progress import ProgressCallback, StageProgress
 from langchain_ragbudget.sparse import BM25Retriever
 
@@ -277,16 +278,20 @@ class HybridIndex:
         """Hold the write lock for one write, unless `open(write=True)` holds it.
 
         A version another writer committed since this index was read is read
-        again first, so this write starts from it instead of overwriting it.
+        again first, so this write starts from it instead of overwriting it. A
+        disk that cannot take the write (full, read-only, over quota) raises
+        `IndexWriteError`, after this index reads its committed version again.
         """
         if self._lock.held:
-            yield
+            with restored_on_disk_error(self):
+                yield
             return
         self._lock.acquire(self.config.index.lock_timeout)
         try:
             if _current_name(self.directory) != self._version:
                 self._reload()
-            yield
+            with restored_on_disk_error(self):
+                yield
         finally:
             self._lock.release()
 

@@ -55,6 +55,7 @@ from langchain_ragbudget.index._versions import (
     _SparseRead,
     _write_manifest,
 )
+from langchain_ragbudget.index._write_errors import disk_errors_named
 
 if TYPE_CHECKING:  # chromadb takes most of a second to import: only when used
     from langchain_chroma import Chroma
@@ -88,6 +89,8 @@ def repair_directory(
         IndexRepairError: Neither side can be read, or a Chroma server's side
             cannot (nothing is changed).
         IndexLockedError: Another writer held the write lock throughout.
+        IndexWriteError: The disk is full, read-only or over quota; the last
+            committed version is unchanged.
     """
     config = config or load_config()
     path = Path(directory)
@@ -97,7 +100,8 @@ def repair_directory(
         )
     lock = WriterLock(path).acquire(config.index.lock_timeout)
     try:
-        index, report = _repair_locked(cls, path, config, embeddings)
+        with disk_errors_named(path, None):
+            index, report = _repair_locked(cls, path, config, embeddings)
     except BaseException:
         lock.release()
         raise

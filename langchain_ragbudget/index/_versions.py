@@ -186,6 +186,20 @@ def _check_manifest(
         )
 
 
+def committed_documents(directory: Path) -> int | None:
+    """Documents of the version `CURRENT` names; None when none is committed.
+
+    Read without loading BM25, for a message about the index's state (after an
+    interrupted write); an unreadable version counts as none.
+    """
+    try:
+        name = (directory / CURRENT).read_text(encoding="utf-8").strip()
+        found = json.loads((directory / name / RECORDS).read_text(encoding="utf-8"))
+        return len(found["documents"]) if name else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def _version_key(name: str) -> tuple[int, int] | None:
     match = _VERSION.match(name)
     return (int(match.group(1)), int(match.group(2))) if match else None
@@ -397,24 +411,28 @@ def _save_sparse(
     version = f"sparse-{time.time_ns()}-{os.getpid()}"
     staging = directory / f".{version}.tmp"
     staging.mkdir(parents=True)
-    if sparse is not None:
-        sparse.save(staging / BM25_DIR)
-    files = {
-        item.relative_to(staging).as_posix(): item.stat().st_size
-        for item in sorted(staging.rglob("*"))
-        if item.is_file()
-    }
-    (staging / RECORDS).write_text(
-        json.dumps(
-            {
-                "format": FORMAT_VERSION,
-                "manifest": manifest,
-                "files": files,
-                "documents": records,
-            }
-        ),
-        encoding="utf-8",
-    )
+    try:
+        if sparse is not None:
+            sparse.save(staging / BM25_DIR)
+        files = {
+            item.relative_to(staging).as_posix(): item.stat().st_size
+            for item in sorted(staging.rglob("*"))
+            if item.is_file()
+        }
+        (staging / RECORDS).write_text(
+            json.dumps(
+                {
+                    "format": FORMAT_VERSION,
+                    "manifest": manifest,
+                    "files": files,
+                    "documents": records,
+                }
+            ),
+            encoding="utf-8",
+        )
+    except BaseException:  # a full disk: give back the space the half version took
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     publish_folder(staging, directory / version)
     atomic_write_text(directory / CURRENT, version)
     _remove_superseded(directory, directory / version)

@@ -25,6 +25,7 @@ EXPECTED_ALL = [
     "IndexLoadError",
     "IndexLockedError",
     "IndexRepairError",
+    "IndexWriteError",
     "InvalidInputError",
     "ModelUnavailableError",
     "RagBudgetConfig",

@@ -1,0 +1,104 @@
+"""A write that runs out of disk (full, read-only, over quota) as one clear error.
+
+Such a failure can come from anywhere in a write: an `OSError` from our own files
+(ENOSPC, EROFS, EDQUOT), or chromadb's `InternalError` carrying SQLite's
+"database or disk is full" or "attempt to write a readonly database". Left
+alone, the user sees an unexpected chromadb exception and cannot tell whether
+the index is lost. It is not: every write publishes a new version only after
+everything else is written, so a failed write leaves the last committed version
+in place. `IndexWriteError` says so, with what to do.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from langchain_ragbudget.errors import IndexWriteError
+
+if TYPE_CHECKING:
+    from langchain_ragbudget.index._hybrid_index import HybridIndex
+
+logger = logging.getLogger(__name__)
+
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EDQUOT})
+# How SQLite (inside chromadb) words the same causes.
+_STORE_SIGNS = {
+    "database or disk is full": "the disk is full",
+    "disk quota exceeded": "the disk quota is exceeded",
+    "readonly database": "the folder is read-only",
+    "read-only file system": "the folder is read-only",
+    "no space left on device": "the disk is full",
+}
+
+
+def disk_failure(error: BaseException) -> str | None:
+    """Why `error` is a disk that cannot take the write; None if it is not one."""
+    if isinstance(error, OSError) and error.errno in DISK_ERRNOS:
+        return os.strerror(error.errno)
+    if isinstance(error, sqlite3.Error) or _from_chromadb(error):
+        text = str(error).lower()
+        for sign, reason in _STORE_SIGNS.items():
+            if sign in text:
+                return reason
+    return None
+
+
+def _from_chromadb(error: BaseException) -> bool:
+    """Whether chromadb raised `error` (checked by name: importing it is slow)."""
+    return any(kind.__module__.startswith("chromadb") for kind in type(error).__mro__)
+
+
+@contextmanager
+def disk_errors_named(directory: Path, committed: int | None) -> Iterator[None]:
+    """Turn a disk that cannot take the write into `IndexWriteError`.
+
+    Args:
+        directory: The index folder being written.
+        committed: Documents in the last committed version (named in the
+            message), or None when not known.
+
+    Raises:
+        IndexWriteError: The write failed for lack of space, quota or permission
+            to write; the last committed version is unchanged.
+    """
+    try:
+        yield
+    except Exception as error:
+        reason = disk_failure(error)
+        if reason is None:
+            raise
+        held = f" ({committed} document(s))" if committed is not None else ""
+        raise IndexWriteError(
+            f"{directory}: the index could not be written: {reason} "
+            f"({type(error).__name__}: {error}). Nothing of this run was committed: "
+            f"the index still holds its last committed version{held}. Free space "
+            "(or make the folder writable) and run the same command again; the "
+            "vectors already written are reused."
+        ) from error
+
+
+@contextmanager
+def restored_on_disk_error(index: HybridIndex) -> Iterator[None]:
+    """One write of `index` (under its lock): a full disk is `IndexWriteError`.
+
+    The failed write changed the object's records and chunks, not the committed
+    version; the object reads that again, so its searches and its next write
+    start from what is committed.
+    """
+    try:
+        with disk_errors_named(index.directory, len(index._records)):
+            yield
+    except IndexWriteError:
+        index._pending_adds, index._pending_deletes = {}, []
+        try:
+            index._reload()
+        except Exception:  # reading needs no space; if it fails, log why
+            logger.exception("%s: could not read the index again", index.directory)
+        raise
