@@ -118,6 +118,7 @@ def test_hybrid_builders_take_a_path(path: Path) -> None:
     assert fused.k == 3
 
 
+@pytest.mark.needs_tiktoken
 def test_disabled_rerank_is_no_stage_and_no_warning(path: Path) -> None:
     assert build_reranker(path) is None
     assert build_reranker(load_config(path)) is None

@@ -81,6 +81,7 @@ def rag(model: GenericFakeChatModel, **kwargs: Any) -> Any:
 HISTORY = [HumanMessage("hello, I am Ada"), AIMessage("Hi Ada.")]
 
 
+@pytest.mark.needs_tiktoken
 def test_dict_input_extra_keys_reach_the_prompt() -> None:
     recorder = Recorder()
     answer = rag(llm("Sunlight [1].")).invoke(
@@ -95,6 +96,7 @@ def test_dict_input_extra_keys_reach_the_prompt() -> None:
     assert messages[3].content == "what do solar panels do?"
 
 
+@pytest.mark.needs_tiktoken
 def test_string_input_still_works_with_the_default_prompt() -> None:
     chain = create_budgeted_rag_chain(
         BM25Retriever.from_documents(corpus(), k=3),
@@ -107,6 +109,7 @@ def test_string_input_still_works_with_the_default_prompt() -> None:
 # LangChain marks these deprecated in favour of LangGraph; they are still what an
 # LCEL chatbot uses, so the chain must work inside them.
 @pytest.mark.filterwarnings("ignore::langchain_core._api.LangChainDeprecationWarning")
+@pytest.mark.needs_tiktoken
 def test_chain_inside_runnable_with_message_history_two_turns() -> None:
     store = InMemoryChatMessageHistory()
     recorder = Recorder()
@@ -132,6 +135,7 @@ def test_chain_inside_runnable_with_message_history_two_turns() -> None:
     assert len(store.messages) == 4
 
 
+@pytest.mark.needs_tiktoken
 def test_streaming_with_dict_input() -> None:
     chunks = list(
         rag(llm("Sunlight powers it [1].")).stream(
@@ -142,6 +146,7 @@ def test_streaming_with_dict_input() -> None:
     assert "".join(chunks).startswith("Sunlight powers it [1].")
 
 
+@pytest.mark.needs_tiktoken
 def test_structured_with_dict_input() -> None:
     answer = rag(llm("Sunlight [1]."), structured=True).invoke(
         {"question": "what do solar panels do?", "history": HISTORY, "user": "Ada"}
@@ -152,6 +157,7 @@ def test_structured_with_dict_input() -> None:
     assert answer.surface == "chat"
 
 
+@pytest.mark.needs_tiktoken
 def test_structured_stream_with_dict_input() -> None:
     chunks = list(
         rag(llm("Sunlight powers it [1]."), structured=True).stream(
@@ -179,6 +185,7 @@ def test_bad_mapping_input_is_named(payload: dict[str, Any], message: str) -> No
         rag(llm("unused")).invoke(payload)
 
 
+@pytest.mark.needs_tiktoken
 def test_stuff_chain_takes_extra_keys_and_names_a_missing_question() -> None:
     budget = ContextBudget.from_config(surface="chat")
     context = budget.invoke(corpus()[:1])
@@ -194,6 +201,7 @@ def test_stuff_chain_takes_extra_keys_and_names_a_missing_question() -> None:
         stuff.invoke({"context": context, "history": [], "user": "Ada"})
 
 
+@pytest.mark.needs_tiktoken
 def test_async_invoke_with_dict_input() -> None:
     recorder = Recorder()
     answer = asyncio.run(

@@ -45,6 +45,7 @@ def corpus() -> list[Document]:
     ]
 
 
+@pytest.mark.needs_tiktoken
 def test_batch_with_mixed_surfaces_gives_each_call_its_own(config_path: Path) -> None:
     config = load_config(config_path)
     chain = create_budgeted_rag_chain(
@@ -69,6 +70,7 @@ def test_batch_with_mixed_surfaces_gives_each_call_its_own(config_path: Path) ->
     assert len({config.surface(n).max_tokens for n in names}) == 3
 
 
+@pytest.mark.needs_tiktoken
 def test_configurable_fields_surface_switches_the_settings_too() -> None:
     budget = ContextBudget.from_config(surface="chat").configurable_fields(
         surface=ConfigurableField(id="surface")
@@ -80,6 +82,7 @@ def test_configurable_fields_surface_switches_the_settings_too() -> None:
     assert context.report.max_docs == search.max_docs
 
 
+@pytest.mark.needs_tiktoken
 def test_keyword_overrides_apply_on_a_switched_surface() -> None:
     budget = ContextBudget.from_config(surface="chat", max_docs=1)
     context = budget.invoke(corpus(), {"configurable": {"surface": "search"}})
@@ -94,6 +97,7 @@ def test_unknown_runtime_surface_is_named() -> None:
         budget.invoke(corpus(), {"configurable": {"surface": "nope"}})
 
 
+@pytest.mark.needs_tiktoken
 def test_budget_from_settings_alone_refuses_to_switch() -> None:
     budget = ContextBudget(settings=SurfaceSettings(max_docs=2, max_tokens=200))
     with pytest.raises(ConfigError, match="knows only its surface 'chat'"):
