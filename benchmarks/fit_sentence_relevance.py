@@ -5,7 +5,7 @@ rationale documents), split as the budget splits them; a sentence is positive wh
 it is one of the claim's evidence sentences. Test claims are never read, so
 `benchmarks/bench_trim_variants.py` measures the model on claims it has not seen.
 scikit-learn's logistic regression fits it; the package applies the coefficients in
-pure Python (`relevance.SentenceModel`), no pickle.
+pure Python (`_sentence_scoring.SentenceModel`), no pickle.
 
     python benchmarks/fit_sentence_relevance.py [--data DIR] [--out FILE]
 """

@@ -19,6 +19,7 @@ def test_fit_script_reproduces_the_shipped_model(
     out = tmp_path / MODEL_FILE
     script = ROOT / "benchmarks" / "fit_sentence_relevance.py"
     monkeypatch.setattr(sys, "argv", [str(script), "--out", str(out)])
+    monkeypatch.syspath_prepend(str(script.parent))  # as `python benchmarks/...` has
     runpy.run_path(str(script), run_name="__main__")
     fitted = json.loads(out.read_text())
     shipped = json.loads((ROOT / "langchain_ragbudget" / MODEL_FILE).read_text())
