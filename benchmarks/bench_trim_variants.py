@@ -159,7 +159,7 @@ _STOPWORDS = frozenset(STOPWORDS_EN)
 
 
 def stems(text: str) -> list[str]:
-    """The terms of `text` with repeats (`relevance.terms` keeps a set)."""
+    """The terms of `text` with repeats (`_sentence_scoring.terms` keeps a set)."""
     words = [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
     found: list[str] = _STEMMER.stemWords(words)
     return found

@@ -27,13 +27,24 @@ def tree_value(tree: Tree, features: Mapping[str, float]) -> float:
     Returns:
         The leaf's value.
     """
+    read = {node.split[0] for node in tree.nodes if node.split is not None}
+    return _leaf_value(
+        tree, _as_float32({k: features[k] for k in read & features.keys()})
+    )
+
+
+def _as_float32(features: Mapping[str, float]) -> dict[str, float]:
+    """Each value rounded to float32, as scikit-learn's trees compare them."""
     import numpy as np  # here, not at the top: importing the budget stays light
 
+    return {name: float(np.float32(value)) for name, value in features.items()}
+
+
+def _leaf_value(tree: Tree, features: Mapping[str, float]) -> float:
     node = tree.nodes[0]
     while (split := node.split) is not None:
         feature, threshold, left, right = split
-        value = float(np.float32(features[feature]))
-        node = tree.nodes[left if value <= threshold else right]
+        node = tree.nodes[left if features[feature] <= threshold else right]
     return cast(float, node.value)  # a node without a split is a leaf
 
 
@@ -48,7 +59,8 @@ def boosted_score(model: TreeEvidence, features: Mapping[str, float]) -> float |
     """
     if any(name not in features for name in model.features):
         return None
+    rounded = _as_float32({name: features[name] for name in model.features})
     score = model.baseline
     for tree in model.trees:
-        score += model.learning_rate * tree_value(tree, features)
+        score += model.learning_rate * _leaf_value(tree, rounded)
     return score

@@ -160,8 +160,8 @@ def list_statistics(scores: Sequence[float]) -> dict[str, float]:
 def query_coverage(question: str, passage: str) -> float:
     """Share of the question's terms (stemmed, no stopwords) found in `passage`.
 
-    Terms are made as the BM25 side makes them (`relevance.terms`); a question with
-    no terms covers nothing.
+    Terms are made as the BM25 side makes them (`_sentence_scoring.terms`); a
+    question with no terms covers nothing.
     """
     wanted = terms(question)
     return len(wanted & terms(passage)) / len(wanted) if wanted else 0.0

@@ -2,8 +2,8 @@
 
 Embeddings, vector store, BM25, the hybrid retriever, the reranker, each surface's
 budget and the chat model are built here from a loaded `RagBudgetConfig`, and only
-here are the retrievers given their names (`scores.SPARSE`, `scores.DENSE`), which
-become the metadata keys later stages read. A surface whose weak-evidence check
+here are the retrievers given their names (`_metadata_keys.SPARSE` and `.DENSE`),
+which become the metadata keys later stages read. A surface whose weak-evidence check
 names a score no stage writes is refused here, not ignored at query time.
 
 The embedded default runs on one laptop: BM25 in process, Chroma embedded, local ONNX
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,6 @@ from langchain_ragbudget._metadata_keys import (
 )
 from langchain_ragbudget._settings_fields import import_provider
 from langchain_ragbudget._validation import check_passages
-from langchain_ragbudget._weak_signal import FEATURES
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.config import (
     EmbeddingSettings,
@@ -54,7 +53,6 @@ from langchain_ragbudget.errors import ConfigError, MissingExtraError, require
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.rerank import FlashRankRerank
 from langchain_ragbudget.sparse import BM25Retriever
-from langchain_ragbudget.weak_model import CombinedEvidence, TreeEvidence
 
 ConfigLike = RagBudgetConfig | str | Path | None
 """What every builder takes as its config: a loaded one, a YAML file, or None."""
@@ -359,8 +357,8 @@ def build_budget(
 
     Raises:
         ConfigError: The surface is unknown, or its weak-evidence check names a
-            score that no stage writes (it would never fire), or a combined-model
-            feature that `weak_signal` does not compute.
+            score that no stage writes (it would never fire). A combined model's
+            unknown features are refused when it is loaded (`weak_model`).
     """
     config = as_config(config)
     budget = ContextBudget.from_config(config, surface=surface)
@@ -374,28 +372,7 @@ def build_budget(
                 threshold,
                 f"no stage writes this score; known: {', '.join(sorted(known))}",
             )
-    for key, name in _model_features(weak.combined):
-        if name not in FEATURES:
-            raise ConfigError(
-                config.source,
-                f"surfaces.{surface}.weak_evidence.combined.{key}",
-                name,
-                f"not a weak-evidence signal; known: {', '.join(FEATURES)}",
-            )
     return budget
-
-
-def _model_features(
-    model: CombinedEvidence | TreeEvidence | None,
-) -> Iterator[tuple[str, str]]:
-    """Each feature a combined model names, with its key under `combined`."""
-    if isinstance(model, CombinedEvidence):
-        yield from ((f"coefficients.{name}", name) for name in model.coefficients)
-    elif isinstance(model, TreeEvidence):
-        for i, tree in enumerate(model.trees):
-            for j, node in enumerate(tree.nodes):
-                if node.feature is not None:
-                    yield f"trees.{i}.nodes.{j}.feature", node.feature
 
 
 def build_chat_model(settings: LlmSettings | ConfigLike = None) -> BaseChatModel | None:

@@ -54,7 +54,7 @@ class CombinedEvidence(StrictModel):
     `ragbudget eval --weak-evidence-yaml` fits it on a labelled split and writes
     it; the probability that the candidates hold the answer is
     `sigmoid(intercept + sum(coefficients[f] * feature f))`, the features as
-    `weak_signal.signal_features` computes them.
+    `_weak_signal.signal_features` computes them.
 
     Attributes:
         kind: `logistic` (the default, so a model written without it loads).
@@ -174,7 +174,7 @@ class Tree(StrictModel):
 class TreeEvidence(StrictModel):
     """Gradient-boosted regression trees over the weak-evidence signals.
 
-    Plain data, evaluated by `boosting.boosted_score` without the library that
+    Plain data, evaluated by `_trees.boosted_score` without the library that
     fitted them: the probability that the candidates hold the answer is
     `sigmoid(baseline + learning_rate * sum(tree values))`.
 

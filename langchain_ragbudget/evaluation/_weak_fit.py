@@ -39,7 +39,7 @@ class Cases:
     """The 2N cases of one split: features, the baseline's score, the label.
 
     Attributes:
-        features: One feature mapping per case (`weak_signal.signal_features`).
+        features: One feature mapping per case (`_weak_signal.signal_features`).
         top_scores: The single-threshold method's score per case (its first
             configured score key present), None where no key was present.
         top_keys: The score key that gave each case's top score.
@@ -379,7 +379,7 @@ def flag_quality(
 
 
 def common_features(samples: Sequence[Mapping[str, float]]) -> list[str]:
-    """The features present in every case, in `weak_signal.FEATURES` order."""
+    """The features present in every case, in `_signal_names.FEATURES` order."""
     return [name for name in FEATURES if all(name in s for s in samples)]
 
 
