@@ -2,8 +2,9 @@
 first index resumes by itself.
 
 Real processes (`ragbudget index` run twice at once, a reader querying while a
-writer publishes, a first index killed with SIGKILL or SIGINT) over real parts
-(bm25s, embedded Chroma, fastembed ONNX).
+writer publishes, a first index stopped by SIGINT or SIGKILL at three points:
+while embedding, while saving BM25, and before CURRENT names the new version)
+over real parts (bm25s, embedded Chroma, fastembed ONNX).
 """
 
 import json
@@ -154,28 +155,89 @@ def test_a_reader_never_fails_while_a_writer_publishes(tmp_path: Path) -> None:
     assert result["failures"] == []
 
 
-@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
+# Runs `ragbudget index` unchanged, except that it pauses (and says so) at one
+# point of a first index, so the test can stop it exactly there.
+PAUSING_INDEX = """
+import sys, time
+from langchain_ragbudget import dense
+from langchain_ragbudget.index import _hybrid_index, _versions
+from langchain_ragbudget.sparse import BM25Retriever
+
+where = sys.argv.pop(1)
+
+def pause():
+    print("PAUSED", flush=True)
+    time.sleep(120)
+
+if where == "embedding":  # some vectors written, most not
+    original_add = dense.add_documents
+    def add_documents(store, documents, batch_size=None, on_batch=None):
+        def after_batch(size):
+            if on_batch is not None:
+                on_batch(size)
+            pause()
+        original_add(store, documents, 16, after_batch)
+    _hybrid_index.add_documents = add_documents
+elif where == "saving":  # every vector written; BM25 half saved in its staging folder
+    original_save = BM25Retriever.save
+    def save(self, directory):
+        original_save(self, directory)
+        pause()
+    BM25Retriever.save = save
+else:  # "publishing": the version folder is published, CURRENT not yet written
+    original_write = _versions.atomic_write_text
+    def atomic_write_text(path, text):
+        if path.name == _versions.CURRENT:
+            pause()
+        original_write(path, text)
+    _versions.atomic_write_text = atomic_write_text
+
+from langchain_ragbudget.cli import run
+run()
+"""
+
+
+def as_at_a_terminal() -> None:
+    """Let Ctrl-C reach the child, as at a terminal.
+
+    A job started in the background of a shell (a CI step, `make test &`) inherits
+    SIGINT ignored, and Python then installs no KeyboardInterrupt handler.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.parametrize("where", ["embedding", "saving", "publishing"])
+@pytest.mark.parametrize(
+    "how", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"]
+)
 def test_a_stopped_first_index_resumes_with_plain_index(
-    tmp_path: Path, how: signal.Signals
+    tmp_path: Path, how: signal.Signals, where: str
 ) -> None:
     root, index = tmp_path / "docs", tmp_path / "ix"
-    write_docs(root, "p", 120)
+    write_docs(root, "p", 60)
+    script = tmp_path / "pausing_index.py"
+    script.write_text(PAUSING_INDEX, encoding="utf-8")
     run = subprocess.Popen(
-        ragbudget("index", str(root), "--index", str(index)),
+        [sys.executable, str(script), where, "index", str(root), "--index", str(index)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=as_at_a_terminal,
     )
-    database = index / "chroma" / "chroma.sqlite3"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and run.poll() is None:
-        if database.exists() and database.stat().st_size > 300_000:
-            break
-        time.sleep(0.05)
+    assert run.stdout is not None
+    said: list[str] = []
+    while (line := run.stdout.readline()) not in ("PAUSED\n", ""):
+        said.append(line)
+    assert line, f"the run ended before the pause: {said} {run.communicate()}"
     run.send_signal(how)
-    out, _ = run.communicate(timeout=60)
-    assert run.returncode != 0, "the run ended before it was stopped: " + out
-    assert not (index / "CURRENT").exists() or how == signal.SIGINT
+    _, err = run.communicate(timeout=60)
+    assert not (index / "CURRENT").exists()  # nothing was committed: a first index
+    if how == signal.SIGINT:
+        assert run.returncode == 130
+        assert "no version of the index" in err and "was committed yet" in err, err
+        assert "run the same command again to resume" in err
+    else:
+        assert run.returncode == -signal.SIGKILL
     again = subprocess.run(
         ragbudget("index", str(root), "--index", str(index)),
         capture_output=True,
@@ -185,5 +247,9 @@ def test_a_stopped_first_index_resumes_with_plain_index(
     assert again.returncode == 0, again.stdout + again.stderr
     assert "repair" not in again.stdout + again.stderr
     found = inspect(index)
-    assert found["documents"] == 120
+    assert found["documents"] == 60
+    assert found["chunks"] == {"bm25": 60, "vector_store": 60}  # each once
     assert found["sync"]["in_sync"] is True
+    committed = index / (index / "CURRENT").read_text()
+    records = json.loads((committed / "records.json").read_text())["documents"]
+    assert sorted(records) == sorted(path.name for path in root.iterdir())
