@@ -44,7 +44,7 @@ def document_key(document: Document, id_key: str | None = "chunk_id") -> str:
     return f"sha256:{content_hash(hashed)}"
 
 
-_Hit = tuple[str, Hashable]  # a candidate's key and what makes it that candidate
+_Hit = tuple[str, Document]  # a candidate's key, and the document it names
 
 
 def identity_of(document: Document) -> tuple[str, str | None]:
@@ -58,24 +58,25 @@ def identity_of(document: Document) -> tuple[str, str | None]:
 def distinct_keys(lists: Sequence[Sequence[_Hit]]) -> list[list[str]]:
     """Keys that never put two different candidates under one name.
 
-    `lists` holds `(key, identity)` per hit, per retriever (`identity_of`). A key
-    seen again with the same identity is the same candidate; with a different one
+    `lists` holds `(key, document)` per hit, per retriever. A key seen again with
+    the same identity (`identity_of`) is the same candidate; with a different one
     it becomes `key#2` (then `#3`...), skipping any name already in use, so both
     candidates are kept apart.
     """
     if _no_collision(lists):
         return [[key for key, _ in pairs] for pairs in lists]
     taken = {key for pairs in lists for key, _ in pairs}
-    texts: dict[str, dict[Hashable, str]] = {}
+    variants_of: dict[str, dict[Hashable, str]] = {}
     out: list[list[str]] = []
     for pairs in lists:
         keys = []
-        for key, text in pairs:
-            variants = texts.setdefault(key, {})
-            assigned = variants.get(text)
+        for key, document in pairs:
+            variants = variants_of.setdefault(key, {})
+            identity = identity_of(document)
+            assigned = variants.get(identity)
             if assigned is None:
                 assigned = key if not variants else _fresh(key, taken)
-                variants[text] = assigned
+                variants[identity] = assigned
             keys.append(assigned)
         out.append(keys)
     return out
@@ -84,13 +85,17 @@ def distinct_keys(lists: Sequence[Sequence[_Hit]]) -> list[list[str]]:
 def _no_collision(lists: Sequence[Sequence[_Hit]]) -> bool:
     """Whether no key carries two identities: the common case, checked cheaply.
 
-    Both sides usually hand over the same text object, so `is` settles most pairs.
+    An identity is worked out only for a key seen twice, and not at all when both
+    hits hand over the same document object.
     """
-    first: dict[str, Hashable] = {}
+    first: dict[str, Document] = {}
     for pairs in lists:
-        for key, text in pairs:
-            seen = first.setdefault(key, text)
-            if seen is not text and seen != text:
+        for key, document in pairs:
+            seen = first.setdefault(key, document)
+            if seen is not document and (
+                seen.page_content != document.page_content
+                or document_source(seen) != document_source(document)
+            ):
                 return False
     return True
 

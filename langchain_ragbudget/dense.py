@@ -109,30 +109,50 @@ class DenseRetriever(ScoredRetriever):
         return with_scores(pairs, self.score_key)
 
     def _ids_search(self, query: str, k: int) -> list[tuple[Document, float]]:
-        """Chroma ids and distances only; documents come from the docstore."""
+        """Chroma ids and distances only; documents come from the docstore.
+
+        Vectors that a publish in progress added are not hits (the docstore holds
+        the committed chunks only). When some are among the first `k`, the query
+        is asked again for as many more as the collection holds beyond the
+        committed chunks; counting them costs about a millisecond, so it is done
+        only then, not on every query.
+        """
         assert self.docstore is not None
         store: Any = self.vectorstore
         vector = store.embeddings.embed_query(query)
-        # vectors a publish in progress added are not hits: ask for that many more
-        extra = max(0, store._collection.count() - len(self.docstore))
+        pairs, unknown, returned = self._committed_hits(vector, k)
+        if unknown and returned == k:
+            extra = max(0, store._collection.count() - len(self.docstore))
+            pairs, unknown, returned = self._committed_hits(vector, k + extra)
+        if unknown:
+            logger.info("%d vector id(s) not in the committed chunks left out", unknown)
+        return pairs[:k]
+
+    def _committed_hits(
+        self, vector: list[float], n: int
+    ) -> tuple[list[tuple[Document, float]], int, int]:
+        """The committed hits among Chroma's first `n`, and two counts.
+
+        The counts: how many of the `n` were not committed, and how many Chroma
+        returned (fewer than `n` when the collection holds fewer).
+        """
+        assert self.docstore is not None
+        store: Any = self.vectorstore
         found = store._collection.query(
-            query_embeddings=[vector], n_results=k + extra, include=["distances"]
+            query_embeddings=[vector], n_results=n, include=["distances"]
         )
         relevance = store._select_relevance_score_fn()
         docstore = self.docstore
         pairs = []
         unknown = 0
-        for doc_id, distance in zip(
-            found["ids"][0], found["distances"][0], strict=True
-        ):
+        ids, distances = found["ids"][0], found["distances"][0]
+        for doc_id, distance in zip(ids, distances, strict=True):
             document = docstore.get(doc_id)
             if document is None:  # written by a publish not yet committed
                 unknown += 1
                 continue
             pairs.append((document, relevance(distance)))
-        if unknown:
-            logger.info("%d vector id(s) not in the committed chunks left out", unknown)
-        return pairs[:k]
+        return pairs, unknown, len(ids)
 
 
 def is_chroma(store: VectorStore) -> bool:

@@ -28,7 +28,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, model_validator
 
-from langchain_ragbudget._identity import distinct_keys, document_key, identity_of
+from langchain_ragbudget._identity import distinct_keys, document_key
 from langchain_ragbudget._metadata_keys import (
     FUSED_RANK,
     FUSED_SCORE,
@@ -481,10 +481,7 @@ def hit_keys(
 ) -> list[list[str]]:
     """Each retriever's hits as the keys fusion ranks (`distinct_keys`)."""
     return distinct_keys(
-        [
-            [(document_key(doc, id_key), identity_of(doc)) for doc, _ in pairs]
-            for pairs in hits
-        ]
+        [[(document_key(doc, id_key), doc) for doc, _ in pairs] for pairs in hits]
     )
 
 

@@ -176,6 +176,30 @@ async def test_docstore_path_leaves_out_vectors_not_yet_committed(
     assert [d.id for d in await retriever.ainvoke("warm mat", k=1)] == ["a"]
 
 
+@pytest.mark.needs_embedding_model
+def test_the_collection_is_counted_only_when_a_hit_is_not_committed(
+    embeddings: FastEmbedEmbeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counting costs about a millisecond a query; a committed top k needs none."""
+    store: Any = build_vector_store(VectorStoreSettings(), embeddings)
+    add_documents(store, DOCS)
+    counted: list[int] = []
+    collection_type = type(store._collection)
+    real_count = collection_type.count
+
+    def count(self: Any) -> int:
+        counted.append(1)
+        return int(real_count(self))
+
+    monkeypatch.setattr(collection_type, "count", count)
+    everything = {doc.id: doc for doc in DOCS if doc.id is not None}
+    DenseRetriever(vectorstore=store, k=3, docstore=everything).invoke("cats")
+    assert counted == []
+    only_a = DenseRetriever(vectorstore=store, k=1, docstore={"a": DOCS[0]})
+    assert [d.id for d in only_a.invoke("stock markets")] == ["a"]  # b ranks first
+    assert counted == [1]
+
+
 def test_docstore_needs_chroma(embeddings: FastEmbedEmbeddings) -> None:
     from langchain_core.vectorstores import InMemoryVectorStore
 
