@@ -1,4 +1,5 @@
-"""`ragbudget ask` while `ragbudget index` writes: answers from the committed version.
+"""`ragbudget ask` while `ragbudget index` writes: answers from the committed version
+(or, during a first index, says that one is being built).
 
 A real writer process embeds a large folder over a committed small one; `ask`
 runs in another process meanwhile (no chat model: the prompt is the answer's
@@ -82,3 +83,43 @@ def test_ask_during_an_index_run_answers_from_the_committed_version(
     evidence = json.loads(asked.stdout)["evidence"]
     sources = {row["key"].split("::")[0] for row in evidence}
     assert sources == {f"small/n{n:03d}.md" for n in range(3)}, sources
+
+
+def test_ask_during_a_first_index_says_one_is_being_built(tmp_path: Path) -> None:
+    root, index = tmp_path / "docs", tmp_path / "ix"
+    config = tmp_path / "offline.yml"
+    config.write_text("rerank:\n  download: false\n", encoding="utf-8")
+    settings = ["--index", str(index), "--config", str(config)]
+    env = {**os.environ, "RAGBUDGET_CACHE_DIR": str(tmp_path / "cache")}
+    write_folder(root, 200, 300)
+    writer = subprocess.Popen(
+        [*CLI, "index", str(root), *settings],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        database = index / "chroma" / "chroma.sqlite3"
+        while time.monotonic() < deadline and writer.poll() is None:
+            if database.exists() and database.stat().st_size > 200_000:
+                break
+            time.sleep(0.05)
+        asked = subprocess.run(
+            [*CLI, "ask", "alpha bravo", *settings],
+            capture_output=True,
+            text=True,
+            check=False,
+            env=env,
+            timeout=180,
+        )
+        still_writing = writer.poll() is None
+    finally:
+        writer.kill()
+        writer.wait(timeout=60)
+    assert still_writing, "the index run ended before `ask` did: nothing was shown"
+    assert asked.returncode == 2, asked.stdout + asked.stderr
+    said = " ".join(asked.stderr.split())
+    assert said.startswith("error: ") and said.count("error:") == 1
+    assert "a first index is being built by pid" in said, said
+    assert "no version is committed yet" in said and "Try again" in said
