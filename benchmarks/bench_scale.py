@@ -237,7 +237,7 @@ def serve(size: int, queries: list[str], ensemble_max: int) -> dict[str, Any]:
     """Open a built corpus and time every system on the same queries, rotated."""
     hybrid, sparse, store, docstore, loaded, config = open_hybrid(size)
     dense = DenseRetriever(vectorstore=store, k=100, docstore=docstore)
-    budget = build_budget("chat", config)
+    budget = build_budget(config)
     systems: dict[str, Any] = {
         "sparse": lambda q: sparse.scored_hits(q, 100),
         "plain bm25s": lambda q: plain_bm25s(sparse, q),

@@ -49,7 +49,7 @@ def main() -> None:
     sparse = cached_sparse_retriever(dataset.corpus, config, name=dataset.name)
     docstore = {doc.id: doc for doc in dataset.corpus if doc.id is not None}
     retriever = hybrid_retriever(sparse, store, config, docstore)
-    budget = build_budget("chat", config)
+    budget = build_budget(config)
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))

@@ -28,6 +28,7 @@ from langchain_core.messages import (
 )
 from langchain_core.prompts import BasePromptTemplate
 
+from langchain_ragbudget._prompt import prompt_variables
 from langchain_ragbudget._tokens import count_tokens
 from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.ledger import DropReason, DropRecord, Stage
@@ -146,8 +147,9 @@ class PromptRoom:
     Attributes:
         max_prompt_tokens: The whole prompt's budget.
         reserve_output_tokens: Tokens kept free for the answer.
-        fixed_tokens: The prompt without history and context (system prompt,
-            question, message wrappers, reply priming).
+        fixed_tokens: The least prompt the chain can send: no history and an
+            empty context (system prompt, question, the empty-context text and
+            its note, message wrappers, reply priming).
         history_share: The share of the room history could take.
         history_budget: Tokens history could take.
         history_tokens: Tokens the kept history takes.
@@ -196,7 +198,8 @@ def render_prompt(
     return list(prompt.invoke(values).to_messages())
 
 
-Measure = Callable[[Sequence[BaseMessage], str], int]
+Measure = Callable[[Sequence[BaseMessage], "BudgetedContext"], int]
+"""Tokens of the whole prompt for a history and a context."""
 
 
 def fit_with_history(
@@ -209,14 +212,15 @@ def fit_with_history(
 
     History first, within its `history_share` of the room the fixed parts leave;
     the context then gets what is left (at most `max_tokens`). The whole prompt
-    is measured as sent; should joining the context to the prompt's text cost
-    more than its parts, the context's budget shrinks by the excess and it is
-    fitted again.
+    is measured as sent, with what the chain adds once the context is known (the
+    empty-context text, the weak-evidence note); should that cost more than the
+    parts counted first, the context's budget shrinks by the excess and it is
+    fitted again, and once the context is empty, older history turns go too.
 
     Args:
         fit_context: The context fitted to a token budget.
         history: The chat history, oldest first.
-        measure: Tokens of the whole prompt with this history and context text.
+        measure: Tokens of the whole prompt with this history and context.
         settings: The surface (`max_prompt_tokens` set).
 
     Returns:
@@ -226,22 +230,24 @@ def fit_with_history(
     assert settings.max_prompt_tokens is not None
     encoding = settings.encoding_name
     limit = settings.max_prompt_tokens - settings.reserve_output_tokens
-    fixed = measure([], "")
+    fixed = measure([], fit_context(0))  # the least the chain can send
     share = history_budget(
         settings.max_prompt_tokens,
         settings.reserve_output_tokens,
         fixed,
         settings.history_share,
     )
-    kept, dropped = fit_history(history, share, lambda m: message_tokens(m, encoding))
-    used = sum(message_tokens(message, encoding) for message in kept)
+    kept, dropped, used = _history_within(history, share, encoding)
     budget = max(0, min(settings.max_tokens, limit - fixed - used))
     context = fit_context(budget)
-    total = measure(kept, context.text)
+    total = measure(kept, context)
     while total > limit and budget > 0:
         budget = max(0, budget - (total - limit))
         context = fit_context(budget)
-        total = measure(kept, context.text)
+        total = measure(kept, context)
+    while total > limit and kept:  # an empty context's text and note still to fit
+        kept, dropped, used = _history_within(history, used - (total - limit), encoding)
+        total = measure(kept, context)
     room = PromptRoom(
         max_prompt_tokens=settings.max_prompt_tokens,
         reserve_output_tokens=settings.reserve_output_tokens,
@@ -261,26 +267,37 @@ def fit_with_history(
     return replace(context, history=kept, report=report)
 
 
+def _history_within(
+    history: Sequence[BaseMessage], budget: int, encoding: str
+) -> tuple[list[BaseMessage], list[DropRecord], int]:
+    """`fit_history` in `budget` tokens, and the tokens the kept turns take."""
+    kept, dropped = fit_history(history, budget, lambda m: message_tokens(m, encoding))
+    return kept, dropped, sum(message_tokens(message, encoding) for message in kept)
+
+
 def prompt_measure(
     prompt: BasePromptTemplate | None,
     question: str,
     variables: Mapping[str, Any],
     encoding: str,
 ) -> Measure:
-    """Tokens of the whole prompt for a history and a context text.
+    """Tokens of the whole prompt for a history and a context.
 
-    With `prompt`, it is rendered with `variables`, the question, the history
-    and the context, and its messages counted. Without it, the history, the
-    context and the question are counted as the messages they would be.
+    With `prompt`, it is rendered with the variables the stuff chain fills it with
+    (`_prompt.prompt_variables`: the context text or the empty-context text, the
+    question, the weak-evidence note, `variables` and the history), and its
+    messages counted. Without it, the history, the context and the question are
+    counted as the messages they would be.
     """
+    question = variables.get("question", question)  # as asked, blanks included
 
-    def measure(history: Sequence[BaseMessage], context: str) -> int:
+    def measure(history: Sequence[BaseMessage], context: BudgetedContext) -> int:
         if prompt is None:
-            parts = [*history, HumanMessage(context), HumanMessage(question)]
+            parts = [*history, HumanMessage(context.text), HumanMessage(question)]
             return prompt_tokens(parts, encoding)
-        values = {**variables, "question": question, "history": list(history)}
-        rendered = render_prompt(prompt, {**values, "context": context})
-        return prompt_tokens(rendered, encoding)
+        state = {**variables, "history": list(history)}
+        values = prompt_variables(question, context, prompt, extra=state)
+        return prompt_tokens(render_prompt(prompt, values), encoding)
 
     return measure
 
@@ -305,8 +322,8 @@ def history_of(input: Any) -> list[BaseMessage] | None:
 
 
 def prompt_values(input: Any) -> dict[str, Any]:
-    """The input's other prompt variables (strings), for rendering the prompt."""
+    """The input's string prompt variables (the question as asked among them)."""
     if not isinstance(input, dict):
         return {}
-    skip = {"documents", "context", "history", "question"}
+    skip = {"documents", "context", "history"}  # the question as asked stays
     return {k: v for k, v in input.items() if k not in skip and isinstance(v, str)}

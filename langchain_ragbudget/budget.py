@@ -228,8 +228,8 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     ) -> BudgetedContext:
         """Pack `documents` (best first); pure apart from the token cache.
 
-        With `history` and `max_prompt_tokens`, history and context share the
-        whole prompt's budget (`_history.fit_with_history`).
+        With `max_prompt_tokens`, the whole prompt is budgeted: history (if any)
+        and context share what the rest leaves (`_history.fit_with_history`).
 
         Args:
             documents: The candidates, best first (a `CandidateList` carries the
@@ -253,7 +253,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             ModelUnavailableError: The tiktoken encoding cannot be loaded.
         """
         settings = self.settings
-        if history is None or settings.max_prompt_tokens is None:
+        if settings.max_prompt_tokens is None:
             context = self._fit(documents, scoped, question)
             return replace(context, history=list(history or []))
         within = partial(_fit_within, self, documents, scoped, question)
@@ -261,7 +261,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         measure = chat_history.prompt_measure(
             self.prompt, question or "", values, encoding
         )
-        return chat_history.fit_with_history(within, history, measure, settings)
+        return chat_history.fit_with_history(within, history or [], measure, settings)
 
     def _fit(
         self,

@@ -349,29 +349,38 @@ def produced_score_keys(names: Sequence[str] = RETRIEVER_NAMES) -> set[str]:
 
 
 def build_budget(
-    surface: str,
     config: ConfigLike = None,
+    *,
+    surface: str = "chat",
     names: Sequence[str] = RETRIEVER_NAMES,
 ) -> ContextBudget:
-    """The budget of `surface`, its weak-evidence keys checked against `names`.
+    """The budget of `surface`, every surface's weak-evidence keys checked.
+
+    Every surface is checked, not only `surface`: the budget can switch to any of
+    them per call (`with_config(configurable={"surface": ...})`).
+
+    Args:
+        config: A loaded config, a YAML path, or None for the defaults.
+        surface: The surface the budget runs on unless a call switches it.
+        names: The retrievers whose scores a weak-evidence check may read.
 
     Raises:
-        ConfigError: The surface is unknown, or its weak-evidence check names a
-            score that no stage writes (it would never fire). A combined model's
-            unknown features are refused when it is loaded (`weak_model`).
+        ConfigError: The surface is unknown, or a surface's weak-evidence check
+            names a score that no stage writes (it would never fire). A combined
+            model's unknown features are refused when it is loaded (`weak_model`).
     """
     config = as_config(config)
     budget = ContextBudget.from_config(config, surface=surface)
     known = produced_score_keys(names)
-    weak = budget.settings.weak_evidence
-    for key, threshold in weak.thresholds.items():
-        if key not in known:
-            raise ConfigError(
-                config.source,
-                f"surfaces.{surface}.weak_evidence.thresholds.{key}",
-                threshold,
-                f"no stage writes this score; known: {', '.join(sorted(known))}",
-            )
+    for name, settings in config.surfaces.items():
+        for key, threshold in settings.weak_evidence.thresholds.items():
+            if key not in known:
+                raise ConfigError(
+                    config.source,
+                    f"surfaces.{name}.weak_evidence.thresholds.{key}",
+                    threshold,
+                    f"no stage writes this score; known: {', '.join(sorted(known))}",
+                )
     return budget
 
 

@@ -20,6 +20,7 @@ from langchain_core.prompts import BasePromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrough
 
+from langchain_ragbudget._prompt import checked_prompt
 from langchain_ragbudget.budget import BudgetedContext, ContextBudget
 from langchain_ragbudget.chain import (
     DEFAULT_PROMPT,
@@ -56,7 +57,9 @@ def create_budgeted_rag_chain(
             returns `{"question", "documents", "context"}`.
         budget: The surface's context budget.
         reranker: An optional rerank stage between retrieval and budget.
-        prompt: The stuff chain's prompt (`chain.DEFAULT_PROMPT` if None).
+        prompt: The stuff chain's prompt (`chain.DEFAULT_PROMPT` if None). The
+            budget is given it, so a surface with `max_prompt_tokens` counts the
+            prompt as sent (system text, history, context, notes, question).
         structured: Return a `BudgetedAnswer` instead of text.
         tracing: OpenTelemetry spans per stage, carrying the drop records: a flag,
             or the config's `tracing` section (`config.tracing`). Off by default.
@@ -105,6 +108,8 @@ def create_budgeted_rag_chain(
     ) | RunnablePassthrough.assign(documents=itemgetter("question") | retriever)
     if reranker is not None:
         chain = chain | reranker
+    if llm is not None or prompt is not None:  # count the prompt that is sent
+        budget = budget.model_copy(update={"prompt": checked_prompt(prompt)})
     chain = chain | budget
     if llm is not None:
         chain = chain | create_budgeted_stuff_chain(llm, prompt, structured=structured)
@@ -164,7 +169,9 @@ def explain(
         MissingExtraError: Tracing is on and OpenTelemetry is not installed.
     """
     template = prompt or DEFAULT_PROMPT
-    chain = create_budgeted_rag_chain(retriever, budget=budget, reranker=reranker)
+    chain = create_budgeted_rag_chain(
+        retriever, budget=budget, reranker=reranker, prompt=template
+    )
     if llm is not None:
         stuff = create_budgeted_stuff_chain(llm, template, structured=True)
         chain = chain | RunnablePassthrough.assign(answer=stuff)

@@ -29,7 +29,9 @@ def run_ask(args: argparse.Namespace, console: Console) -> None:
 
     index = open_index(args, console, create=False)
     config = index.config
-    budget = build_budget(args.surface, config)  # a bad surface fails before work
+    budget = build_budget(
+        config, surface=args.surface
+    )  # a bad surface fails before work
     reranker = build_reranker(config)
     console.print(pipeline_line(config, reranker))
     llm = chat_model(config, console)

@@ -55,7 +55,7 @@ def run_demo(
         explained = explain(
             item["question"],
             retriever,
-            build_budget(surface, config),
+            build_budget(config, surface=surface),
             reranker=reranker,
             llm=llm,
             tracing=config.tracing,

@@ -86,7 +86,9 @@ def evaluate_chunked(
     index = _chunk_index(dataset, config, chunk_size, progress)
     k = chunk_k(config.retrieval.k, chunk_size)
     retriever = index.as_retriever(k=k)
-    encoding = build_budget(next(iter(config.surfaces)), config).settings.encoding_name
+    encoding = build_budget(
+        config, surface=next(iter(config.surfaces))
+    ).settings.encoding_name
     hits = {policy: [0] * len(budgets) for policy in POLICIES}
     cuts = dict.fromkeys(POLICIES, 0)
     gold_total = split_total = 0

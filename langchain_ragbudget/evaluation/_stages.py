@@ -43,7 +43,7 @@ class _Stages:
     ) -> _Stages:
         budgets: dict[str, ContextBudget] = {}
         for name in surfaces:
-            budget = build_budget(name, config)
+            budget = build_budget(config, surface=name)
             budgets[name] = budget
             if budget.settings.packing == "trim":  # the same surface without it
                 before = budget.settings.model_copy(update={"packing": "skip"})

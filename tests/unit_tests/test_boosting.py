@@ -179,5 +179,5 @@ def test_a_tree_reading_an_unknown_signal_is_refused_by_its_key() -> None:
         hand_tree(feature="secret_sauce")
     assert caught.value.errors()[0]["loc"] == ("trees", 0, "nodes", 1, "feature")
     assert "unknown feature 'secret_sauce'" in str(caught.value)
-    budget = build_budget("chat", with_model(hand_tree()))  # known signals wire
+    budget = build_budget(with_model(hand_tree()))  # known signals wire
     assert budget.settings.weak_evidence.combined == hand_tree()

@@ -27,6 +27,7 @@ from langchain_ragbudget import (
     load_config,
     load_surface,
 )
+from langchain_ragbudget.errors import ConfigError
 from langchain_ragbudget.factory import (
     build_budget,
     build_chat_model,
@@ -69,7 +70,7 @@ def path(tmp_path: Path) -> Path:
 
 def test_budget_and_surface_take_a_path(path: Path) -> None:
     assert ContextBudget.from_config(path).settings.max_tokens == 333
-    assert build_budget("chat", path).settings.max_tokens == 333
+    assert build_budget(path).settings.max_tokens == 333
     assert load_surface(path, name="chat").max_docs == 2
     assert load_surface(str(path), name="chat") == load_config(path).surface("chat")
     assert (
@@ -147,3 +148,25 @@ def test_enabled_rerank_is_built_from_a_path(tmp_path: Path) -> None:
     stage = build_reranker(file)
     assert isinstance(stage, FlashRankRerank)
     assert stage.top_n == 5
+
+
+def test_build_budget_checks_every_surface_a_call_can_switch_to(
+    tmp_path: Path,
+) -> None:
+    """`search`'s check reads a score no stage writes: refused even for `chat`."""
+    file = tmp_path / "ragbudget.yml"
+    file.write_text(
+        "surfaces:\n  search:\n    weak_evidence:\n"
+        "      thresholds: {dense_scor: 0.3}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as caught:
+        build_budget(file, surface="chat")
+    assert caught.value.key == "surfaces.search.weak_evidence.thresholds.dense_scor"
+    assert "no stage writes this score" in str(caught.value)
+
+
+def test_build_budget_takes_the_surface_by_keyword_only(path: Path) -> None:
+    with pytest.raises(TypeError):
+        old_order: Any = build_budget
+        old_order("chat", path)

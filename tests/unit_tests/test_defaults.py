@@ -123,13 +123,13 @@ def test_a_weak_evidence_key_no_stage_writes_fails_loudly() -> None:
     from langchain_ragbudget.factory import RETRIEVER_NAMES, build_budget
 
     config = load_config()
-    assert build_budget("chat", config).settings.weak_evidence  # the default works
+    assert build_budget(config).settings.weak_evidence  # the default works
     # a retriever renamed in the factory: dense_score is written by no stage
     renamed = [name if name != "dense" else "vector" for name in RETRIEVER_NAMES]
     with pytest.raises(
         ConfigError, match=r"weak_evidence\.thresholds\.dense_score.*no stage"
     ):
-        build_budget("chat", config, renamed)
+        build_budget(config, names=renamed)
 
 
 # --- the shipped numbers fit each other: every cap is reachable, none warns alone ---

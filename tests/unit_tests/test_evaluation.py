@@ -384,6 +384,6 @@ def test_cli_weak_evidence_writes_table_plot_and_a_loadable_yaml(
     text = bench.read_text()
     assert f"| combined ({kind}) |" in text and "calibration.png" in text
     config = load_config(model)  # the written model loads and wires
-    settings = build_budget("chat", config).settings.weak_evidence
+    settings = build_budget(config).settings.weak_evidence
     assert settings.method == "combined" and settings.combined is not None
     assert settings.combined.model_dump(exclude_none=True) == weak["model"]

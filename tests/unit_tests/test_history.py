@@ -32,7 +32,7 @@ from langchain_ragbudget._history import (
     role_of,
 )
 from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.chain import context_warnings
+from langchain_ragbudget.chain import context_warnings, prompt_variables
 from langchain_ragbudget.config import SurfaceSettings, load_config
 from langchain_ragbudget.errors import ConfigError, InvalidInputError
 from langchain_ragbudget.ledger import DropReason, Stage
@@ -193,9 +193,8 @@ def test_the_rendered_prompt_stays_within_max_prompt_tokens(
     assert kept == turns[len(turns) - len(kept) :]
     records = [r for r in context.report.drops if r.stage == Stage.HISTORY]
     assert [r.rank for r in records] == list(range(1, len(turns) - len(kept) + 1))
-    sent = PROMPT.invoke(
-        {"question": question, "history": kept, "context": context.text}
-    ).to_messages()
+    variables = prompt_variables(question, context, PROMPT, extra={"history": kept})
+    sent = PROMPT.invoke(variables).to_messages()  # exactly what the chain sends
     tokens = rendered_count(sent, "cl100k_base")
     room = context.report.prompt
     assert room is not None and room.prompt_tokens == tokens

@@ -209,7 +209,7 @@ def test_the_harness_sees_what_the_budget_sees(
     logistic, _ = fit_logistic(cases, names, 0.8, "northwind")
     trees, _ = fit_trees(cases, names, 0.8, "northwind")
     for model in (logistic, trees):
-        budget = build_budget("chat", load_config())
+        budget = build_budget(load_config())
         combined = WeakEvidenceSettings(method="combined", combined=model)
         settings = budget.settings.model_copy(update={"weak_evidence": combined})
         budget = budget.model_copy(update={"settings": settings})

@@ -248,7 +248,7 @@ def test_the_user_is_told_why_the_combined_check_is_unknown(
     model = CombinedEvidence(
         coefficients={"dense_list_z": 1.0}, intercept=0.0, threshold=0.5
     )
-    budget = build_budget("chat", load_config())
+    budget = build_budget(load_config())
     settings = budget.settings.model_copy(
         update={
             "weak_evidence": WeakEvidenceSettings(method="combined", combined=model)

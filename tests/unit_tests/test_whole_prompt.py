@@ -1,0 +1,168 @@
+"""The whole prompt the chain sends fits `max_prompt_tokens`, counted as sent.
+
+`create_budgeted_rag_chain` gives its prompt to the budget, so a surface with
+`max_prompt_tokens` counts what the model is sent: the system text, the kept
+history, the context (or the empty-context text), the weak-evidence note the
+chain adds after the budget, and the question. The messages are captured at the
+chat model and counted by tiktoken on their chat markup (`test_history`'s
+independent count). The chat model is a fake standing in for an LLM API that
+cannot run here; retriever input, budget, prompt and chain are the real code.
+"""
+
+from typing import Any
+from uuid import UUID
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.documents import Document
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+from list_retriever import ListRetriever
+from test_history import rendered_count
+
+from langchain_ragbudget import ContextBudget, create_budgeted_rag_chain
+from langchain_ragbudget._prompt import DEFAULT_PROMPT, EMPTY_CONTEXT
+from langchain_ragbudget.config import SurfaceSettings
+
+pytestmark = pytest.mark.needs_tiktoken
+
+HISTORY_PROMPT = ChatPromptTemplate.from_messages(
+    [
+        ("system", "Answer from the numbered context only.{evidence_note}"),
+        MessagesPlaceholder("history"),
+        ("human", "Context:\n{context}\nQuestion: {question}"),
+    ]
+)
+WEAK = {"thresholds": {"dense_score": 0.9}}  # every passage below: the note is sent
+
+
+class Sent(BaseCallbackHandler):
+    """The messages the chat model was given, and the budget's reports."""
+
+    def __init__(self) -> None:
+        self.messages: list[list[BaseMessage]] = []
+        self.reports: list[dict[str, Any]] = []
+
+    def on_chat_model_start(
+        self,
+        serialized: Any,
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        **kwargs: Any,
+    ) -> Any:
+        self.messages.append(list(messages[0]))
+
+    def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
+        self.reports.append(data)
+
+
+def chain(documents: list[Document], prompt: Any = None, **surface: Any) -> Any:
+    fields = {"max_docs": 8, "max_tokens": 2_000, "encoding": "cl100k_base"}
+    budget = ContextBudget(settings=SurfaceSettings(**{**fields, **surface}))
+    model = GenericFakeChatModel(messages=iter([AIMessage("An answer [1].")] * 2))
+    return create_budgeted_rag_chain(
+        ListRetriever(documents=documents), model, budget=budget, prompt=prompt
+    )
+
+
+def passage(i: int, text: str) -> Document:
+    return Document(
+        id=f"p{i}",
+        page_content=text,
+        metadata={"doc_id": f"d{i}", "source": f"d{i}.md", "dense_score": 0.2},
+    )
+
+
+def ask(runnable: Any, question: str, **state: Any) -> Sent:
+    sent = Sent()
+    runnable.invoke({"question": question, **state}, {"callbacks": [sent]})
+    assert len(sent.messages) == 1 and len(sent.reports) == 1
+    return sent
+
+
+TEXT = st.text(
+    st.characters(exclude_categories=["Cs"], exclude_characters="\x00"),
+    min_size=1,
+    max_size=120,
+)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    history=st.lists(TEXT, max_size=10),
+    texts=st.lists(TEXT, max_size=8),
+    max_prompt=st.integers(150, 1_500),
+    reserve=st.integers(0, 120),
+    share=st.floats(0.0, 1.0),
+    weak=st.booleans(),
+    with_history=st.booleans(),
+)
+def test_what_the_chain_sends_fits_max_prompt_tokens(
+    history: list[str],
+    texts: list[str],
+    max_prompt: int,
+    reserve: int,
+    share: float,
+    weak: bool,
+    with_history: bool,
+) -> None:
+    turns = [
+        HumanMessage(t) if i % 2 == 0 else AIMessage(t) for i, t in enumerate(history)
+    ]
+    runnable = chain(
+        [passage(i, t) for i, t in enumerate(texts)],
+        HISTORY_PROMPT if with_history else None,
+        max_prompt_tokens=max(max_prompt, reserve + 1),
+        reserve_output_tokens=reserve,
+        history_share=share,
+        min_docs=0,
+        packing="skip",
+        weak_evidence=WEAK if weak else {},
+    )
+    state = {"history": turns} if with_history else {}
+    sent = ask(runnable, "what does the context say?", **state)
+    tokens = rendered_count(sent.messages[0], "cl100k_base")
+    report = sent.reports[0]
+    assert report["prompt"]["prompt_tokens"] == tokens  # counted as sent
+    limit = max(max_prompt, reserve + 1) - reserve
+    if report["prompt"]["fixed_tokens"] <= limit and not report["over_budget"]:
+        assert tokens <= limit
+    else:  # the fixed parts alone do not fit: said, not hidden
+        assert report["over_budget"]
+
+
+def test_the_default_prompt_and_the_weak_note_are_counted() -> None:
+    """The shipped prompt's system text and the ~45-token note are in the count."""
+    texts = [f"Passage {i} says salt raises blood pressure. " * 8 for i in range(6)]
+    runnable = chain(
+        [passage(i, t) for i, t in enumerate(texts)],
+        max_prompt_tokens=600,
+        reserve_output_tokens=100,
+        weak_evidence=WEAK,
+    )
+    sent = ask(runnable, "what raises blood pressure?")
+    system = str(sent.messages[0][0].content)
+    assert system.startswith(str(DEFAULT_PROMPT.messages[0].prompt.template)[:40])  # type: ignore[attr-defined]
+    assert "highest relevance score of the context is low" in system
+    tokens = rendered_count(sent.messages[0], "cl100k_base")
+    assert tokens == sent.reports[0]["prompt"]["prompt_tokens"] <= 500
+    assert not sent.reports[0]["over_budget"]
+    dropped = [d for d in sent.reports[0]["dropped"] if d["stage"] == "budget"]
+    assert dropped, "600 tokens cannot hold six passages of ~80 tokens and the rest"
+
+
+def test_an_empty_context_is_counted_with_its_text() -> None:
+    runnable = chain([], max_prompt_tokens=300, reserve_output_tokens=50)
+    sent = ask(runnable, "anything?")
+    human = str(sent.messages[0][-1].content)
+    assert EMPTY_CONTEXT.strip() in human
+    tokens = rendered_count(sent.messages[0], "cl100k_base")
+    assert tokens == sent.reports[0]["prompt"]["prompt_tokens"] <= 250
