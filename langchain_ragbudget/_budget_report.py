@@ -211,16 +211,7 @@ def _report_parts(
         ("drops", drop_counts((r.stage, r.reason) for r in report.drops)),
     ]
     if report.prompt is not None:
-        room = report.prompt
-        summary.append(
-            (
-                "whole prompt",
-                f"{room.prompt_tokens} of {room.max_prompt_tokens} "
-                f"({room.reserve_output_tokens} reserved for the answer; history "
-                f"{room.history_tokens} of {room.history_budget}, share "
-                f"{room.history_share})",
-            )
-        )
+        summary.append(("whole prompt", report.prompt.describe()))
     if evidence is not None:
         summary.append(("evidence", evidence.describe()))
     dropped = [

@@ -171,6 +171,15 @@ class PromptRoom:
         """A JSON-serialisable view."""
         return dict(self.__dict__)
 
+    def describe(self) -> str:
+        """One line for the displays: the whole prompt and how it was shared."""
+        return (
+            f"{self.prompt_tokens} of {self.max_prompt_tokens} "
+            f"({self.reserve_output_tokens} reserved for the answer; history "
+            f"{self.history_tokens} of {self.history_budget}, share "
+            f"{self.history_share})"
+        )
+
 
 def history_budget(
     max_prompt_tokens: int, reserve: int, fixed: int, share: float

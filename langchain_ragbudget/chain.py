@@ -30,6 +30,7 @@ from langchain_ragbudget._evidence_rows import (
     evidence_table,
     skipped_table,
 )
+from langchain_ragbudget._history import PromptRoom
 from langchain_ragbudget._html import display, element, key_values
 from langchain_ragbudget._names import display_name
 from langchain_ragbudget._prompt import DEFAULT_PROMPT as DEFAULT_PROMPT
@@ -70,6 +71,8 @@ class BudgetedAnswer(BaseModel):
         surface: The surface whose budget was applied.
         tokens_used: Tokens of the context sent.
         max_tokens: The surface's token budget.
+        prompt: With `max_prompt_tokens`, how the whole prompt's tokens were
+            shared (`PromptRoom.to_dict()`: history, context, reserve); else None.
     """
 
     answer: str
@@ -85,6 +88,7 @@ class BudgetedAnswer(BaseModel):
     surface: str
     tokens_used: int
     max_tokens: int
+    prompt: dict[str, Any] | None = None
 
     def text(self) -> str:
         """The answer followed by its warnings, one per line."""
@@ -108,6 +112,8 @@ class BudgetedAnswer(BaseModel):
             ("evidence", evidence),
             ("answer cut at the output limit", "yes" if self.truncated else "no"),
         ]
+        if self.prompt is not None:
+            summary.append(("whole prompt", PromptRoom(**self.prompt).describe()))
         parts = [
             element("div", self.answer, "rb-text"),
             *(element("div", line, "rb-warning") for line in self.warnings),
@@ -155,6 +161,7 @@ def build_answer(
         surface=report.surface,
         tokens_used=report.tokens_used,
         max_tokens=report.max_tokens,
+        prompt=None if report.prompt is None else report.prompt.to_dict(),
     )
 
 

@@ -166,3 +166,35 @@ def test_an_empty_context_is_counted_with_its_text() -> None:
     assert EMPTY_CONTEXT.strip() in human
     tokens = rendered_count(sent.messages[0], "cl100k_base")
     assert tokens == sent.reports[0]["prompt"]["prompt_tokens"] <= 250
+
+
+def test_the_structured_answer_says_how_the_prompt_was_shared() -> None:
+    budget = ContextBudget(
+        settings=SurfaceSettings(
+            max_docs=4, max_tokens=400, max_prompt_tokens=700, history_share=0.25
+        )
+    )
+    model = GenericFakeChatModel(messages=iter([AIMessage("An answer [1].")]))
+    rag = create_budgeted_rag_chain(
+        ListRetriever(documents=[passage(0, "Salt raises blood pressure.")]),
+        model,
+        budget=budget,
+        prompt=HISTORY_PROMPT,
+        structured=True,
+    )
+    history = [HumanMessage("an earlier question"), AIMessage("an earlier answer")]
+    answer = rag.invoke({"question": "what raises it?", "history": history})
+    assert answer.prompt is not None
+    assert answer.prompt["max_prompt_tokens"] == 700
+    assert answer.prompt["history_share"] == 0.25
+    assert answer.prompt["history_tokens"] > 0
+    assert "whole prompt" in answer._repr_html_()
+    unbudgeted = ContextBudget(settings=SurfaceSettings(max_docs=4, max_tokens=400))
+    model = GenericFakeChatModel(messages=iter([AIMessage("An answer [1].")]))
+    plain = create_budgeted_rag_chain(
+        ListRetriever(documents=[passage(0, "Salt raises blood pressure.")]),
+        model,
+        budget=unbudgeted,
+        structured=True,
+    ).invoke("what raises it?")
+    assert plain.prompt is None
