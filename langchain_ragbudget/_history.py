@@ -108,18 +108,27 @@ def fit_history(
     while start > 0 and used + count(messages[start - 1]) <= budget_tokens:
         used += count(messages[start - 1])
         start -= 1
+    misfit = start  # the newest turn that did not fit (1-based), 0 if all fit
     while start < len(messages) and isinstance(messages[start], ToolMessage):
         used -= count(messages[start])
         start += 1
-    dropped = [
-        _drop_record(message, position, count(message), budget_tokens, used)
-        for position, message in enumerate(messages[:start], start=1)
-    ]
+    dropped = []
+    for position, message in enumerate(messages[:start], start=1):
+        tokens = count(message)
+        if position == misfit:
+            why = (
+                f"needs {tokens} tokens; newer turns took {used} of the {budget_tokens}"
+            )
+        elif position < misfit:
+            why = f"older than turn {misfit}, which did not fit (history keeps no gap)"
+        else:
+            why = "a tool result whose call was dropped (a chat API refuses it alone)"
+        dropped.append(_drop_record(message, position, tokens, why))
     return list(messages[start:]), dropped
 
 
 def _drop_record(
-    message: BaseMessage, position: int, tokens: int, budget: int, used: int
+    message: BaseMessage, position: int, tokens: int, why: str
 ) -> DropRecord:
     """The record of one dropped turn; its rank is its place in the history."""
     key = message.id or f"history-{position}"
@@ -135,8 +144,7 @@ def _drop_record(
         rank=position,
         document=document,
         tokens=tokens,
-        detail=f"turn {position} ({role_of(message)}) needs {tokens} tokens; "
-        f"newer turns took {used} of the {budget} for history",
+        detail=f"turn {position} ({role_of(message)}) {why}",
     )
 
 

@@ -90,6 +90,17 @@ SHOWS = {
         texts=("[warning: weak evidence: top dense_score", "Note: the highest"),
         figures=1,
     ),
+    "06_conversation.ipynb": Shows(
+        {"BudgetedAnswer": 1},
+        rows=("rb-kept", "rb-dropped"),
+        texts=(
+            "turn 3: 4 of 4 history messages kept",
+            "turn 4: 4 of 6 history messages kept",
+            "2 history turn(s) dropped (oldest first, over_max_tokens)",
+            "history / over_max_tokens : turn 1 (user) older than turn 2",
+            "search 8 4000",
+        ),
+    ),
 }
 
 

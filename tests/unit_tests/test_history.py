@@ -379,3 +379,14 @@ def test_history_catalogue_is_listed_in_reliability_md() -> None:
         if line.startswith("| `") and line.count("|") == 3
     ]
     assert listed == [case[0] for case in HISTORY_CASES]
+
+
+def test_each_dropped_turn_says_why() -> None:
+    turns = [turn(i, f"remark {i} " + "word " * (40 if i == 2 else 5)) for i in range(5)]
+    count = functools.partial(message_tokens, encoding="cl100k_base")
+    newest_two = count(turns[3]) + count(turns[4])
+    kept, dropped = fit_history(turns, newest_two + 5, count)
+    assert kept == turns[3:]
+    assert "needs" in dropped[2].detail and f"took {newest_two} of" in dropped[2].detail
+    for record in dropped[:2]:  # fit alone, but older than the turn that did not
+        assert "older than turn 3, which did not fit" in record.detail
