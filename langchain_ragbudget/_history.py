@@ -221,6 +221,7 @@ Measure = Callable[[Sequence[BaseMessage], "BudgetedContext"], int]
 
 def fit_with_history(
     fit_context: Callable[[int], BudgetedContext],
+    empty: BudgetedContext,
     history: Sequence[BaseMessage],
     measure: Measure,
     settings: SurfaceSettings,
@@ -236,6 +237,8 @@ def fit_with_history(
 
     Args:
         fit_context: The context fitted to a token budget.
+        empty: The context with no passage (the fixed parts are measured with
+            it: no history, the empty-context text and its note).
         history: The chat history, oldest first.
         measure: Tokens of the whole prompt with this history and context.
         settings: The surface (`max_prompt_tokens` set).
@@ -247,7 +250,7 @@ def fit_with_history(
     assert settings.max_prompt_tokens is not None
     encoding = settings.encoding_name
     limit = settings.max_prompt_tokens - settings.reserve_output_tokens
-    fixed = measure([], fit_context(0))  # the least the chain can send
+    fixed = measure([], empty)  # no history, no passage: the empty-context text
     share = history_budget(
         settings.max_prompt_tokens,
         settings.reserve_output_tokens,

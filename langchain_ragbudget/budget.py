@@ -257,11 +257,12 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             context = self._fit(documents, scoped, question)
             return replace(context, history=list(history or []))
         within = partial(_fit_within, self, documents, scoped, question)
-        encoding, values = settings.encoding_name, variables or {}
+        empty = _fit_within(self, [], (), question, 0)  # for the fixed parts
         measure = chat_history.prompt_measure(
-            self.prompt, question or "", values, encoding
+            self.prompt, question or "", variables or {}, settings.encoding_name
         )
-        return chat_history.fit_with_history(within, history or [], measure, settings)
+        fits = (within, empty, history or [], measure, settings)
+        return chat_history.fit_with_history(*fits)
 
     def _fit(
         self,
@@ -522,10 +523,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     def _fit_input(
         self, input: Any, config: RunnableConfig
     ) -> tuple[BudgetedContext, dict[str, Any]]:
-        """`fit` on a Runnable's input: the context, and its report for callbacks.
-
-        The ledgers of the enclosing `ledger_scope` are reconciled too.
-        """
+        """`fit` on a Runnable's input (and its scope's ledgers); the report too."""
         context = self.for_call(config).fit(
             documents_of(input),
             scope_ledgers(config) or (),

@@ -37,6 +37,9 @@ HISTORY_PROMPT = ChatPromptTemplate.from_messages(
     ]
 )
 WEAK = {"thresholds": {"dense_score": 0.9}}  # every passage below: the note is sent
+NO_PASSAGE_NOTE = (
+    "\nNote: no documents reached the context; say that you cannot answer."
+)
 
 
 class Sent(BaseCallbackHandler):
@@ -198,3 +201,23 @@ def test_the_structured_answer_says_how_the_prompt_was_shared() -> None:
         structured=True,
     ).invoke("what raises it?")
     assert plain.prompt is None
+
+
+def test_the_fixed_parts_hold_no_passage_even_with_min_docs() -> None:
+    """A passage min_docs forces is context, not a fixed part: it is paid once."""
+    texts = [f"Passage {i} says salt raises blood pressure. " * 8 for i in range(4)]
+    runnable = chain(
+        [passage(i, t) for i, t in enumerate(texts)],
+        max_prompt_tokens=900,
+        max_tokens=700,
+        min_docs=1,
+    )
+    sent = ask(runnable, "what raises blood pressure?")
+    room = sent.reports[0]["prompt"]
+    empty_prompt = DEFAULT_PROMPT.invoke(
+        {"question": "what raises blood pressure?", "context": EMPTY_CONTEXT}
+        | {"evidence_note": NO_PASSAGE_NOTE}
+    ).to_messages()
+    assert room["fixed_tokens"] == rendered_count(empty_prompt, "cl100k_base")
+    assert room["context_budget"] == 700  # all of max_tokens: the room allows it
+    assert len(sent.reports[0]["kept_ids"]) == 4  # every passage fits
