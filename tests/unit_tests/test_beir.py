@@ -68,6 +68,7 @@ def test_eval_says_when_the_qrels_judge_documents_the_corpus_lacks(
     )
     # stop after the note: the run itself is tested elsewhere
     monkeypatch.setattr(evaluation, "evaluate", _stop)
+    monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(tmp_path / "cache"))  # not the user's
     assert cli.main(["eval", str(tmp_path)]) == 3
     out = capsys.readouterr().out
     assert "judge 1 document(s) relevant that the corpus does not hold" in out
