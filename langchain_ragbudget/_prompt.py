@@ -38,6 +38,9 @@ WEAK_NOTE = (
     "threshold {threshold:.2f}). Treat the context as weak evidence and say so if "
     "the answer is uncertain."
 )
+NO_CONTEXT_NOTE = (
+    "\nNote: no documents reached the context; say that you cannot answer."
+)
 PACKAGE_KEYS = frozenset({"documents", "context", "evidence_note"})  # the chain's own
 
 
@@ -50,7 +53,7 @@ def prompt_inputs(question: str, context: BudgetedContext) -> dict[str, str]:
             key=evidence.score_key, score=evidence.score, threshold=evidence.threshold
         )
     elif evidence.weak:
-        note = "\nNote: no documents reached the context; say that you cannot answer."
+        note = NO_CONTEXT_NOTE
     return {
         "question": question,
         "context": context.text or EMPTY_CONTEXT,

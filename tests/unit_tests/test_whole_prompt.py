@@ -24,7 +24,7 @@ from list_retriever import ListRetriever
 from test_history import rendered_count
 
 from langchain_ragbudget import ContextBudget, create_budgeted_rag_chain
-from langchain_ragbudget._prompt import DEFAULT_PROMPT, EMPTY_CONTEXT
+from langchain_ragbudget._prompt import DEFAULT_PROMPT, EMPTY_CONTEXT, NO_CONTEXT_NOTE
 from langchain_ragbudget.config import SurfaceSettings
 
 pytestmark = pytest.mark.needs_tiktoken
@@ -37,7 +37,7 @@ HISTORY_PROMPT = ChatPromptTemplate.from_messages(
     ]
 )
 WEAK = {"thresholds": {"dense_score": 0.9}}  # every passage below: the note is sent
-NO_PASSAGE_NOTE = (
+NO_CONTEXT_NOTE = (
     "\nNote: no documents reached the context; say that you cannot answer."
 )
 
@@ -216,7 +216,7 @@ def test_the_fixed_parts_hold_no_passage_even_with_min_docs() -> None:
     room = sent.reports[0]["prompt"]
     empty_prompt = DEFAULT_PROMPT.invoke(
         {"question": "what raises blood pressure?", "context": EMPTY_CONTEXT}
-        | {"evidence_note": NO_PASSAGE_NOTE}
+        | {"evidence_note": NO_CONTEXT_NOTE}
     ).to_messages()
     assert room["fixed_tokens"] == rendered_count(empty_prompt, "cl100k_base")
     assert room["context_budget"] == 700  # all of max_tokens: the room allows it
