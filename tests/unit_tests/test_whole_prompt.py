@@ -37,9 +37,6 @@ HISTORY_PROMPT = ChatPromptTemplate.from_messages(
     ]
 )
 WEAK = {"thresholds": {"dense_score": 0.9}}  # every passage below: the note is sent
-NO_CONTEXT_NOTE = (
-    "\nNote: no documents reached the context; say that you cannot answer."
-)
 
 
 class Sent(BaseCallbackHandler):
