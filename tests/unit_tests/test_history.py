@@ -382,7 +382,8 @@ def test_history_catalogue_is_listed_in_reliability_md() -> None:
 
 
 def test_each_dropped_turn_says_why() -> None:
-    turns = [turn(i, f"remark {i} " + "word " * (40 if i == 2 else 5)) for i in range(5)]
+    words = [5, 5, 40, 5, 5]
+    turns = [turn(i, f"remark {i} " + "word " * n) for i, n in enumerate(words)]
     count = functools.partial(message_tokens, encoding="cl100k_base")
     newest_two = count(turns[3]) + count(turns[4])
     kept, dropped = fit_history(turns, newest_two + 5, count)
