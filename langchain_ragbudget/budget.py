@@ -401,7 +401,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     def _measure(self, documents: Sequence[Document]) -> list[PackItem]:
         """Each passage as the packer sees it; tokens are counted when it is weighed."""
         fmt, encoding = self.format, self.settings.encoding_name
-        first_seen: dict[tuple[str, str | None], int] = {}
+        first_seen: dict[tuple[str, str | None, str | None], int] = {}
         items = []
         for document in documents:
             group = fmt.cited_together(document, self.id_key)

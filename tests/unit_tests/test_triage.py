@@ -12,7 +12,7 @@ from list_retriever import ListRetriever
 
 from langchain_ragbudget._metadata_keys import FUSED_RANK
 from langchain_ragbudget._names import display_name as one_line
-from langchain_ragbudget._triage import CLOSE_SHARE, close_to_top
+from langchain_ragbudget._triage import CLOSE_SHARE, close_to_top, likely_lost
 from langchain_ragbudget._warnings import MAX_NAMED, likely_lost_of
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.chain import context_warnings
@@ -169,3 +169,26 @@ def test_a_drop_that_out_ranks_a_kept_passage_is_always_named(
         ) in named
     if len(lost) > MAX_NAMED:
         assert named.endswith(f" +{len(lost) - MAX_NAMED} more")
+
+
+def test_a_high_score_far_past_the_cut_is_counted_not_named() -> None:
+    """Fusion ranked it far below the cut: a dense favourite BM25 disagrees with."""
+    scores = [0.6, 0.5, 0.55, 0.3, 0.2, 0.9]  # the last: above the top, rank 6
+    docs = [
+        Document(id=f"d{i}", page_content=f"passage {i}", metadata={"dense_score": s})
+        for i, s in enumerate(scores)
+    ]
+    stage = budget(max_docs=2, weak_evidence={"thresholds": {"dense_score": 0.2}})
+    context = stage.fit(docs)
+    assert likely_lost_of(context) == []  # first past the cut (d2) is not close
+    (line,) = drop_lines(context_warnings(context))
+    assert line == "[warning: chat context: 4 lower-ranked left out (4 over_max_docs)]"
+    named = likely_lost(
+        context.documents,
+        context.report.kept_ids,
+        context.report.drops,
+        "dense_score",
+        context.evidence.score,
+        near_cut=None,  # without the rank test, the far drop would be named
+    )
+    assert [item.record.key for item in named] == ["d5"]
