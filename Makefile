@@ -21,7 +21,7 @@ endif
 export ANONYMIZED_TELEMETRY := False
 export HF_HUB_DISABLE_TELEMETRY := 1
 
-.PHONY: help demo test integration_tests notebooks bench bench_scale bench_ingest eval tune lint format check_imports clean
+.PHONY: help demo test integration_tests chromium notebooks bench bench_scale bench_ingest eval tune lint format check_imports clean
 
 help:  ## Show the targets
 	@grep -E '^[a-z_]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -39,7 +39,11 @@ test: $(STAMP)  ## Unit tests (offline, small corpora)
 	$(BIN)/pytest tests/unit_tests -q -rs
 
 integration_tests: $(STAMP)  ## Slower tests against real models and data (the notebooks too)
+	@command -v chromium >/dev/null || echo "note: no chromium; the JupyterLab display test skips (make chromium)"
 	$(BIN)/pytest tests/integration_tests -q -rs
+
+chromium:  ## Install headless Chromium (Debian) for the JupyterLab display test
+	apt-get update && apt-get install -y chromium
 
 notebooks: $(STAMP)  ## Run every notebook top to bottom offline (nbclient, a temporary folder)
 	$(BIN)/pytest tests/integration_tests/test_notebooks.py -q -rs

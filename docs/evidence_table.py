@@ -1,8 +1,10 @@
 """Draw the picture of the README's "Use from Jupyter": a budgeted context's display.
 
 The HTML is exactly what a notebook shows for `BudgetedContext` (its
-`_repr_html_`), for the demo's question through the demo's tight `chat` surface;
-`wkhtmltoimage` (apt: wkhtmltopdf) turns it into a PNG.
+`_repr_html_`), for the demo's question through the demo's tight `chat` surface,
+drawn by headless Chromium inside JupyterLab's own style sheets
+(`jupyterlab_page`: needs `apt-get install chromium` and `pip install jupyterlab`),
+so the picture is what JupyterLab shows, not a standalone page.
 
     python docs/evidence_table.py [--out docs/evidence_table.png]
 """
@@ -10,10 +12,9 @@ The HTML is exactly what a notebook shows for `BudgetedContext` (its
 from __future__ import annotations
 
 import argparse
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
+
+from jupyterlab_page import chromium, jupyterlab_css, render
 
 from langchain_ragbudget import ContextBudget, build_hybrid_retriever, load_config
 from langchain_ragbudget.sample import (
@@ -22,18 +23,17 @@ from langchain_ragbudget.sample import (
     load_sample_questions,
 )
 
-PAGE = """<!doctype html><html><head><meta charset="utf-8"><style>
-body {{ font-family: "DejaVu Sans", sans-serif; font-size: 13px; margin: 16px; }}
-</style></head><body>{body}</body></html>"""
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/evidence_table.png"))
     args = parser.parse_args()
-    tool = shutil.which("wkhtmltoimage")
-    if tool is None:
-        raise SystemExit("needs wkhtmltoimage (apt install wkhtmltopdf)")
+    browser, css = chromium(), jupyterlab_css()
+    if browser is None or css is None:
+        raise SystemExit(
+            "needs headless Chromium (apt-get install chromium) and JupyterLab's "
+            "CSS (pip install jupyterlab)"
+        )
     config = load_config(demo_config_path())
     question = load_sample_questions()[0]["question"]
     retriever = build_hybrid_retriever(load_sample_corpus(), config)
@@ -41,15 +41,8 @@ def main() -> None:
     context = budget.invoke(
         {"question": question, "documents": retriever.invoke(question)}
     )["context"]
-    with tempfile.TemporaryDirectory() as folder:
-        page = Path(folder) / "context.html"
-        page.write_text(PAGE.format(body=context._repr_html_()), encoding="utf-8")
-        subprocess.run(
-            [tool, "--quiet", "--width", "1100", str(page), str(args.out)],
-            check=True,
-            timeout=120,
-        )
-    print(f"wrote {args.out}")
+    measured = render(context._repr_html_(), css, browser, args.out)
+    print(f"wrote {args.out} ({len(measured['cells'])} cells measured)")
 
 
 if __name__ == "__main__":

@@ -229,6 +229,7 @@ def _table(rows: EvidenceRows, caption: str) -> Markup:
         caption=caption,
         row_classes=[f"rb-{status}" for status in rows.statuses],
         numeric=rows.numeric,
+        drop_empty=True,
     )
 
 

@@ -23,23 +23,36 @@ PREVIEW_CHARS = 80
 _SURROGATE = re.compile("[\ud800-\udfff]")
 ROOT_CLASS = "ragbudget"
 
+# Every selector starts `.ragbudget.ragbudget` (two classes): JupyterLab styles
+# output tables with `:not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon td` (two
+# classes and a tag: every cell right-aligned) and `table-layout: fixed`; ours must
+# out-rank them whatever the order of the style sheets. Checked in Chromium inside
+# JupyterLab's own CSS (tests/integration_tests/test_jupyterlab_display.py).
 # Cell backgrounds, not row backgrounds: JupyterLab stripes and highlights rows with
 # selectors of its own; a cell's background paints over them whatever their weight.
+# Words and numbers never break inside: a cell is as wide as its longest word, and
+# only passage texts (folded, in a column of their own) wrap between words.
 _STYLE = """<style>
-.ragbudget table { border-collapse: collapse; margin: 0.3em 0 0.9em; }
-.ragbudget table caption { text-align: left; font-weight: bold; padding: 0.2em 0; }
-.ragbudget table th, .ragbudget table td {
+.ragbudget.ragbudget table { border-collapse: collapse; margin: 0.3em 0 0.9em;
+  table-layout: auto; width: auto; }
+.ragbudget.ragbudget table caption { text-align: left; font-weight: bold;
+  padding: 0.2em 0; }
+.ragbudget.ragbudget table th, .ragbudget.ragbudget table td {
   text-align: left; vertical-align: top; padding: 0.2em 0.5em;
-  border: 1px solid rgba(128, 128, 128, 0.35); overflow-wrap: anywhere;
+  border: 1px solid rgba(128, 128, 128, 0.35); white-space: normal;
+  overflow-wrap: normal; word-break: normal; hyphens: none; max-width: none;
 }
-.ragbudget table td.rb-num { text-align: right; font-variant-numeric: tabular-nums; }
-.ragbudget table tr.rb-kept > td { background: rgba(46, 160, 67, 0.14); }
-.ragbudget table tr.rb-shortened > td { background: rgba(210, 153, 34, 0.20); }
-.ragbudget table tr.rb-dropped > td { background: rgba(248, 81, 73, 0.14); }
-.ragbudget .rb-text { white-space: pre-wrap; max-width: 60em; }
-.ragbudget .rb-warning { border-left: 3px solid rgba(210, 153, 34, 0.9);
-  padding-left: 0.5em; margin: 0.2em 0; white-space: pre-wrap; }
-.ragbudget details > summary { cursor: pointer; }
+.ragbudget.ragbudget table td.rb-num { text-align: right; white-space: nowrap;
+  font-variant-numeric: tabular-nums; }
+.ragbudget.ragbudget table tr.rb-kept > td { background: rgba(46, 160, 67, 0.14); }
+.ragbudget.ragbudget table tr.rb-shortened > td {
+  background: rgba(210, 153, 34, 0.20); }
+.ragbudget.ragbudget table tr.rb-dropped > td { background: rgba(248, 81, 73, 0.14); }
+.ragbudget.ragbudget .rb-text { white-space: pre-wrap; max-width: 60em;
+  text-align: left; }
+.ragbudget.ragbudget .rb-warning { border-left: 3px solid rgba(210, 153, 34, 0.9);
+  padding-left: 0.5em; margin: 0.2em 0; white-space: pre-wrap; text-align: left; }
+.ragbudget.ragbudget details > summary { cursor: pointer; text-align: left; }
 </style>"""
 
 
@@ -107,6 +120,7 @@ def table(
     caption: str = "",
     row_classes: Sequence[str] | None = None,
     numeric: Iterable[int] = (),
+    drop_empty: bool = False,
 ) -> Markup:
     """A table; every cell escaped unless it is Markup.
 
@@ -116,6 +130,8 @@ def table(
         caption: Shown above the table, naming it.
         row_classes: One CSS class per row (e.g. `rb-dropped`), or None.
         numeric: Indices of the columns aligned right.
+        drop_empty: Leave out the columns whose every cell is empty or `-`
+            (a score no candidate has wastes the notebook's width).
 
     Returns:
         The table.
@@ -126,12 +142,18 @@ def table(
     """
     if row_classes is not None and len(row_classes) != len(rows):
         raise ValueError(f"{len(row_classes)} row classes for {len(rows)} rows")
-    right = set(numeric)
-    head = "".join(f"<th>{escape(name)}</th>" for name in headers)
-    body = []
     for i, row in enumerate(rows):
         if len(row) != len(headers):
             raise ValueError(f"row {i} has {len(row)} cells for {len(headers)} columns")
+    right = set(numeric)
+    if drop_empty and rows:
+        keep = [j for j in range(len(headers)) if any(_filled(r[j]) for r in rows)]
+        right = {keep.index(j) for j in right if j in keep}
+        headers = [headers[j] for j in keep]
+        rows = [[row[j] for j in keep] for row in rows]
+    head = "".join(f"<th>{escape(name)}</th>" for name in headers)
+    body = []
+    for i, row in enumerate(rows):
         cells = "".join(
             element("td", cell, "rb-num" if j in right else "")
             for j, cell in enumerate(row)
@@ -143,6 +165,10 @@ def table(
         f"<table>{title}<thead><tr>{head}</tr></thead>"
         f"<tbody>{''.join(body)}</tbody></table>"
     )
+
+
+def _filled(cell: object) -> bool:
+    return not (isinstance(cell, str) and cell.strip() in {"", "-"})
 
 
 def key_values(pairs: Sequence[tuple[str, object]], caption: str = "") -> Markup:

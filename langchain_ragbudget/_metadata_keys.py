@@ -24,6 +24,7 @@ RERANK_SCORE = "rerank_score"
 RERANK_RANK = "rerank_rank"
 CONTEXT_TOKENS = "context_tokens"
 HEADER_TOKENS = "header_tokens"  # the citation header a passage paid for (or needed)
+SECTION = "section"  # a chunk's nearest heading (index/_chunking), in its header
 _SCORE = "_score"
 _RANK = "_rank"
 _NORMALISED = "_normalised"

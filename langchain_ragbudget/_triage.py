@@ -8,10 +8,20 @@ is worth naming when it suggests the model lost evidence:
 - it **out-ranked a kept passage**: in the list the dropping stage decided on
   (fused, reranked, or the budget's input), it stood above some passage that
   reached the prompt; or
-- it **scored close to the top**: on the score the surface judges evidence by (the
-  first key of its `weak_evidence` thresholds the kept passages carry, e.g.
-  `rerank_score`, then `dense_score`), it is within `CLOSE_TO_TOP` of the best kept
-  passage's score, or above it.
+- it **scored close to the top, just past the cut**: on the score the surface
+  judges evidence by (the first key of its `weak_evidence` thresholds the kept
+  passages carry, e.g. `rerank_score`, then `dense_score`), it is within
+  `CLOSE_SHARE` of the list's own spread (the best kept score minus the median of
+  every candidate's score) under the best kept passage's score, or above it; and
+  it is among the first `NEAR_CUT` candidates its stage dropped.
+
+A fixed distance is no measure of "close": MiniLM's cosines are bunched within a
+few hundredths on one question and spread over half the scale on another, so the
+former 0.05 named a passage on two thirds of SciFact's unanswerable questions. The
+rank test keeps a high dense score that fusion ranked far below the cut (the two
+retrievers disagreeing, typical of a question the corpus cannot answer) from
+reading as a loss. Both were chosen by `benchmarks/bench_warnings.py`
+(BENCHMARKS.md, "Warnings worth reading").
 
 Every other drop ranked below every kept passage and scored clearly under the top:
 it is counted, not named. Duplicates are never named, their text is in the prompt.
@@ -19,7 +29,8 @@ it is counted, not named. Duplicates are never named, their text is in the promp
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from langchain_core.documents import Document
@@ -28,11 +39,29 @@ from langchain_ragbudget._metadata_keys import FUSED_RANK, RERANK_RANK
 from langchain_ragbudget._validation import finite_score
 from langchain_ragbudget.ledger import DropReason, DropRecord, Stage
 
-# Absolute distance on the evidence score's own scale. Both scales it is used on are
-# bounded and comparable across queries: FlashRank's cross-encoder score is a
-# probability in [0, 1] and the dense score a cosine similarity, so 0.05 is five
-# points of relevance: the passage was judged about as relevant as the best one.
-CLOSE_TO_TOP = 0.05
+# Share of the list's spread (best kept score minus the median candidate's) under
+# the best kept score that still counts as close; chosen on SciFact's gold-removed
+# questions and the sample corpus by benchmarks/bench_warnings.py.
+CLOSE_SHARE = 0.10
+# How many of a stage's first drops (by the rank it decided on) can be named for
+# their score alone.
+NEAR_CUT = 2
+
+Closeness = Callable[[float, float, Sequence[float]], bool]
+"""`(score, best kept score, every candidate's score) -> close to the top?`"""
+
+
+def close_to_top(
+    score: float, top: float, scores: Sequence[float], share: float = CLOSE_SHARE
+) -> bool:
+    """Whether `score` is within `share` of the list's spread under `top`, or above.
+
+    The spread is `top` minus the median of `scores` (the list's own scores on the
+    evidence key), so "close" means the same on a bunched list and a spread one.
+    """
+    spread = max(top - statistics.median(scores), 0.0) if scores else 0.0
+    return score >= top - share * spread
+
 
 # The rank key of the list each stage decided on; the budget's is its input order.
 _STAGE_RANK = {
@@ -63,7 +92,8 @@ def likely_lost(
     drops: Sequence[DropRecord],
     score_key: str | None = None,
     top: float | None = None,
-    margin: float = CLOSE_TO_TOP,
+    close: Closeness = close_to_top,
+    near_cut: int | None = NEAR_CUT,
 ) -> list[LikelyLost]:
     """The drops that out-ranked a kept passage or scored close to the top.
 
@@ -73,15 +103,21 @@ def likely_lost(
         drops: Every drop record of the run.
         score_key: The evidence score's metadata key; None skips the score test.
         top: The best kept passage's score on that key.
-        margin: How far under `top` still counts as close.
+        close: What counts as close to `top` (`close_to_top`, or a benchmark's
+            alternative).
+        near_cut: A drop named for its score must be among its stage's first
+            `near_cut` drops; None: any.
 
     Returns:
         Those drops, those that out-ranked a kept passage first (in pipeline and
         rank order), then those only close to the top (best score first).
     """
     lowest = _lowest_kept_ranks(kept, kept_ids, drops)
+    everyone = [*kept, *(record.document for record in drops)]
+    scores = [s for doc in everyone if (s := _score(doc, score_key)) is not None]
+    first_cut = _first_cuts(drops)
     outranking: list[LikelyLost] = []
-    close: list[LikelyLost] = []
+    near: list[LikelyLost] = []
     for record in drops:
         if record.reason == DropReason.DUPLICATE:
             continue
@@ -89,13 +125,29 @@ def likely_lost(
         if above is not None and 0 < record.rank < above:
             outranking.append(LikelyLost(record, outranked=above))
             continue
+        first = first_cut.get(record.stage, record.rank)
+        at_cut = near_cut is None or record.rank < first + near_cut
         score = _score(record.document, score_key)
-        if score is not None and top is not None and score >= top - margin:
-            close.append(LikelyLost(record, score=score))
+        if (
+            at_cut
+            and score is not None
+            and top is not None
+            and close(score, top, scores)
+        ):
+            near.append(LikelyLost(record, score=score))
     order = list(Stage)
     outranking.sort(key=lambda lost: (order.index(lost.record.stage), lost.record.rank))
-    close.sort(key=lambda lost: -(lost.score or 0.0))
-    return outranking + close
+    near.sort(key=lambda lost: -(lost.score or 0.0))
+    return outranking + near
+
+
+def _first_cuts(drops: Sequence[DropRecord]) -> dict[Stage, int]:
+    """Per stage, the best rank among its drops (duplicates aside): where it cut."""
+    first: dict[Stage, int] = {}
+    for record in drops:
+        if record.reason != DropReason.DUPLICATE and record.rank > 0:
+            first[record.stage] = min(first.get(record.stage, record.rank), record.rank)
+    return first
 
 
 def _lowest_kept_ranks(

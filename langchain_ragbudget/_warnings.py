@@ -16,10 +16,11 @@ from langchain_ragbudget.budget import BudgetedContext, BudgetReport
 from langchain_ragbudget.evidence import COMBINED, UNKNOWN_COMBINED, Evidence
 from langchain_ragbudget.ledger import DropReason, DropRecord, Stage
 
-_MAX_NAMED = 12  # ids named in one warning line; the structured answer has them all
+# Items named in one drop-warning line, then "+N more": a line stays one line to
+# read, and each item is whole (never cut mid-word). The records carry them all.
+MAX_NAMED = 3
 
-
-_NAME_LIMIT = 80  # characters of one id in a warning line (display_name shortens)
+_NAME_LIMIT = 300  # characters of one id in a warning line (display_name shortens)
 
 
 # Drop reasons in pipeline order, for the counts of the warning line.
@@ -40,11 +41,14 @@ def _name(key: str) -> str:
     return display_name(key, _NAME_LIMIT)
 
 
-def _ids(shown_items: Sequence[str]) -> str:
-    """Items for a warning line (each names its id through `_name`), kept few."""
-    shown = ", ".join(shown_items[:_MAX_NAMED])
-    more = len(shown_items) - _MAX_NAMED
-    return f"{shown} and {more} more" if more > 0 else shown
+def _ids(shown_items: Sequence[str], limit: int = 12) -> str:
+    """Items for a warning line (each names its id through `_name`), kept few.
+
+    Whole items only: the first `limit`, then `+N more`.
+    """
+    shown = ", ".join(shown_items[:limit])
+    more = len(shown_items) - limit
+    return f"{shown} +{more} more" if more > 0 else shown
 
 
 def context_warnings(context: BudgetedContext) -> list[str]:
@@ -63,11 +67,11 @@ def context_warnings(context: BudgetedContext) -> list[str]:
 def _drop_warnings(context: BudgetedContext) -> list[str]:
     """Candidates that vanished; then one line for what was dropped or shortened.
 
-    The line fires when evidence was likely lost (see `triage`), a passage was
-    shortened, or one did not fit the tokens left. The ordinary narrowing (fusion's
-    `k`, rerank's `top_n` and floor, `max_docs`, duplicates) of candidates ranked
-    below every kept passage does not fire it: those stay in the records, and are
-    counted in the line when it fires.
+    The line names the drops that likely lost evidence (see `_triage`), the
+    shortened passages and the history turns dropped; the ordinary narrowing
+    (fusion's `k`, rerank's `top_n` and floor, `max_docs`, duplicates) of
+    candidates ranked below every kept passage is counted in one short clause, so
+    any drop shows, and only a likely loss is named.
     """
     report = context.report
     lines = []
@@ -79,14 +83,36 @@ def _drop_warnings(context: BudgetedContext) -> list[str]:
     drops = [r for r in report.drops if r.reason != DropReason.UNACCOUNTED]
     turns = [r for r in drops if r.stage == Stage.HISTORY]
     drops = [r for r in drops if r.stage != Stage.HISTORY]
-    evidence = context.evidence
-    lost = likely_lost(
+    if drops or report.trimmed or turns:
+        lost = likely_lost_of(context)
+        lines.append(_drops_line(report, drops, lost, context.evidence, len(turns)))
+    return lines
+
+
+def likely_lost_of(context: BudgetedContext) -> list[LikelyLost]:
+    """The drops of `context` that likely lost evidence (`_triage.likely_lost`)."""
+    report, evidence = context.report, context.evidence
+    drops = [
+        r
+        for r in report.drops
+        if r.reason != DropReason.UNACCOUNTED and r.stage != Stage.HISTORY
+    ]
+    return likely_lost(
         context.documents, report.kept_ids, drops, evidence.score_key, evidence.score
     )
-    out_of_tokens = any(r.reason == DropReason.MAX_TOKENS for r in drops)
-    if lost or report.trimmed or out_of_tokens or turns:
-        lines.append(_drops_line(report, drops, lost, evidence, len(turns)))
-    return lines
+
+
+def likely_lost_entries(context: BudgetedContext) -> list[dict[str, object]]:
+    """Every likely-lost drop, whole, for `--json`: the line names three at most."""
+    return [
+        {
+            **item.record.to_dict(),
+            "outranked_kept_rank": item.outranked,
+            "score_key": None if item.score is None else context.evidence.score_key,
+            "score": item.score,
+        }
+        for item in likely_lost_of(context)
+    ]
 
 
 def _drops_line(
@@ -96,33 +122,35 @@ def _drops_line(
     evidence: Evidence,
     turns: int = 0,
 ) -> str:
-    """Counts by reason; likely lost named first, then the shortened; rest counted.
+    """Likely lost named first, then the shortened; the rest counted in one clause.
 
     `turns`: chat history turns dropped (oldest first) to fit the whole prompt.
     """
-    counts = Counter(r.reason for r in drops)
-    by_reason = ", ".join(
-        f"{counts[reason]} {reason}" for reason in _REASON_ORDER if counts[reason]
-    )
-    head = [f"{len(drops)} candidate(s) dropped ({by_reason})"] if drops else []
-    if report.trimmed:
-        head.append(f"{len(report.trimmed)} passage(s) shortened")
-    if turns:
-        head.append(f"{turns} history turn(s) dropped (oldest first, over_max_tokens)")
-    parts = [f"{display_name(report.surface)} context: {', '.join(head)}"]
+    parts = []
     if lost:
         named = [_lost(item, evidence) for item in lost]
-        parts.append(f"evidence likely lost: {_ids(named)}")
+        parts.append(f"evidence likely lost: {_ids(named, MAX_NAMED)}")
     if report.trimmed:
         shown = [
             f"{_name(r.key)} ({r.kept_sentences} of {r.total_sentences} sentences)"
             for r in report.trimmed
         ]
-        parts.append(f"shortened: {_ids(shown)}")
-    if rest := len(drops) - len(lost):
-        duplicates = ", or duplicates" if counts[DropReason.DUPLICATE] else ""
-        parts.append(f"{rest} other(s) ranked below the kept passages{duplicates}")
-    return f"[warning: {'; '.join(parts)}]"
+        parts.append(f"shortened: {_ids(shown, MAX_NAMED)}")
+    if turns:
+        parts.append(f"{turns} history turn(s) dropped (oldest first, over_max_tokens)")
+    named_keys = {id(item.record) for item in lost}
+    if rest := [r for r in drops if id(r) not in named_keys]:
+        counts = Counter(r.reason for r in rest)
+        by_reason = ", ".join(
+            f"{counts[reason]} {reason}" for reason in _REASON_ORDER if counts[reason]
+        )
+        what = (
+            "lower-ranked or duplicate"
+            if counts[DropReason.DUPLICATE]
+            else ("lower-ranked")
+        )
+        parts.append(f"{len(rest)} {what} left out ({by_reason})")
+    return f"[warning: {display_name(report.surface)} context: {'; '.join(parts)}]"
 
 
 def _lost(item: LikelyLost, evidence: Evidence) -> str:
@@ -163,21 +191,33 @@ def _stage_warnings(report: BudgetReport) -> list[str]:
 
 
 def _evidence_warning(evidence: Evidence, surface: str) -> list[str]:
-    """Weak or unknown evidence; nothing when the top score clears its threshold."""
+    """Weak or unknown evidence, and a stale calibration; nothing when all is well.
+
+    A calibration made with other models than those in use adds one clause to
+    the weak or unknown line, or has a line of its own when the evidence cleared
+    its (stale) threshold: then "strong" means little.
+    """
+    stale = f"; {evidence.stale_clause}" if evidence.stale else ""
     if evidence.weak and evidence.score is not None:
         return [
             f"[warning: weak evidence: {display_name(evidence.measure)} "
             f"{evidence.score:.2f} is below the {surface} threshold "
             f"{evidence.threshold:.2f}; the answer may not be supported by the "
-            "documents]"
+            f"documents{stale}]"
         ]
     if evidence.weak:
-        return ["[warning: weak evidence: no passage reached the context]"]
+        return [f"[warning: weak evidence: no passage reached the context{stale}]"]
     if evidence.weak is None and evidence.score_key == COMBINED:
-        return [f"[warning: evidence strength unknown: {UNKNOWN_COMBINED}]"]
+        return [f"[warning: evidence strength unknown: {UNKNOWN_COMBINED}{stale}]"]
     if evidence.weak is None:
         return [
             "[warning: evidence strength unknown: no kept passage has a score this "
-            "surface has a threshold for]"
+            f"surface has a threshold for{stale}]"
+        ]
+    if evidence.stale:
+        return [
+            f"[warning: weak-evidence {evidence.stale_clause}: the {surface} "
+            "threshold may not mean what it did; re-run `ragbudget eval "
+            "--weak-evidence-yaml`]"
         ]
     return []

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import Field, StrictFloat, StrictStr, model_validator
 
 from langchain_ragbudget._settings_fields import StrictModel
-from langchain_ragbudget.weak_model import CombinedModel
+from langchain_ragbudget.weak_model import CalibratedWith, CombinedModel
 
 
 class WeakEvidenceSettings(StrictModel):
@@ -27,12 +27,15 @@ class WeakEvidenceSettings(StrictModel):
             threshold for when it fits the combined model (on the train split).
         combined: The fitted model (logistic or boosted trees); required by
             `method: combined`.
+        calibrated_with: The embedding and rerank models the thresholds or the
+            model were calibrated with (null: unknown, never called stale).
     """
 
     method: Literal["threshold", "combined"] = "threshold"
     thresholds: dict[StrictStr, StrictFloat | None] = Field(default_factory=dict)
     precision: StrictFloat = Field(0.8, gt=0, le=1)
     combined: CombinedModel | None = None
+    calibrated_with: CalibratedWith | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -26,10 +26,7 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 from langchain_core.prompts import BasePromptTemplate
-from langchain_core.runnables import (
-    RunnableConfig,
-    RunnableSerializable,
-)
+from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from pydantic import ConfigDict, Field, model_validator
 
 from langchain_ragbudget import _history as chat_history
@@ -51,11 +48,7 @@ from langchain_ragbudget._metadata_keys import (
     HEADER_TOKENS,
     best_retriever,
 )
-from langchain_ragbudget._overrides import (
-    field_names,
-    known_keywords,
-    refuse_unknown,
-)
+from langchain_ragbudget._overrides import field_names, known_keywords, refuse_unknown
 from langchain_ragbudget._sentence_scoring import fitted_relevance, overlap_relevance
 from langchain_ragbudget._shortening import Shortener
 from langchain_ragbudget._surface_switch import requested_surface, surface_settings
@@ -68,7 +61,7 @@ from langchain_ragbudget.config import (
     as_config,
     default_of,
 )
-from langchain_ragbudget.evidence import assess_evidence
+from langchain_ragbudget.evidence import assess_evidence, models_in_use
 from langchain_ragbudget.ledger import (
     DropReason,
     DropRecord,
@@ -89,6 +82,7 @@ from langchain_ragbudget.packing import (
     pack,
 )
 from langchain_ragbudget.render import ContextFormat, group_citations
+from langchain_ragbudget.weak_model import CalibratedWith
 
 REPORT_EVENT = "ragbudget_context_report"
 
@@ -120,6 +114,8 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             name})` runs a call on all of `name`'s settings; `settings` follows
             `surface`. None (settings alone): the budget refuses to switch.
         overrides: `from_config`'s keyword settings, applied on any surface.
+        models: The embedding and rerank models the scores come from (set by
+            `from_config`): a weak-evidence calibration made with others is stale.
 
     Example:
         .. code-block:: python
@@ -140,6 +136,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     prompt: BasePromptTemplate | None = None
     surfaces: dict[str, SurfaceSettings] | None = None
     overrides: dict[str, Any] = Field(default_factory=dict)
+    models: CalibratedWith | None = None
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -184,12 +181,13 @@ class ContextBudget(RunnableSerializable[Any, Any]):
                 {**settings.model_dump(), **changed}
             )
         fields = {k: v for k, v in overrides.items() if k in own}
+        in_use = models_in_use(config)
         return cls(
             surface=surface,
             settings=settings,
             surfaces=dict(config.surfaces),
             overrides=changed,
-            **{"id_key": config.retrieval.id_key, **fields},
+            **{"id_key": config.retrieval.id_key, "models": in_use, **fields},
         )
 
     @model_validator(mode="before")
@@ -294,6 +292,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
                 self.settings.weak_evidence,
                 candidates=documents,
                 question=question,
+                in_use=self.models,
             ),
         )
 
@@ -403,7 +402,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     def _measure(self, documents: Sequence[Document]) -> list[PackItem]:
         """Each passage as the packer sees it; tokens are counted when it is weighed."""
         fmt, encoding = self.format, self.settings.encoding_name
-        first_seen: dict[tuple[str, str | None], int] = {}
+        first_seen: dict[tuple[str, str | None, str | None], int] = {}
         items = []
         for document in documents:
             group = fmt.cited_together(document, self.id_key)

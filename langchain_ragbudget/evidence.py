@@ -11,14 +11,18 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from langchain_core.documents import Document
 
 from langchain_ragbudget._validation import finite_score
 from langchain_ragbudget._weak_signal import combined_probability, signal_features
-from langchain_ragbudget.config import WeakEvidenceSettings
-from langchain_ragbudget.weak_model import CombinedEvidence, TreeEvidence
+from langchain_ragbudget.config import RagBudgetConfig, WeakEvidenceSettings
+from langchain_ragbudget.weak_model import (
+    CalibratedWith,
+    CombinedEvidence,
+    TreeEvidence,
+)
 
 COMBINED = "combined signal"  # the Evidence.score_key of the combined method
 UNKNOWN_COMBINED = (
@@ -38,12 +42,15 @@ class Evidence:
         score_key: The metadata key that decided (e.g. `rerank_score`).
         score: The best finite value of that key among the kept passages.
         threshold: The surface's threshold for that key.
+        stale: Why the calibration does not fit the models in use (e.g.
+            `embedding A, in use B`), or None.
     """
 
     weak: bool | None
     score_key: str | None = None
     score: float | None = None
     threshold: float | None = None
+    stale: str | None = None
 
     @property
     def measure(self) -> str:
@@ -55,19 +62,45 @@ class Evidence:
         """A JSON-serialisable view."""
         return asdict(self)
 
+    @property
+    def stale_clause(self) -> str:
+        """`calibration stale (calibrated with ...)`, or "" when it fits."""
+        return f"calibration stale (calibrated with {self.stale})" if self.stale else ""
+
     def describe(self) -> str:
         """The check in words, e.g. `weak: top rerank_score 0.12 < threshold 0.30`."""
+        stale = f"; {self.stale_clause}" if self.stale else ""
         if self.weak is None and self.score_key == COMBINED:
-            return f"unknown: {UNKNOWN_COMBINED}"
+            return f"unknown: {UNKNOWN_COMBINED}{stale}"
         if self.weak is None:
-            return "unknown: no kept passage has a score with a threshold"
+            return f"unknown: no kept passage has a score with a threshold{stale}"
         if self.score is None or self.threshold is None:
-            return "weak: no passage reached the context"
+            return f"weak: no passage reached the context{stale}"
         verdict, sign = ("weak", "<") if self.weak else ("strong", ">=")
         return (
             f"{verdict}: top {self.score_key} {self.score:.2f} {sign} "
-            f"threshold {self.threshold:.2f}"
+            f"threshold {self.threshold:.2f}{stale}"
         )
+
+
+def models_in_use(config: RagBudgetConfig) -> CalibratedWith:
+    """The embedding and rerank models whose scores a budget of `config` judges."""
+    rerank = config.rerank.model if config.rerank.enabled else None
+    return CalibratedWith(embedding=config.embedding.model, rerank=rerank)
+
+
+def stale_note(
+    settings: WeakEvidenceSettings, in_use: CalibratedWith | None
+) -> str | None:
+    """How the calibration's models differ from those in use; None when they match.
+
+    Unknown on either side (an old file, a budget built without a config) is
+    never called stale: there is nothing to compare.
+    """
+    calibrated = settings.calibrated_with
+    if calibrated is None or in_use is None:
+        return None
+    return "; ".join(calibrated.differences(in_use)) or None
 
 
 def assess_evidence(
@@ -76,10 +109,12 @@ def assess_evidence(
     *,
     candidates: Sequence[Document] = (),
     question: str | None = None,
+    in_use: CalibratedWith | None = None,
 ) -> Evidence:
     """Decide whether the evidence is weak, by the surface's configured method.
 
-    Nothing kept is weak evidence either way.
+    Nothing kept is weak evidence either way. With `in_use`, a calibration made
+    with other models is marked stale (`Evidence.stale`).
 
     Args:
         kept: The passages that reached the context.
@@ -88,17 +123,23 @@ def assess_evidence(
             reads its signals there, as `ragbudget eval` fitted it).
         question: The question (the combined method needs it; without it the
             strength is unknown).
+        in_use: The embedding and rerank models the scores come from.
 
     Returns:
         The decision, with the score and threshold that made it.
     """
+    stale = stale_note(settings, in_use)
     if not kept:
-        return Evidence(weak=True)
-    if settings.method == "combined" and settings.combined is not None:
-        if question is None:
-            return Evidence(weak=None, score_key=COMBINED)
-        return assess_combined(candidates or kept, question, settings.combined)
-    return assess_thresholds(kept, settings.thresholds)
+        evidence = Evidence(weak=True)
+    elif settings.method == "combined" and settings.combined is not None:
+        evidence = (
+            Evidence(weak=None, score_key=COMBINED)
+            if question is None
+            else assess_combined(candidates or kept, question, settings.combined)
+        )
+    else:
+        evidence = assess_thresholds(kept, settings.thresholds)
+    return replace(evidence, stale=stale) if stale else evidence
 
 
 def assess_combined(

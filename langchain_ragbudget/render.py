@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from langchain_core.documents import Document
 
 from langchain_ragbudget._identity import document_key, document_source
-from langchain_ragbudget._metadata_keys import DENSE, RERANK_SCORE, score_key
+from langchain_ragbudget._metadata_keys import DENSE, RERANK_SCORE, SECTION, score_key
 from langchain_ragbudget._names import display_name
 
 T = TypeVar("T")
@@ -64,10 +64,13 @@ class Citation:
 class ContextFormat:
     """Templates for a citation header and a passage, plus how passages group.
 
-    `header` may use {citation}, {source}, {title}, {score} (each on one line);
-    `passage` uses {text}: the passage with every line quoted by `quote_mark`.
-    Passages group by `metadata[group_key]` (the source document id), so chunks of
-    one document share one citation number. `ContextBudget.format` renders the
+    `header` may use {citation}, {source}, {title}, {section}, {score} (each on one
+    line); `passage` uses {text}: the passage with every line quoted by
+    `quote_mark`. Passages group by `metadata[group_key]` (the source document id)
+    and their `section` (the nearest heading the chunker recorded), so chunks of
+    one section of a document share one citation number, and a header says where
+    in the document its passages are (`§ bash (5.1~rc3-1)`), not only which
+    document. `ContextBudget.format` renders the
     context with it and counts tokens on exactly that text.
 
     Attributes:
@@ -84,7 +87,7 @@ class ContextFormat:
         ValueError: A template or the quote mark breaks the rules above.
     """
 
-    header: str = "[{citation}] {source}{title}{score}\n"
+    header: str = "[{citation}] {source}{title}{section}{score}\n"
     passage: str = "{text}\n\n"
     quote_mark: str = "> "
     omission: str = "[…]"
@@ -127,13 +130,19 @@ class ContextFormat:
 
     def cited_together(
         self, document: Document, id_key: str | None = "chunk_id"
-    ) -> tuple[str, str | None]:
-        """What passages must share to share a citation: group and source.
+    ) -> tuple[str, str | None, str | None]:
+        """What passages must share to share a citation: group, source, section.
 
         Two sources never share a citation number, even when their passages
-        carry the same document id.
+        carry the same document id; two sections of one document neither, so
+        each header names its passages' own section.
         """
-        return self.group_of(document, id_key), document_source(document)
+        section = document.metadata.get(SECTION)
+        return (
+            self.group_of(document, id_key),
+            document_source(document),
+            section if isinstance(section, str) and section else None,
+        )
 
     def render_header(self, citation: int, best: Document) -> str:
         """The header line of a citation, showing its best passage's score."""
@@ -144,21 +153,33 @@ class ContextFormat:
             if isinstance(value, int | float) and math.isfinite(value):
                 score = f" | {key.removesuffix('_score')} {value:.2f}"
                 break
-        title = meta.get("title")
+        title, section = meta.get("title"), self.cited_together(best)[2]
         return self._header(
-            citation, document_source(best), str(title) if title else "", score
+            citation,
+            document_source(best),
+            str(title) if title else "",
+            score,
+            section or "",
         )
 
     @lru_cache(maxsize=100_000)  # noqa: B019 (formats are few, frozen and hashable)
-    def _header(self, citation: int, source: str | None, title: str, score: str) -> str:
+    def _header(
+        self, citation: int, source: str | None, title: str, score: str, section: str
+    ) -> str:
         shown_source = display_name(source or "unknown source")
         shown_title = display_name(title) if title else ""
+        shown_section = display_name(section) if section else ""
         return self.header.format(
             citation=citation,
             source=shown_source,
             title=(
                 f" | {shown_title}"
                 if shown_title and shown_title != shown_source
+                else ""
+            ),
+            section=(
+                f" § {shown_section}"
+                if shown_section and shown_section != shown_title
                 else ""
             ),
             score=score,
@@ -222,18 +243,18 @@ def group_citations(
 ) -> list[Citation]:
     """Group passages by source document, numbered once in the order shown.
 
-    A group holds passages of one document id from one source (`cited_together`).
+    A group holds passages of one document id, source and section (`cited_together`).
 
     Documents rank by their best passage; with `edges`, the best go first and last
     and the weakest in the middle (against lost-in-the-middle).
     """
-    groups: dict[tuple[str, str | None], list[Document]] = {}
+    groups: dict[tuple[str, str | None, str | None], list[Document]] = {}
     for document in documents:
         groups.setdefault(fmt.cited_together(document, id_key), []).append(document)
     ordered = edges_order(list(groups.items())) if edges else list(groups.items())
     return [
         Citation(number, group, tuple(docs))
-        for number, ((group, _), docs) in enumerate(ordered, start=1)
+        for number, ((group, _, _), docs) in enumerate(ordered, start=1)
     ]
 
 

@@ -48,6 +48,33 @@ def check_features(names: Iterable[str]) -> None:
             )
 
 
+class CalibratedWith(StrictModel):
+    """The models (and data) a weak-evidence calibration was made with.
+
+    A threshold or a fitted model holds only on the scores it was calibrated on:
+    another embedding model puts its cosines elsewhere, another reranker its
+    probabilities. `ragbudget eval --weak-evidence-yaml` records them; a budget
+    run with other models says the calibration is stale (`evidence.stale_note`).
+
+    Attributes:
+        embedding: The embedding model (`embedding.model`).
+        rerank: The rerank model, or None when no reranker ran.
+        index: The index or dataset it was measured on, for people.
+    """
+
+    embedding: StrictStr | None = None
+    rerank: StrictStr | None = None
+    index: StrictStr | None = None
+
+    def differences(self, in_use: CalibratedWith) -> list[str]:
+        """`embedding A, in use B` for each model that differs from `in_use`."""
+        return [
+            f"{name} {mine or 'none'}, in use {theirs or 'none'}"
+            for name in ("embedding", "rerank")
+            if (mine := getattr(self, name)) != (theirs := getattr(in_use, name))
+        ]
+
+
 class CombinedEvidence(StrictModel):
     """A logistic model over the candidates' weak-evidence signals.
 

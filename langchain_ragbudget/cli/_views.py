@@ -33,6 +33,7 @@ from langchain_ragbudget._metadata_keys import (
     score_key,
 )
 from langchain_ragbudget._names import display_name
+from langchain_ragbudget._warnings import likely_lost_entries
 from langchain_ragbudget.budget import BudgetedContext
 from langchain_ragbudget.chain import context_warnings
 from langchain_ragbudget.config import (
@@ -284,8 +285,9 @@ def explained_to_dict(
     Returns:
         Plain data: every candidate the budget saw (as in the evidence table),
         the fusion cuts counted by reason, the budget report with every drop
-        record, the warnings, the prompt (None when left out) and the answer
-        (None without a chat model).
+        record, the warnings, every likely-lost drop (the warning names three),
+        the prompt (None when left out) and the answer (None without a chat
+        model).
     """
     context = explained.context
     rows, earlier = candidate_rows(context, answer_ids)
@@ -306,6 +308,7 @@ def explained_to_dict(
         "report": context.report.to_dict(),
         "evidence_check": context.evidence.to_dict(),
         "warnings": answer.warnings if answer else context_warnings(context),
+        "likely_lost": likely_lost_entries(context),
         "prompt": [{"role": m.type, "text": m.text} for m in explained.messages]
         if prompt
         else None,

@@ -158,8 +158,9 @@ class EvalReport:
             row["survival"] = item.survival
             row["evidence_survival"] = item.evidence_survival
         if self.weak_evidence is not None:
-            model = self.weak_evidence.model
-            data["weak_evidence"]["model"] = model.model_dump(exclude_none=True)
+            weak, stamp = self.weak_evidence, self.weak_evidence.calibrated_with
+            data["weak_evidence"]["model"] = weak.model.model_dump(exclude_none=True)
+            data["weak_evidence"]["calibrated_with"] = stamp and stamp.model_dump()
         return data
 
     def __repr__(self) -> str:

@@ -52,16 +52,19 @@ _ModelDumper.add_representer(
 def weak_evidence_yaml(weak: WeakEvidence, surfaces: list[str]) -> str:
     """A YAML to merge over a configuration: the combined method on `surfaces`.
 
-    A tree model is written one node per line, so a tree reads top to bottom.
+    A tree model is written one node per line, so a tree reads top to bottom; the
+    models it was calibrated with go under `calibrated_with`.
     """
     model = weak.model.model_dump(exclude_none=True)
     for tree in model.get("trees", []):
         tree["nodes"] = [_Node(node) for node in tree["nodes"]]
-    section = {
+    section: dict[str, Any] = {
         "method": "combined",
         "precision": weak.target_precision,
         "combined": model,
     }
+    if weak.calibrated_with is not None:  # a budget with other models: "stale"
+        section["calibrated_with"] = weak.calibrated_with.model_dump()
     header = (
         f"# written by `ragbudget eval`: the combined weak-evidence signal, "
         f"{weak_caption(weak)}\n"

@@ -29,6 +29,7 @@ from langchain_ragbudget.evaluation._weak_fit import (
 )
 from langchain_ragbudget.evidence import top_score
 from langchain_ragbudget.progress import ProgressCallback
+from langchain_ragbudget.weak_model import CalibratedWith
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,9 @@ class WeakEvidence:
             the fitting split (the better one is `model`).
         reliability: Mean predicted and observed share answerable per bin of the
             combined probability on the measured split.
+        calibrated_with: The embedding and rerank models (and dataset) the
+            scores came from; the YAML records them so a budget run with other
+            models says the calibration is stale.
     """
 
     fit_split: str
@@ -56,6 +60,7 @@ class WeakEvidence:
     model: CombinedEvidence | TreeEvidence
     cv_auroc: dict[str, float]
     reliability: tuple[list[float], list[float]]
+    calibrated_with: CalibratedWith | None = None
 
 
 def measure_weak_evidence(
@@ -117,6 +122,11 @@ def measure_weak_evidence(
         model=model,
         cv_auroc=fitted.cv_auroc,
         reliability=reliability(probs, cases.answerable),
+        calibrated_with=CalibratedWith(
+            embedding=config.embedding.model,
+            rerank=config.rerank.model if stages.reranks else None,
+            index=measured.name,
+        ),
     )
 
 

@@ -172,10 +172,14 @@ def _target(path: Path) -> str:
 
 @dataclass(frozen=True)
 class FileText:
-    """The text of one file, and the title the file itself gives ("" if none)."""
+    """The text of one file, its title ("" if none) and an HTML page's headings.
+
+    The headings are the h1-h6 texts in order: the chunker names sections by them.
+    """
 
     text: str
     title: str = ""
+    headings: tuple[str, ...] = ()
 
 
 def read_file(path: Path) -> FileText:
@@ -238,7 +242,13 @@ def html_to_text(markup: str) -> FileText:
     soup = BeautifulSoup(markup, "html.parser")
     paragraphs = _Paragraphs()
     _walk_html(soup, paragraphs)
-    return FileText("\n\n".join(paragraphs.done), _html_title(soup))
+    headings = tuple(
+        text
+        for tag in soup.find_all(_HEADING_TAGS)
+        if tag.find_parent(_DROPPED_TAGS) is None
+        and (text := collapse_whitespace(tag.get_text()))
+    )
+    return FileText("\n\n".join(paragraphs.done), _html_title(soup), headings)
 
 
 _BLOCK_TAGS = frozenset(
@@ -437,8 +447,11 @@ def load_file(path: Path, root: Path, doc_id: str | None = None) -> Document:
         (line.strip("# ").strip() for line in read.text.splitlines() if line.strip()),
         "",
     )
-    return Document(
-        id=doc_id,
-        page_content=read.text,
-        metadata={"doc_id": doc_id, "source": doc_id, "title": title[:TITLE_CHARS]},
-    )
+    metadata: dict[str, object] = {
+        "doc_id": doc_id,
+        "source": doc_id,
+        "title": title[:TITLE_CHARS],
+    }
+    if read.headings:  # the chunker turns them into each chunk's `section`
+        metadata["headings"] = list(read.headings)
+    return Document(id=doc_id, page_content=read.text, metadata=metadata)

@@ -107,9 +107,8 @@ def test_seed_000_answer_packed_and_dropped_passage_named() -> None:
     assert out.startswith("The per diem is $100 [1].\n")
     # the dropped clause out-ranked the kept per diem passage: named, not counted
     warning = (
-        "[warning: chat context: 1 candidate(s) dropped (1 over_max_tokens); "
-        "evidence likely lost: expenses::3 (budget/over_max_tokens: rank 4, while "
-        "rank 5 was kept)]"
+        "[warning: chat context: evidence likely lost: expenses::3 "
+        "(budget/over_max_tokens: rank 4, while rank 5 was kept)]"
     )
     assert warning in out.split("\n")
     assert "International per diem: $100 per day." in recorder.prompts[0]
@@ -242,13 +241,13 @@ async def test_stream_yields_tokens_then_the_warnings() -> None:
     assert chunks[:3] == ["Five", " minutes", " [1]."]
     assert chunks[-1].startswith("\n[warning: answer truncated")
     assert (
-        "\n[warning: chat context: 1 candidate(s) dropped (1 over_max_tokens)"
+        "\n[warning: chat context: 1 lower-ranked left out (1 over_max_tokens)]"
         in (chunks[-1])
     )
     chain = budget(60) | create_budgeted_stuff_chain(fake_llm("Five minutes [1]."))
     achunks = [c async for c in chain.astream({"question": "q", "documents": docs})]
     text = "".join(achunks)
-    assert text.startswith("Five minutes [1].\n[warning: chat context: 1 candidate")
+    assert text.startswith("Five minutes [1].\n[warning: chat context: 1 lower-ranked")
 
 
 @pytest.mark.needs_tiktoken

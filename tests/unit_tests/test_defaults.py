@@ -182,7 +182,7 @@ def test_a_surface_holds_max_docs_default_chunks_whole(surface: str) -> None:
 
 @pytest.mark.needs_tiktoken
 @pytest.mark.parametrize("surface", sorted(SHIPPED["surfaces"]))
-def test_the_default_pipeline_cuts_chunks_without_a_warning(surface: str) -> None:
+def test_the_default_pipeline_counts_its_cuts_and_names_none(surface: str) -> None:
     from langchain_core.documents import Document
 
     from langchain_ragbudget.chain import context_warnings
@@ -201,4 +201,8 @@ def test_the_default_pipeline_cuts_chunks_without_a_warning(surface: str) -> Non
     ]
     context = ContextBudget.from_config(config, surface=surface).fit(docs)
     assert len(context.report.kept_ids) == settings.max_docs
-    assert not any("context:" in line for line in context_warnings(context))
+    cut = config.retrieval.k - settings.max_docs
+    assert [line for line in context_warnings(context) if "context:" in line] == [
+        f"[warning: {surface} context: {cut} lower-ranked left out ({cut} "
+        "over_max_docs)]"
+    ]

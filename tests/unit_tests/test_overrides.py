@@ -75,7 +75,8 @@ KEYWORD_CASES = [
     Case("budget-unknown-keyword",
          lambda: ContextBudget(settings=_settings(), max_tokens=5),
          TypeError,
-         "valid: format, id_key, name, overrides, prompt, settings, surface, surfaces"),
+         "valid: format, id_key, models, name, overrides, prompt, settings, "
+         "surface, surfaces"),
     Case("rerank-override-typo",
          lambda: FlashRankRerank.from_config(top_nn=3, download=False),
          TypeError, "'top_nn'; did you mean 'top_n'"),

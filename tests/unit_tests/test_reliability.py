@@ -176,11 +176,10 @@ def test_ids_and_sources_cannot_add_warning_lines() -> None:
     answer = chain.invoke([*forged_docs(), Document(id="after", page_content="Ok.")])
     for warning in answer.warnings:
         assert "\n" not in warning and "\r" not in warning and "\u2028" not in warning
-    dropped = [w for w in answer.warnings if "dropped" in w]
+    dropped = [w for w in answer.warnings if "context:" in w]
     assert dropped == [
-        "[warning: chat context: 1 candidate(s) dropped (1 over_max_tokens); "
-        "evidence likely lost: big\\n[note: fine] (budget/over_max_tokens: rank 2, "
-        "while rank 3 was kept)]"
+        "[warning: chat context: evidence likely lost: big\\n[note: fine] "
+        "(budget/over_max_tokens: rank 2, while rank 3 was kept)]"
     ]
 
 

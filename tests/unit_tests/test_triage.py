@@ -1,5 +1,6 @@
-"""The one-line drop warning: ordinary cuts stay quiet, likely lost evidence is named
-first. Fusion and the budget are the real code; retrievers are fixed lists."""
+"""The one-line drop warning: ordinary cuts are counted in one clause, likely lost
+evidence is named first (three at most, then "+N more"). Fusion and the budget are
+the real code; retrievers are fixed lists."""
 
 from typing import Any
 
@@ -11,7 +12,8 @@ from list_retriever import ListRetriever
 
 from langchain_ragbudget._metadata_keys import FUSED_RANK
 from langchain_ragbudget._names import display_name as one_line
-from langchain_ragbudget._triage import CLOSE_TO_TOP, likely_lost
+from langchain_ragbudget._triage import CLOSE_SHARE, close_to_top, likely_lost
+from langchain_ragbudget._warnings import MAX_NAMED, likely_lost_of
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.chain import context_warnings
 from langchain_ragbudget.config import SurfaceSettings
@@ -35,48 +37,62 @@ def drop_lines(warnings: list[str]) -> list[str]:
     return [w for w in warnings if w.startswith("[warning: chat context: ")]
 
 
-def test_the_ordinary_cuts_at_k_and_max_docs_do_not_warn() -> None:
+def test_the_ordinary_cuts_at_k_and_max_docs_are_counted_never_named() -> None:
     corpus = [Document(id=f"d{i}", page_content=f"passage {i}") for i in range(30)]
     retriever = HybridRetriever(retrievers=[ListRetriever(documents=corpus)], k=10)
     context = budget(max_docs=4).fit(retriever.invoke("passage"))
     reasons = [record.reason for record in context.report.drops]
     assert reasons.count(DropReason.FUSION_CUT) == 20
     assert reasons.count(DropReason.MAX_DOCS) == 6  # recorded, every one of them
-    assert drop_lines(context_warnings(context)) == []
+    assert drop_lines(context_warnings(context)) == [
+        "[warning: chat context: 26 lower-ranked left out (20 below_fusion_cut, "
+        "6 over_max_docs)]"
+    ]
 
 
 def test_a_drop_scoring_close_to_the_top_is_named() -> None:
-    assert 0.86 - 0.84 < CLOSE_TO_TOP < 0.86 - 0.5
+    scores = [0.86, 0.5, 0.4, 0.84, 0.3]
+    # median 0.5: the spread under the top is 0.36, and 0.84 is within its share
+    assert 0.86 - 0.84 < CLOSE_SHARE * (0.86 - 0.5) < 0.86 - 0.5
     docs = [
         Document(id=f"d{i}", page_content=f"passage {i}", metadata={"dense_score": s})
-        for i, s in enumerate([0.86, 0.5, 0.4, 0.84, 0.3])
+        for i, s in enumerate(scores)
     ]
     stage = budget(max_docs=3, weak_evidence={"thresholds": {"dense_score": 0.2}})
     (line,) = drop_lines(context_warnings(stage.fit(docs)))
     assert line == (
-        "[warning: chat context: 2 candidate(s) dropped (2 over_max_docs); evidence "
-        "likely lost: d3 (budget/over_max_docs: dense_score 0.84, top kept 0.86); "
-        "1 other(s) ranked below the kept passages]"
+        "[warning: chat context: evidence likely lost: d3 (budget/over_max_docs: "
+        "dense_score 0.84, top kept 0.86); 1 lower-ranked left out (1 over_max_docs)]"
     )
 
 
-def test_duplicates_are_counted_never_named() -> None:
-    text = "The same words."
-    docs = [
-        Document(id="a", page_content=text, metadata={"dense_score": 0.9}),
-        Document(id="b", page_content=text, metadata={"dense_score": 0.9}),
-    ]
-    context = budget(weak_evidence={"thresholds": {"dense_score": 0.2}}).fit(docs)
-    assert (
-        likely_lost(
-            context.documents,
-            context.report.kept_ids,
-            context.report.drops,
-            "dense_score",
-            context.evidence.score,
-        )
-        == []
+def test_close_is_judged_in_the_lists_own_spread() -> None:
+    """The same 0.03 under the top is close on a spread list, not on a bunched one."""
+    spread = [0.9, 0.5, 0.45, 0.4, 0.3]
+    bunched = [0.60, 0.59, 0.58, 0.585, 0.575]
+    assert close_to_top(0.87, 0.9, spread)
+    assert not close_to_top(0.57, 0.60, bunched)
+    assert close_to_top(0.95, 0.9, spread)  # above the top is always close
+    assert close_to_top(0.5, 0.5, [0.5, 0.5])  # no spread: only a tie is close
+    assert not close_to_top(0.49, 0.5, [0.5, 0.5])
+
+
+def test_at_most_three_are_named_then_a_count() -> None:
+    small = [Document(id=n, page_content=f"A short passage {n}.") for n in "az"]
+    big = [Document(id=f"big{i}", page_content=f"word{i} " * 300) for i in range(5)]
+    docs = [small[0], *big, small[1], Document(id="y", page_content="more " * 300)]
+    context = budget(max_tokens=200, packing="skip").fit(docs)
+    assert context.report.kept_ids == ["a", "z"]
+    (line,) = drop_lines(context_warnings(context))
+    lost = likely_lost_of(context)
+    assert [item.record.key for item in lost] == [f"big{i}" for i in range(5)]
+    named = line.split("evidence likely lost: ", 1)[1].split("; ")[0]
+    assert named == (
+        "big0 (budget/over_max_tokens: rank 2, while rank 7 was kept), "
+        "big1 (budget/over_max_tokens: rank 3, while rank 7 was kept), "
+        "big2 (budget/over_max_tokens: rank 4, while rank 7 was kept) +2 more"
     )
+    assert line.endswith("; 1 lower-ranked left out (1 over_max_tokens)]")
 
 
 passage_text = st.integers(1, 60).map(lambda n: " ".join(["word"] * n) + ".")
@@ -138,9 +154,41 @@ def test_a_drop_that_out_ranks_a_kept_passage_is_always_named(
     if not expected:
         return
     (line,) = lines
-    named = line.split("; evidence likely lost: ", 1)[1]
-    for record in expected:
+    # Every one is in the structured answer; the line names the first three whole
+    # (out-ranking drops come first) and counts the rest as "+N more".
+    lost = likely_lost_of(context)
+    assert {id(r) for r in expected} <= {id(item.record) for item in lost}
+    named = line.removesuffix("]").split("evidence likely lost: ", 1)[1]
+    named = named.split("; ")[0]
+    for record in sorted(expected, key=lambda r: (list(Stage).index(r.stage), r.rank))[
+        :MAX_NAMED
+    ]:
         assert (
-            f"{one_line(record.key, 80)} ({record.stage}/{record.reason}: "
+            f"{one_line(record.key, 300)} ({record.stage}/{record.reason}: "
             f"rank {record.rank}, while rank"
-        ) in named.split("; shortened: ")[0].split("other(s) ranked below")[0]
+        ) in named
+    if len(lost) > MAX_NAMED:
+        assert named.endswith(f" +{len(lost) - MAX_NAMED} more")
+
+
+def test_a_high_score_far_past_the_cut_is_counted_not_named() -> None:
+    """Fusion ranked it far below the cut: a dense favourite BM25 disagrees with."""
+    scores = [0.6, 0.5, 0.55, 0.3, 0.2, 0.9]  # the last: above the top, rank 6
+    docs = [
+        Document(id=f"d{i}", page_content=f"passage {i}", metadata={"dense_score": s})
+        for i, s in enumerate(scores)
+    ]
+    stage = budget(max_docs=2, weak_evidence={"thresholds": {"dense_score": 0.2}})
+    context = stage.fit(docs)
+    assert likely_lost_of(context) == []  # first past the cut (d2) is not close
+    (line,) = drop_lines(context_warnings(context))
+    assert line == "[warning: chat context: 4 lower-ranked left out (4 over_max_docs)]"
+    named = likely_lost(
+        context.documents,
+        context.report.kept_ids,
+        context.report.drops,
+        "dense_score",
+        context.evidence.score,
+        near_cut=None,  # without the rank test, the far drop would be named
+    )
+    assert [item.record.key for item in named] == ["d5"]

@@ -1,0 +1,197 @@
+"""How often the drop warning names a likely-lost passage: before and after.
+
+The weak-evidence protocol (`evaluation/_weak_evidence.py`): every question twice,
+its candidates as retrieved and with its judged-relevant documents removed (then no
+passage holds the answer, so naming one as "likely lost" is a false alarm). Each
+case goes through the configured surface's budget; the warning's likely-lost list
+is computed with the old rule (a fixed 0.05 under the best kept score) and with
+candidate rules judged in the list's own spread, side by side in one run. On the
+answerable cases it also counts the cases where a judged-relevant passage was
+dropped and whether the rule named it (the loss a warning is for).
+
+    python benchmarks/bench_warnings.py --limit 300            # SciFact + sample
+    python benchmarks/bench_warnings.py --no-rerank             # dense_score decides
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from _common import parser_with_data, print_machine
+from rich.console import Console
+from rich.table import Table
+
+from langchain_ragbudget import RagBudgetConfig
+from langchain_ragbudget._triage import NEAR_CUT, Closeness, close_to_top, likely_lost
+from langchain_ragbudget._warnings import context_warnings
+from langchain_ragbudget.budget import ContextBudget
+from langchain_ragbudget.config import load_config
+from langchain_ragbudget.evaluation import BeirDataset, load_beir
+from langchain_ragbudget.evaluation._beir import judged_id
+from langchain_ragbudget.evaluation._stages import _Stages
+from langchain_ragbudget.ledger import CandidateList, DropReason, Stage
+from langchain_ragbudget.sample import (
+    demo_config_path,
+    load_sample_corpus,
+    load_sample_questions,
+)
+
+
+def _absolute(margin: float) -> Closeness:
+    """The rule before: within a fixed `margin` of the best kept score."""
+    return lambda score, top, scores: score >= top - margin
+
+
+def _share(share: float) -> Closeness:
+    return lambda score, top, scores: close_to_top(score, top, scores, share)
+
+
+# name -> (what counts as close to the top, how far past its stage's cut a drop
+# may rank and still be named for its score; None: anywhere)
+RULES: dict[str, tuple[Closeness, int | None]] = {
+    "before: 0.05 absolute, any rank": (_absolute(0.05), None),
+    "0.10 of spread, any rank": (close_to_top, None),
+    "above the top kept, any rank": (_share(0.0), None),
+    "0.25 of spread, first 2 past the cut": (_share(0.25), 2),
+    "0.10 of spread, first 2 past the cut (shipped)": (close_to_top, NEAR_CUT),
+    "0.10 of spread, first past the cut": (close_to_top, 1),
+}
+
+
+@dataclass
+class Tally:
+    """Per rule: cases whose warning names a likely-lost passage."""
+
+    cases: int = 0
+    named: dict[str, int] = field(default_factory=dict)
+    gold_dropped: int = 0  # answerable cases whose judged passage was dropped
+    gold_named: dict[str, int] = field(default_factory=dict)
+    line_named: int = 0  # the shipped warning text itself says "likely lost"
+
+
+def measure(
+    budget: ContextBudget,
+    candidates: CandidateList,
+    question: str,
+    relevant: set[str],
+    tally: Tally,
+) -> None:
+    """One case: fit, then ask every rule which drops it would name."""
+    context = budget.fit(candidates, question=question)
+    report, evidence = context.report, context.evidence
+    drops = [
+        r
+        for r in report.drops
+        if r.reason != DropReason.UNACCOUNTED and r.stage != Stage.HISTORY
+    ]
+    kept_gold = any(judged_id(doc) in relevant for doc in context.documents)
+    dropped_gold = [r for r in drops if judged_id(r.document) in relevant]
+    lost_gold = bool(dropped_gold) and not kept_gold
+    tally.cases += 1
+    tally.gold_dropped += lost_gold
+    for name, (rule, near_cut) in RULES.items():
+        lost = likely_lost(
+            context.documents,
+            report.kept_ids,
+            drops,
+            evidence.score_key,
+            evidence.score,
+            close=rule,
+            near_cut=near_cut,
+        )
+        tally.named[name] = tally.named.get(name, 0) + bool(lost)
+        hit = lost_gold and any(judged_id(i.record.document) in relevant for i in lost)
+        tally.gold_named[name] = tally.gold_named.get(name, 0) + hit
+    tally.line_named += any("likely lost" in w for w in context_warnings(context))
+
+
+def run(
+    dataset: BeirDataset, config: RagBudgetConfig, surface: str, limit: int | None
+) -> tuple[Tally, Tally]:
+    """Both cases of the first `limit` judged questions: (answerable, gold removed)."""
+    stages = _Stages.build(dataset, config, [surface], None, None)
+    budget = stages.budgets[surface]
+    answerable, removed = Tally(), Tally()
+    for query_id, text in list(dataset.queries.items())[:limit]:
+        relevant = {d for d, rel in dataset.qrels[query_id].items() if rel > 0}
+        as_is, without = stages.with_and_without(text, relevant)
+        measure(budget, as_is, text, relevant, answerable)
+        measure(budget, without, text, relevant, removed)
+    return answerable, removed
+
+
+def sample_dataset() -> BeirDataset:
+    """The bundled sample corpus as a BEIR dataset: each question judges its docs."""
+    corpus = load_sample_corpus()
+    doc_of = {str(d.id): judged_id(d) for d in corpus}
+    questions = load_sample_questions()
+    queries = {f"q{i}": q["question"] for i, q in enumerate(questions)}
+    qrels = {
+        f"q{i}": {doc_of[a]: 1 for a in q["answer_ids"]}
+        for i, q in enumerate(questions)
+        if q["answer_ids"]
+    }
+    return BeirDataset(
+        "sample", corpus, {k: v for k, v in queries.items() if k in qrels}, qrels
+    )
+
+
+def table(title: str, tallies: Sequence[tuple[str, Tally, Tally]]) -> Table:
+    out = Table(title=title)
+    out.add_column("corpus")
+    out.add_column("rule")
+    out.add_column("gold removed: named", justify="right")
+    out.add_column("answerable: named", justify="right")
+    out.add_column("answerable, gold dropped: named", justify="right")
+    for corpus, answerable, removed in tallies:
+        for name in RULES:
+            out.add_row(
+                corpus,
+                name,
+                f"{removed.named[name]}/{removed.cases} "
+                f"({removed.named[name] / removed.cases:.0%})",
+                f"{answerable.named[name]}/{answerable.cases} "
+                f"({answerable.named[name] / answerable.cases:.0%})",
+                f"{answerable.gold_named[name]}/{answerable.gold_dropped}",
+            )
+    return out
+
+
+def main() -> None:
+    parser = parser_with_data(__doc__)
+    parser.add_argument("--limit", type=int, default=300)
+    parser.add_argument("--surface", default="chat")
+    parser.add_argument("--no-rerank", action="store_true")
+    args = parser.parse_args()
+    out = Console(width=140)
+    print_machine(out)
+
+    def configured(path: Path | None = None) -> RagBudgetConfig:
+        config = load_config(path)
+        if args.no_rerank:
+            rerank = config.rerank.model_copy(update={"enabled": False})
+            config = config.model_copy(update={"rerank": rerank})
+        return config
+
+    rows = []
+    scifact = load_beir(args.data, "test")
+    answerable, removed = run(scifact, configured(), args.surface, args.limit)
+    rows.append(("scifact", answerable, removed))
+    answerable, removed = run(
+        sample_dataset(), configured(demo_config_path()), "chat", None
+    )
+    rows.append(("sample (demo.yml)", answerable, removed))
+    key = "dense_score" if args.no_rerank else "rerank_score, then dense_score"
+    out.print(table(f"cases whose warning names a likely-lost passage ({key})", rows))
+    for corpus, answerable, removed in rows:
+        out.print(
+            f"{corpus}: the shipped warning line says 'likely lost' on "
+            f"{removed.line_named}/{removed.cases} gold-removed and "
+            f"{answerable.line_named}/{answerable.cases} answerable cases"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""Headers that say where: each chunk records its nearest heading (Markdown, HTML,
+Debian changelog entries) and its citation header names it. The real chunker,
+loader and budget; no model."""
+
+from pathlib import Path
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_ragbudget.budget import ContextBudget
+from langchain_ragbudget.config import IndexSettings, SurfaceSettings
+from langchain_ragbudget.index._chunking import Chunker, section_at, section_starts
+from langchain_ragbudget.index._loaders import load_file
+
+pytestmark = pytest.mark.needs_tiktoken
+
+ENTRY = (
+    "{version} {dist}; urgency=medium\n\n"
+    + "".join(
+        f"  * {{version}} change {i}: fixes a crash in the parser.\n" for i in range(30)
+    )
+    + "\n -- Maintainer <m@example.org>  Mon, 01 Jan 2024 00:00:00 +0000\n\n"
+)
+CHANGELOG = "".join(
+    ENTRY.replace("{version}", version).format(version=version, dist=dist)
+    for version, dist in (
+        ("bash (5.2.15-2)", "unstable"),
+        ("bash (5.1~rc3-1)", "experimental"),
+    )
+)
+
+
+def chunks_of(text: str, **metadata: object) -> list[Document]:
+    chunker = Chunker(IndexSettings(chunk_size=120, chunk_overlap=0))
+    return chunker.split(Document(page_content=text, metadata=metadata), "doc")
+
+
+def test_section_starts_markdown_changelog_and_code_fences() -> None:
+    markdown = (
+        "# Guide\n\nIntro.\n\n```\n# not a heading\n```\n## Install ##\n\nSteps.\n"
+    )
+    starts = section_starts(markdown)
+    assert [heading for _, heading in starts] == ["Guide", "Install"]
+    assert section_at(starts, markdown.index("# not")) == "Guide"
+    assert section_at(starts, markdown.index("Steps")) == "Install"
+    assert section_at(starts, 0) == "Guide"
+    assert section_at(section_starts("no heading here"), 3) is None
+    changelog = section_starts(CHANGELOG)
+    assert [h for _, h in changelog] == ["bash (5.2.15-2)", "bash (5.1~rc3-1)"]
+
+
+def test_old_changelog_entries_are_not_titled_with_the_newest_version() -> None:
+    chunks = chunks_of(CHANGELOG, title="bash (5.2.15-2) unstable", source="changelog")
+    assert len(chunks) > 2
+    for chunk in chunks:  # each entry's changes are named by their own version
+        for version in ("bash (5.2.15-2)", "bash (5.1~rc3-1)"):
+            if chunk.page_content.startswith((version, f"* {version}")):
+                assert chunk.metadata["section"] == version
+    budget = ContextBudget(
+        settings=SurfaceSettings(max_docs=10, max_tokens=4000, encoding="cl100k_base")
+    )
+    old = next(c for c in chunks if c.metadata["section"] == "bash (5.1~rc3-1)")
+    new = next(c for c in chunks if c.metadata["section"] == "bash (5.2.15-2)")
+    context = budget.fit([new, old])
+    headers = [line for line in context.text.splitlines() if line.startswith("[")]
+    assert headers == [
+        "[1] changelog | bash (5.2.15-2) unstable § bash (5.2.15-2)",
+        "[2] changelog | bash (5.2.15-2) unstable § bash (5.1~rc3-1)",
+    ]
+
+
+def test_html_headings_name_the_sections(tmp_path: Path) -> None:
+    pytest.importorskip("bs4")
+    body = "".join(
+        f"<h2>Part {n}</h2>"
+        + "".join(f"<p>Sentence {i} of part {n}.</p>" for i in range(40))
+        for n in (1, 2)
+    )
+    page = tmp_path / "guide.html"
+    page.write_text(
+        f"<html><head><title>Guide</title></head><body>{body}</body></html>"
+    )
+    document = load_file(page, tmp_path)
+    assert document.metadata["headings"] == ["Part 1", "Part 2"]
+    chunks = chunks_of(document.page_content, **document.metadata)
+    assert all("headings" not in c.metadata for c in chunks)  # not stored per chunk
+    assert {c.metadata["section"] for c in chunks} == {"Part 1", "Part 2"}
+    for chunk in chunks:
+        if (
+            "of part 2." in chunk.page_content
+            and "of part 1." not in chunk.page_content
+        ):
+            assert chunk.metadata["section"] == "Part 2"
+
+
+def test_a_chunk_without_a_heading_has_no_section_and_the_header_is_unchanged() -> None:
+    (chunk,) = chunks_of("Plain text without headings.", source="notes.txt")
+    assert "section" not in chunk.metadata
+    budget = ContextBudget(
+        settings=SurfaceSettings(max_docs=1, max_tokens=400, encoding="cl100k_base")
+    )
+    assert budget.fit([chunk]).text.splitlines()[0] == "[1] notes.txt"
