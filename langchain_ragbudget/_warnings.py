@@ -78,15 +78,53 @@ def _drop_warnings(context: BudgetedContext) -> list[str]:
         )
     drops = [r for r in report.drops if r.reason != DropReason.UNACCOUNTED]
     turns = [r for r in drops if r.stage == Stage.HISTORY]
-    drops = [r for r in drops if r.stage != Stage.HISTORY]
+    memory = _memory_clause(context, [r for r in drops if r.stage == Stage.MEMORY])
+    drops = [r for r in drops if r.stage not in (Stage.HISTORY, Stage.MEMORY)]
     evidence = context.evidence
     lost = likely_lost(
         context.documents, report.kept_ids, drops, evidence.score_key, evidence.score
     )
     out_of_tokens = any(r.reason == DropReason.MAX_TOKENS for r in drops)
-    if lost or report.trimmed or out_of_tokens or turns:
-        lines.append(_drops_line(report, drops, lost, evidence, len(turns)))
+    if lost or report.trimmed or out_of_tokens or turns or memory:
+        lines.append(_drops_line(report, drops, lost, evidence, len(turns), memory))
     return lines
+
+
+# Memory drops that fire the line on their own; the others (min_score,
+# max_memories: the ordinary narrowing) are counted when it fires.
+_MEMORY_NOTABLE = (
+    DropReason.SUPERSEDED,
+    DropReason.STALE_SOURCE,
+    DropReason.MAX_TOKENS,
+)
+_MEMORY_ORDER = (
+    DropReason.SCORE_FLOOR,
+    DropReason.SUPERSEDED,
+    DropReason.STALE_SOURCE,
+    DropReason.MAX_MEMORIES,
+    DropReason.MAX_TOKENS,
+)
+
+
+def _memory_clause(context: BudgetedContext, drops: Sequence[DropRecord]) -> str:
+    """Memories dropped (counted by reason) and kept stale (named); '' if quiet.
+
+    Fires on a superseded or stale memory, or one over `memory_tokens`.
+    """
+    flags = context.memory.stale if context.memory is not None else []
+    if not flags and not any(r.reason in _MEMORY_NOTABLE for r in drops):
+        return ""
+    parts = []
+    if drops:
+        counts = Counter(r.reason for r in drops)
+        by_reason = ", ".join(
+            f"{counts[reason]} {reason}" for reason in _MEMORY_ORDER if counts[reason]
+        )
+        parts.append(f"{len(drops)} memory(ies) dropped ({by_reason})")
+    if flags:
+        named = [f"{_name(flag.key)} ({flag.detail})" for flag in flags]
+        parts.append(f"{len(flags)} memory(ies) kept marked stale: {_ids(named)}")
+    return ", ".join(parts)
 
 
 def _drops_line(
@@ -95,10 +133,12 @@ def _drops_line(
     lost: Sequence[LikelyLost],
     evidence: Evidence,
     turns: int = 0,
+    memory: str = "",
 ) -> str:
     """Counts by reason; likely lost named first, then the shortened; rest counted.
 
-    `turns`: chat history turns dropped (oldest first) to fit the whole prompt.
+    `turns`: chat history turns dropped (oldest first) to fit the whole prompt;
+    `memory`: the memories' clause (`_memory_clause`).
     """
     counts = Counter(r.reason for r in drops)
     by_reason = ", ".join(
@@ -109,6 +149,8 @@ def _drops_line(
         head.append(f"{len(report.trimmed)} passage(s) shortened")
     if turns:
         head.append(f"{turns} history turn(s) dropped (oldest first, over_max_tokens)")
+    if memory:
+        head.append(memory)
     parts = [f"{display_name(report.surface)} context: {', '.join(head)}"]
     if lost:
         named = [_lost(item, evidence) for item in lost]

@@ -70,6 +70,10 @@ class BudgetedAnswer(BaseModel):
         surface: The surface whose budget was applied.
         tokens_used: Tokens of the context sent.
         max_tokens: The surface's token budget.
+        memories: Per memory in the prompt (a chain given `memory=`): `id`,
+            `text`, `memory_subject`, every factor of its score, `said_at`,
+            `times_said`, `source_id`, and `stale` (why, or None); their
+            `memory / ...` drop records are in `dropped`.
     """
 
     answer: str
@@ -85,6 +89,7 @@ class BudgetedAnswer(BaseModel):
     surface: str
     tokens_used: int
     max_tokens: int
+    memories: list[dict[str, Any]] = []
 
     def text(self) -> str:
         """The answer followed by its warnings, one per line."""
@@ -155,6 +160,7 @@ def build_answer(
         surface=report.surface,
         tokens_used=report.tokens_used,
         max_tokens=report.max_tokens,
+        memories=[] if context.memory is None else context.memory.entries(),
     )
 
 

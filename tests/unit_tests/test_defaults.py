@@ -23,6 +23,7 @@ from langchain_ragbudget.config import (
 )
 from langchain_ragbudget.embeddings import FastEmbedEmbeddings
 from langchain_ragbudget.hybrid import HybridRetriever
+from langchain_ragbudget.memory import MemorySettings
 from langchain_ragbudget.rerank import FlashRankRerank
 from langchain_ragbudget.sparse import BM25Retriever
 
@@ -38,6 +39,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "rerank": RerankSettings,
     "llm": LlmSettings,
     "tracing": TracingSettings,
+    "memory": MemorySettings,
 }
 
 
