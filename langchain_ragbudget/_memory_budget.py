@@ -25,18 +25,18 @@ from langchain_core.documents import Document
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from langchain_ragbudget._budget_report import BudgetedContext
-from langchain_ragbudget._memory_score import (
-    AGE_DAYS,
-    IMPORTANCE,
+from langchain_ragbudget._metadata_keys import (
+    MEMORY_AGE_DAYS,
     MEMORY_ID,
-    RECENCY,
-    SAID_AT,
-    SCORE,
-    SIMILARITY,
-    SOURCE_ID,
-    STALE,
-    SUBJECT,
-    TIMES_SAID,
+    MEMORY_IMPORTANCE,
+    MEMORY_RECENCY,
+    MEMORY_SAID_AT,
+    MEMORY_SCORE,
+    MEMORY_SIMILARITY,
+    MEMORY_SOURCE_ID,
+    MEMORY_STALE,
+    MEMORY_SUBJECT,
+    MEMORY_TIMES_SAID,
 )
 from langchain_ragbudget._names import display_name
 from langchain_ragbudget._prompt import MEMORY_STATE, MEMORY_TEXT
@@ -96,15 +96,23 @@ class MemoryContext:
 
     def entries(self) -> list[dict[str, Any]]:
         """Per kept memory: id, text, subject, every factor, stale marker."""
-        keys = (SUBJECT, SIMILARITY, IMPORTANCE, AGE_DAYS, RECENCY, SCORE, SAID_AT)
+        keys = (
+            MEMORY_SUBJECT,
+            MEMORY_SIMILARITY,
+            MEMORY_IMPORTANCE,
+            MEMORY_AGE_DAYS,
+            MEMORY_RECENCY,
+            MEMORY_SCORE,
+            MEMORY_SAID_AT,
+        )
         return [
             {
                 "id": document.id,
                 "text": document.page_content,
                 **{key: document.metadata.get(key) for key in keys},
-                TIMES_SAID: document.metadata.get(TIMES_SAID),
-                SOURCE_ID: document.metadata.get(SOURCE_ID),
-                "stale": document.metadata.get(STALE),
+                MEMORY_TIMES_SAID: document.metadata.get(MEMORY_TIMES_SAID),
+                MEMORY_SOURCE_ID: document.metadata.get(MEMORY_SOURCE_ID),
+                "stale": document.metadata.get(MEMORY_STALE),
             }
             for document in self.documents
         ]
@@ -129,17 +137,17 @@ def render_memory(document: Document) -> str:
     """
     metadata = document.metadata
     parts = []
-    if metadata.get(SUBJECT):
-        parts.append(f"subject {display_name(str(metadata[SUBJECT]))}")
-    said = str(metadata.get(SAID_AT) or "")[:10]
+    if metadata.get(MEMORY_SUBJECT):
+        parts.append(f"subject {display_name(str(metadata[MEMORY_SUBJECT]))}")
+    said = str(metadata.get(MEMORY_SAID_AT) or "")[:10]
     if said:
-        times = metadata.get(TIMES_SAID) or 1
+        times = metadata.get(MEMORY_TIMES_SAID) or 1
         parts.append(
             f"last said {display_name(said)}"
             + (f", {times} times" if times > 1 else "")
         )
-    if metadata.get(STALE):
-        parts.append(f"STALE: {display_name(str(metadata[STALE]))}")
+    if metadata.get(MEMORY_STALE):
+        parts.append(f"STALE: {display_name(str(metadata[MEMORY_STALE]))}")
     header = f"Memory ({'; '.join(parts)}):" if parts else "Memory:"
     return f"{header}\n{quote(document.page_content)}\n"
 
@@ -190,9 +198,11 @@ def fit_memories(
             )
         )
     stale = [
-        StaleFlag(str(d.id), d.metadata.get(SOURCE_ID), str(d.metadata[STALE]))
+        StaleFlag(
+            str(d.id), d.metadata.get(MEMORY_SOURCE_ID), str(d.metadata[MEMORY_STALE])
+        )
         for d in kept
-        if d.metadata.get(STALE)
+        if d.metadata.get(MEMORY_STALE)
     ]
     return MemoryContext(
         documents=kept,

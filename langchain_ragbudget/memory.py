@@ -186,16 +186,50 @@ class MemoryRetriever(BaseRetriever):
             InvalidInputError: Neither or both of `query` and `vector`, or a
                 vector of another dimension than the store's.
         """
+        now = (self.clock or self.store.clock)()
+        ranking = self.store.ranking()
+        if not ranking.ids:
+            if (query is None) == (vector is None):
+                raise InvalidInputError(
+                    "recall takes a query or a vector (one of them)"
+                )
+            return MemoryRecall()
+        query_vector = self._query_vector(ranking, query, vector)
+        recalled = self._scored(ranking, query_vector, timestamp(now), self.k)
+        kept, drops = under_floor(recalled, self.min_score)
+        if self.supersede:
+            kept, more = superseded(kept)
+            drops += more
+        kept, more = checked_sources(kept, self.sources, self.stale == "drop")
+        drops += more
+        self.store.mark_recalled([item.memory.id for item in kept], now)
+        return MemoryRecall(kept, sorted(drops, key=lambda record: record.rank))
+
+    def score(
+        self, query: str | None = None, *, vector: Sequence[float] | None = None
+    ) -> list[Scored]:
+        """Every memory scored against `query` (or `vector`), best first.
+
+        For listing (`ragbudget memory list --query`): nothing is dropped,
+        superseded or written (no `last_recalled_at`).
+        """
+        ranking = self.store.ranking()
+        if not ranking.ids:
+            return []
+        query_vector = self._query_vector(ranking, query, vector)
+        now = timestamp((self.clock or self.store.clock)())
+        return self._scored(ranking, query_vector, now, len(ranking.ids))
+
+    def _query_vector(
+        self, ranking: Ranking, query: str | None, vector: Sequence[float] | None
+    ) -> np.ndarray:
+        """The query's embedding (or the vector given), of the store's dimension."""
         if (query is None) == (vector is None):
             raise InvalidInputError("recall takes a query or a vector (one of them)")
         if query is not None and not isinstance(query, str):
             raise InvalidInputError(
                 f"a memory query must be a string; got {type(query).__name__}"
             )
-        now = (self.clock or self.store.clock)()
-        ranking = self.store.ranking()
-        if not ranking.ids:
-            return MemoryRecall()
         query_vector = (
             self.store.embed_query(query)
             if query is not None
@@ -206,22 +240,16 @@ class MemoryRetriever(BaseRetriever):
                 f"the query vector has shape {query_vector.shape}; the memory store "
                 f"{self.store.path} holds {ranking.vectors.shape[1]}-dimensional ones"
             )
-        recalled = self._scored(ranking, query_vector, timestamp(now))
-        kept, drops = under_floor(recalled, self.min_score)
-        if self.supersede:
-            kept, more = superseded(kept)
-            drops += more
-        kept, more = checked_sources(kept, self.sources, self.stale == "drop")
-        drops += more
-        self.store.mark_recalled([item.memory.id for item in kept], now)
-        return MemoryRecall(kept, sorted(drops, key=lambda record: record.rank))
+        return query_vector
 
-    def _scored(self, ranking: Ranking, query: np.ndarray, now: float) -> list[Scored]:
+    def _scored(
+        self, ranking: Ranking, query: np.ndarray, now: float, k: int
+    ) -> list[Scored]:
         """The `k` best memories, best first, with every factor of their scores."""
         similarity, ages, recency, scores = score_all(
             ranking, query, self._age_from(ranking), now, self.half_life_days
         )
-        top = best(scores, self.k)
+        top = best(scores, k)
         memories = self.store.get_many([ranking.ids[i] for i in top])
         recalled: list[Scored] = []
         for i in top:

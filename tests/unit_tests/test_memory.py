@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import math
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -383,3 +385,17 @@ def test_every_factor_is_in_the_score(
         factors = ("similarity", "importance", "age_days", "recency", "memory_score")
         assert all(type(document.metadata[key]) is float for key in factors)
     store.close()
+
+
+def test_a_chain_without_memory_loads_no_memory_store() -> None:
+    """numpy and the store load only when memory is used (the import budget)."""
+    code = (
+        "import sys\n"
+        "from langchain_ragbudget import ContextBudget, create_budgeted_rag_chain\n"
+        "print(sorted(m for m in sys.modules if m == 'numpy' or 'memory_s' in m))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
