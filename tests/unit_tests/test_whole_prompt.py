@@ -150,7 +150,7 @@ def test_the_default_prompt_and_the_weak_note_are_counted() -> None:
     )
     sent = ask(runnable, "what raises blood pressure?")
     system = str(sent.messages[0][0].content)
-    assert system.startswith(str(DEFAULT_PROMPT.messages[0].prompt.template)[:40])  # type: ignore[attr-defined]
+    assert system.startswith(str(DEFAULT_PROMPT.messages[0].prompt.template)[:40])  # type: ignore[union-attr]
     assert "highest relevance score of the context is low" in system
     tokens = rendered_count(sent.messages[0], "cl100k_base")
     assert tokens == sent.reports[0]["prompt"]["prompt_tokens"] <= 500
