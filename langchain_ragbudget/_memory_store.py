@@ -50,7 +50,7 @@ CREATE TABLE memories (
     source_hash TEXT,
     embedding BLOB NOT NULL
 );
-CREATE INDEX memories_norm ON memories (norm);
+CREATE INDEX memories_norm ON memories (norm, subject);
 CREATE INDEX memories_subject ON memories (subject);
 CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 INSERT INTO meta VALUES ('generation', 0);
@@ -58,6 +58,11 @@ INSERT INTO meta VALUES ('generation', 0);
 _COLUMNS = (
     "id, text, subject, importance, created_at, said_at, times_said, "
     "last_recalled_at, source_id, source_hash"
+)
+# A restatement of the same text: an index search on (norm, subject), never a scan.
+SAME_TEXT = (
+    "SELECT id FROM memories WHERE norm = ? AND subject IS ? "
+    "ORDER BY said_at DESC LIMIT 1"
 )
 _SPACES = re.compile(r"\s+")
 
@@ -537,11 +542,7 @@ def _restated(
     store: MemoryStore,
 ) -> str | None:
     """The id of the memory this statement restates, or None."""
-    row = connection.execute(
-        "SELECT id FROM memories WHERE norm = ? AND subject IS ? ORDER BY said_at "
-        "DESC LIMIT 1",
-        (norm, subject),
-    ).fetchone()
+    row = connection.execute(SAME_TEXT, (norm, subject)).fetchone()
     if row is not None:
         return str(row[0])
     if subject is None:

@@ -28,7 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langchain_ragbudget._memory_score import recency_factor
-from langchain_ragbudget._memory_store import Ranking, timestamp
+from langchain_ragbudget._memory_store import SAME_TEXT, Ranking, timestamp
 from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.ledger import DropReason, Stage
 from langchain_ragbudget.memory import (
@@ -402,3 +402,64 @@ def test_a_chain_without_memory_loads_no_memory_store() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+MEMORY_TEXT = st.text(
+    st.characters(exclude_categories=["Cs"], exclude_characters="\x00"),
+    min_size=1,
+    max_size=80,
+)
+
+
+@pytest.mark.needs_tiktoken
+@settings(max_examples=80, deadline=None)
+@given(
+    texts=st.lists(MEMORY_TEXT, max_size=10),
+    subjects=st.lists(st.one_of(st.none(), MEMORY_TEXT), min_size=10, max_size=10),
+    max_memories=st.integers(0, 6),
+    memory_tokens=st.integers(0, 200),
+)
+def test_the_share_keeps_or_records_every_memory(
+    texts: list[str],
+    subjects: list[str | None],
+    max_memories: int,
+    memory_tokens: int,
+) -> None:
+    """Zero silent drops, the share kept, and the tokens counted as sent."""
+    from langchain_core.documents import Document
+
+    from langchain_ragbudget._memory_budget import fit_memories
+    from langchain_ragbudget._tokens import count_tokens
+
+    documents = [
+        Document(
+            id=f"m{i}",
+            page_content=text,
+            metadata={
+                "memory_subject": subjects[i],
+                "said_at": "2026-12-01T00:00:00+00:00",
+                "times_said": i + 1,
+            },
+        )
+        for i, text in enumerate(texts)
+    ]
+    fitted = fit_memories(documents, max_memories, memory_tokens, "cl100k_base")
+    kept = [d.id for d in fitted.documents]
+    dropped = [r.key for r in fitted.drops]
+    assert sorted([*kept, *dropped]) == sorted(d.id for d in documents)
+    assert len(kept) <= max_memories
+    assert fitted.tokens_used == count_tokens(fitted.text, "cl100k_base")
+    assert fitted.tokens_used <= memory_tokens
+    assert all(r.stage == Stage.MEMORY for r in fitted.drops)
+    lines = fitted.text.splitlines()
+    assert len([line for line in lines if line.startswith("Memory")]) == len(kept)
+    assert all(line.startswith(("Memory", "> ")) for line in lines)  # text quoted
+
+
+def test_the_restatement_check_is_an_index_search(tmp_path: Path) -> None:
+    """Not a scan: with every subject NULL, the subject index alone matches all."""
+    store = MemoryStore(tmp_path / "m.sqlite")
+    plan = store._connection.execute(
+        f"EXPLAIN QUERY PLAN {SAME_TEXT}", ("a fact", None)
+    ).fetchall()
+    assert any("memories_norm (norm=? AND subject=?)" in row[-1] for row in plan)
