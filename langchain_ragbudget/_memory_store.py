@@ -289,6 +289,16 @@ class MemoryStore:
                 connection.execute("ROLLBACK")
                 raise
 
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """One read transaction: every query in it sees the same committed state."""
+        with self._lock:
+            self._connection.execute("BEGIN")
+            try:
+                yield
+            finally:
+                self._connection.execute("COMMIT")
+
     def _query(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
             return self._connection.execute(sql, parameters).fetchall()
@@ -437,28 +447,58 @@ class MemoryStore:
         return int(self._query("SELECT value FROM meta WHERE key = 'generation'")[0][0])
 
     def ranking(self) -> Ranking:
-        """Ranking's arrays, read again only when another write moved them."""
-        with self._lock:
+        """Ranking's arrays, read again only when another write moved them.
+
+        A memory's embedding never changes, so only the vectors of memories new
+        since the cached arrays are read; the cheap columns are read whole.
+        """
+        with self._lock, self._snapshot():
             generation = self.generation()
-            if self._ranking is not None and self._ranking.generation == generation:
-                return self._ranking
+            cached = self._ranking
+            if cached is not None and cached.generation == generation:
+                return cached
             rows = self._query(
-                "SELECT id, importance, said_at, created_at, embedding FROM memories "
+                "SELECT id, importance, said_at, created_at FROM memories "
                 "ORDER BY rowid"
             )
-            dimension = len(rows[0][4]) // 4 if rows else 0
-            vectors = np.frombuffer(
-                b"".join(row[4] for row in rows), dtype=np.float32
-            ).reshape(len(rows), dimension)
+            ids = [row[0] for row in rows]
             self._ranking = Ranking(
                 generation=generation,
-                ids=[row[0] for row in rows],
-                vectors=unit_rows(vectors),
+                ids=ids,
+                vectors=self._vectors(ids, cached),
                 importance=np.array([row[1] for row in rows], dtype=np.float64),
                 said_at=np.array([row[2] for row in rows], dtype=np.float64),
                 created_at=np.array([row[3] for row in rows], dtype=np.float64),
             )
             return self._ranking
+
+    def _vectors(self, ids: builtins.list[str], cached: Ranking | None) -> np.ndarray:
+        """Unit vectors of `ids` in order: the cached ones reused, new ones read."""
+        if cached is not None and ids == cached.ids:
+            return cached.vectors
+        known = {} if cached is None else {key: i for i, key in enumerate(cached.ids)}
+        new = [key for key in ids if key not in known]
+        read: dict[str, bytes] = {}
+        for start in range(0, len(new), 500):  # SQLite's bound-parameter limit
+            part = new[start : start + 500]
+            marks = ", ".join("?" * len(part))
+            read.update(
+                self._query(
+                    f"SELECT id, embedding FROM memories WHERE id IN ({marks})", part
+                )
+            )
+        dimension = self.dimension() or 0
+        vectors = np.empty((len(ids), dimension), dtype=np.float32)
+        old = [(i, known[key]) for i, key in enumerate(ids) if key in known]
+        if old and cached is not None:
+            to, source = (np.array(side) for side in zip(*old, strict=True))
+            vectors[to] = cached.vectors[source]
+        fresh = [i for i, key in enumerate(ids) if key not in known]
+        if fresh:
+            blob = b"".join(read[ids[i]] for i in fresh)
+            raw = np.frombuffer(blob, dtype=np.float32).reshape(len(fresh), dimension)
+            vectors[fresh] = unit_rows(raw)
+        return vectors
 
     def schema_version(self) -> int:
         """The file's schema version (`PRAGMA user_version`)."""

@@ -331,6 +331,12 @@ def test_another_writer_is_seen_by_the_next_recall(tmp_path: Path) -> None:
     assert len(retriever.recall(vector=QUERY).kept) == 2
     writer.forget(second.id)
     assert len(retriever.recall(vector=QUERY).kept) == 1
+    writer.remember("three", embedding=[0.2, 0.3, 1])
+    writer.remember("one", embedding=[1, 0, 0])  # a restatement moves said_at
+    cached, fresh = reader.ranking(), MemoryStore(path).ranking()  # reused vs read
+    assert cached.ids == fresh.ids
+    assert np.array_equal(cached.vectors, fresh.vectors)
+    assert np.array_equal(cached.said_at, fresh.said_at)
 
 
 @settings(max_examples=60, deadline=None)
