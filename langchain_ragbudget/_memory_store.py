@@ -329,7 +329,7 @@ class MemoryStore:
         importance: float | None = None,
         source_id: str | None = None,
         source_hash: str | None = None,
-        embedding: Sequence[float] | None = None,
+        embedding: Sequence[float] | np.ndarray | None = None,
     ) -> Memory:
         """Store a statement, or restate the memory it repeats.
 
