@@ -25,6 +25,7 @@ from langchain_core.documents import Document
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from langchain_ragbudget._budget_report import BudgetedContext
+from langchain_ragbudget._html import Markup, table
 from langchain_ragbudget._metadata_keys import (
     MEMORY_AGE_DAYS,
     MEMORY_ID,
@@ -127,6 +128,44 @@ class MemoryContext:
             "max_memories": self.max_memories,
             "memory_tokens": self.memory_tokens,
         }
+
+
+def memories_table(entries: Sequence[dict[str, Any]]) -> Markup:
+    """The memories in the prompt, every factor of their scores, stale or not."""
+
+    def number(value: Any) -> str:
+        return "" if value is None else f"{value:.3f}"
+
+    return table(
+        [
+            "id",
+            "memory",
+            "subject",
+            "similarity",
+            "importance",
+            "age (days)",
+            "recency",
+            "score",
+            "last said",
+            "stale",
+        ],
+        [
+            [
+                display_name(str(e["id"])),
+                str(e["text"]),
+                display_name(str(e.get(MEMORY_SUBJECT) or "")),
+                number(e.get(MEMORY_SIMILARITY)),
+                number(e.get(MEMORY_IMPORTANCE)),
+                number(e.get(MEMORY_AGE_DAYS)),
+                number(e.get(MEMORY_RECENCY)),
+                number(e.get(MEMORY_SCORE)),
+                str(e.get(MEMORY_SAID_AT) or "")[:16],
+                str(e.get("stale") or ""),
+            ]
+            for e in entries
+        ],
+        caption="memories in the prompt (not cited)",
+    )
 
 
 def render_memory(document: Document) -> str:

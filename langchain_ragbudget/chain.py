@@ -31,6 +31,7 @@ from langchain_ragbudget._evidence_rows import (
     skipped_table,
 )
 from langchain_ragbudget._html import display, element, key_values
+from langchain_ragbudget._memory_budget import memories_table
 from langchain_ragbudget._names import display_name
 from langchain_ragbudget._prompt import DEFAULT_PROMPT as DEFAULT_PROMPT
 from langchain_ragbudget._prompt import PACKAGE_KEYS, checked_prompt
@@ -122,6 +123,8 @@ class BudgetedAnswer(BaseModel):
                 self.kept, self.dropped, self.shortened, fold_stage=Stage.FUSION
             ),
         ]
+        if self.memories:
+            parts.append(memories_table(self.memories))
         if self.skipped_stages:
             parts.append(skipped_table(self.skipped_stages))
         return display("BudgetedAnswer", parts)

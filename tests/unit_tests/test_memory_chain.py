@@ -133,6 +133,8 @@ def test_a_superseded_memory_is_dropped_on_the_record(store: MemoryStore) -> Non
     assert "dark" not in memories and "[" not in memories  # no citation number
     assert "[1]" in context
     assert "Memories section" in sent.messages[0][0].text  # the system prompt says
+    html = answer._repr_html_()
+    assert "memories in the prompt (not cited)" in html and "light theme" in html
 
 
 def test_a_stale_memory_is_marked_or_dropped(store: MemoryStore) -> None:
