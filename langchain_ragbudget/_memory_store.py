@@ -406,15 +406,18 @@ class MemoryStore:
 
     def get_many(self, ids: Sequence[str]) -> dict[str, Memory]:
         """The memories with these ids, by id (missing ones left out)."""
-        found: dict[str, Memory] = {}
+        rows = self._rows_of(_COLUMNS, ids)
+        return {row[0]: Memory.from_row(row) for row in rows}
+
+    def _rows_of(self, columns: str, ids: Sequence[str]) -> builtins.list[Any]:
+        """Rows (`columns`, the first being `id`) of these ids, 500 at a time."""
+        rows = []
         for start in range(0, len(ids), 500):  # SQLite's bound-parameter limit
             part = ids[start : start + 500]
             marks = ", ".join("?" * len(part))
-            for row in self._query(
-                f"SELECT {_COLUMNS} FROM memories WHERE id IN ({marks})", part
-            ):
-                found[row[0]] = Memory.from_row(row)
-        return found
+            sql = f"SELECT {columns} FROM memories WHERE id IN ({marks})"
+            rows += self._query(sql, part)
+        return rows
 
     def list(self, subject: str | None = None) -> builtins.list[Memory]:
         """Every memory (or those of one subject), most recently said first."""
@@ -478,15 +481,7 @@ class MemoryStore:
             return cached.vectors
         known = {} if cached is None else {key: i for i, key in enumerate(cached.ids)}
         new = [key for key in ids if key not in known]
-        read: dict[str, bytes] = {}
-        for start in range(0, len(new), 500):  # SQLite's bound-parameter limit
-            part = new[start : start + 500]
-            marks = ", ".join("?" * len(part))
-            read.update(
-                self._query(
-                    f"SELECT id, embedding FROM memories WHERE id IN ({marks})", part
-                )
-            )
+        read = dict(self._rows_of("id, embedding", new))
         dimension = self.dimension() or 0
         vectors = np.empty((len(ids), dimension), dtype=np.float32)
         old = [(i, known[key]) for i, key in enumerate(ids) if key in known]
