@@ -11,6 +11,9 @@ so the file is what an agent's store would be. Per size, in one run:
 - recall p50: `MemoryRetriever.recall(vector=...)` with the arrays cached, k=8
   (scoring every memory, the top k, their rows, `last_recalled_at` written);
 - of which scoring p50: the brute-force cosine x importance x recency and top k;
+- `@` and einsum p50: the cosines alone both ways (recall uses `@` from
+  `BLAS_FROM` memories, einsum below: BLAS's threads cost ~10 ms a call when the
+  cores are busy);
 - recall after a write p50: one `remember`, then a recall (which reads the new
   memory's vector and the ranking columns again, not every vector);
 - bytes per memory: the SQLite file (WAL checkpointed) over the memories.
@@ -36,7 +39,7 @@ from langchain_ragbudget.memory import MemoryRetriever, MemoryStore
 
 DIMENSION = 384
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
-out = console(130)
+out = console(150)
 
 
 class Clock:
@@ -80,7 +83,7 @@ def measure(size: int, queries: int, folder: Path) -> dict[str, float]:
     start = time.perf_counter()
     retriever.recall(vector=query_vectors[0].tolist())
     first = time.perf_counter() - start
-    recall, scoring = [], []
+    recall, scoring, blas, einsum = [], [], [], []
     ranking = store.ranking()
     for vector in query_vectors:
         start = time.perf_counter()
@@ -93,6 +96,13 @@ def measure(size: int, queries: int, folder: Path) -> dict[str, float]:
         )
         best(scores, 8)
         scoring.append(time.perf_counter() - start)
+        unit = (vector / np.linalg.norm(vector)).astype(np.float32)
+        start = time.perf_counter()
+        ranking.vectors @ unit
+        blas.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        np.einsum("ij,j->i", ranking.vectors, unit)
+        einsum.append(time.perf_counter() - start)
     after_write = []
     for i, vector in enumerate(query_vectors[:20]):
         store.remember(f"a new memory {i}", embedding=rng.normal(size=DIMENSION))
@@ -110,6 +120,8 @@ def measure(size: int, queries: int, folder: Path) -> dict[str, float]:
         "recall_ms": statistics.median(recall) * 1000,
         "scoring_ms": statistics.median(scoring) * 1000,
         "after_write_ms": statistics.median(after_write) * 1000,
+        "blas_ms": statistics.median(blas) * 1000,
+        "einsum_ms": statistics.median(einsum) * 1000,
         "bytes": size_bytes / (size + len(after_write)),
     }
 
@@ -129,6 +141,8 @@ def main() -> None:
         "first recall ms",
         "recall p50 ms",
         "of which scoring p50 ms",
+        "@ p50 ms",
+        "einsum p50 ms",
         "recall after a write p50 ms",
         "bytes / memory",
     ):
@@ -142,6 +156,8 @@ def main() -> None:
                 f"{row['first_ms']:.1f}",
                 f"{row['recall_ms']:.2f}",
                 f"{row['scoring_ms']:.2f}",
+                f"{row['blas_ms']:.2f}",
+                f"{row['einsum_ms']:.2f}",
                 f"{row['after_write_ms']:.1f}",
                 f"{row['bytes']:,.0f}",
             )

@@ -7,9 +7,9 @@ process's. The schema version is the file's `PRAGMA user_version`.
 
 Ranking reads only `said_at` (when a fact was last stated) and `importance`;
 `last_recalled_at` is written by recall for statistics and read by nothing that
-ranks. The ranking columns and the vectors are cached in numpy arrays, reloaded
-when the store's `generation` (bumped by every write that changes them, in the
-same transaction) moves, so a recall over 100,000 memories is one matrix product.
+ranks. Every write that changes what ranking reads moves the store's `generation`
+and stamps its rows with it (`changed`), in the same transaction, so the cached
+arrays (`_memory_ranking`) read only what changed.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from langchain_ragbudget._memory_ranking import Ranking, RankingCache, unit_rows
 from langchain_ragbudget.errors import InvalidInputError, RagBudgetError
 
 SCHEMA_VERSION = 1
@@ -48,8 +49,10 @@ CREATE TABLE memories (
     last_recalled_at REAL,
     source_id TEXT,
     source_hash TEXT,
-    embedding BLOB NOT NULL
+    embedding BLOB NOT NULL,
+    changed INTEGER NOT NULL
 );
+CREATE INDEX memories_changed ON memories (changed);
 CREATE INDEX memories_norm ON memories (norm, subject);
 CREATE INDEX memories_subject ON memories (subject);
 CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -168,34 +171,6 @@ class Memory:
         }
 
 
-@dataclass(frozen=True)
-class Ranking:
-    """What ranking reads of every memory, as arrays in one order (cached).
-
-    Attributes:
-        generation: The store's generation these arrays were read at.
-        ids: Memory ids.
-        vectors: Unit-length embeddings, one row per memory (float32).
-        importance: Importance per memory.
-        said_at: Last stated, seconds since the epoch.
-        created_at: First remembered, seconds since the epoch (never ranked
-            on; kept so a test can show what ranking on it would do).
-    """
-
-    generation: int
-    ids: list[str]
-    vectors: np.ndarray
-    importance: np.ndarray
-    said_at: np.ndarray
-    created_at: np.ndarray
-
-
-def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    """Each row scaled to length 1 (a zero row stays zero)."""
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
-
-
 class MemoryStore:
     """Memories in one SQLite file: remember, restate, forget, list, recall's data.
 
@@ -231,7 +206,7 @@ class MemoryStore:
         self.restate_similarity = restate_similarity
         self.default_importance = default_importance
         self._lock = threading.RLock()
-        self._ranking: Ranking | None = None
+        self._cache = RankingCache()
         self._connection = self._connect()
 
     def _connect(self) -> sqlite3.Connection:
@@ -358,16 +333,16 @@ class MemoryStore:
             same = _restated(connection, normalised(text), subject, vector, self)
             if same is not None:
                 connection.execute(
-                    "UPDATE memories SET said_at = ?, times_said = times_said + 1 "
-                    "WHERE id = ?",
-                    (now, same),
+                    "UPDATE memories SET said_at = ?, times_said = times_said + 1, "
+                    "changed = ? WHERE id = ?",
+                    (now, _bump(connection), same),
                 )
                 memory_id = same
             else:
                 memory_id = f"mem-{uuid.uuid4().hex[:16]}"
                 connection.execute(
-                    f"INSERT INTO memories ({_COLUMNS}, norm, embedding) "
-                    "VALUES (?, ?, ?, ?, ?, ?, 1, NULL, ?, ?, ?, ?)",
+                    f"INSERT INTO memories ({_COLUMNS}, norm, embedding, changed) "
+                    "VALUES (?, ?, ?, ?, ?, ?, 1, NULL, ?, ?, ?, ?, ?)",
                     (
                         memory_id,
                         text,
@@ -379,9 +354,9 @@ class MemoryStore:
                         source_hash,
                         normalised(text),
                         vector.astype(np.float32).tobytes(),
+                        _bump(connection),
                     ),
                 )
-            _bump(connection)
             row = connection.execute(
                 f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
             ).fetchone()
@@ -450,50 +425,16 @@ class MemoryStore:
         return int(self._query("SELECT value FROM meta WHERE key = 'generation'")[0][0])
 
     def ranking(self) -> Ranking:
-        """Ranking's arrays, read again only when another write moved them.
+        """Ranking's arrays, brought up to date from the rows changed since read.
 
-        A memory's embedding never changes, so only the vectors of memories new
-        since the cached arrays are read; the cheap columns are read whole.
+        One read transaction, so the arrays are one committed state of the file.
         """
         with self._lock, self._snapshot():
-            generation = self.generation()
-            cached = self._ranking
-            if cached is not None and cached.generation == generation:
-                return cached
-            rows = self._query(
-                "SELECT id, importance, said_at, created_at FROM memories "
-                "ORDER BY rowid"
+            return self._cache.read(
+                self._query,
+                lambda ids: dict(self._rows_of("id, embedding", ids)),
+                self.dimension() or 0,
             )
-            ids = [row[0] for row in rows]
-            self._ranking = Ranking(
-                generation=generation,
-                ids=ids,
-                vectors=self._vectors(ids, cached),
-                importance=np.array([row[1] for row in rows], dtype=np.float64),
-                said_at=np.array([row[2] for row in rows], dtype=np.float64),
-                created_at=np.array([row[3] for row in rows], dtype=np.float64),
-            )
-            return self._ranking
-
-    def _vectors(self, ids: builtins.list[str], cached: Ranking | None) -> np.ndarray:
-        """Unit vectors of `ids` in order: the cached ones reused, new ones read."""
-        if cached is not None and ids == cached.ids:
-            return cached.vectors
-        known = {} if cached is None else {key: i for i, key in enumerate(cached.ids)}
-        new = [key for key in ids if key not in known]
-        read = dict(self._rows_of("id, embedding", new))
-        dimension = self.dimension() or 0
-        vectors = np.empty((len(ids), dimension), dtype=np.float32)
-        old = [(i, known[key]) for i, key in enumerate(ids) if key in known]
-        if old and cached is not None:
-            to, source = (np.array(side) for side in zip(*old, strict=True))
-            vectors[to] = cached.vectors[source]
-        fresh = [i for i, key in enumerate(ids) if key not in known]
-        if fresh:
-            blob = b"".join(read[ids[i]] for i in fresh)
-            raw = np.frombuffer(blob, dtype=np.float32).reshape(len(fresh), dimension)
-            vectors[fresh] = unit_rows(raw)
-        return vectors
 
     def schema_version(self) -> int:
         """The file's schema version (`PRAGMA user_version`)."""
@@ -565,8 +506,12 @@ def _check_dimension(connection: sqlite3.Connection, path: Path, size: int) -> N
         )
 
 
-def _bump(connection: sqlite3.Connection) -> None:
-    connection.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
+def _bump(connection: sqlite3.Connection) -> int:
+    """Move the generation; the new one, to stamp the rows this write changes."""
+    row = connection.execute(
+        "UPDATE meta SET value = value + 1 WHERE key = 'generation' RETURNING value"
+    ).fetchone()
+    return int(row[0])
 
 
 def _restated(

@@ -32,6 +32,7 @@ from pydantic import ConfigDict, Field
 
 from langchain_ragbudget._memory_budget import MemoryContext as MemoryContext
 from langchain_ragbudget._memory_budget import StaleFlag as StaleFlag
+from langchain_ragbudget._memory_ranking import Ranking
 from langchain_ragbudget._memory_score import (
     Scored,
     SourceHashes,
@@ -42,7 +43,7 @@ from langchain_ragbudget._memory_score import (
     under_floor,
 )
 from langchain_ragbudget._memory_settings import MemorySettings as MemorySettings
-from langchain_ragbudget._memory_store import Clock, Ranking, timestamp
+from langchain_ragbudget._memory_store import Clock, timestamp
 from langchain_ragbudget._memory_store import Memory as Memory
 from langchain_ragbudget._memory_store import MemoryStore as MemoryStore
 from langchain_ragbudget._memory_store import MemoryStoreError as MemoryStoreError

@@ -27,8 +27,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from langchain_ragbudget._memory_ranking import Ranking
 from langchain_ragbudget._memory_score import recency_factor
-from langchain_ragbudget._memory_store import SAME_TEXT, Ranking, timestamp
+from langchain_ragbudget._memory_store import SAME_TEXT, _bump, timestamp
 from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.ledger import DropReason, Stage
 from langchain_ragbudget.memory import (
@@ -72,12 +73,10 @@ class RefreshedOnRead(MemoryStore):
     def mark_recalled(self, ids: Sequence[str], at: datetime) -> None:
         super().mark_recalled(ids, at)
         with self._transaction() as connection:
+            stamp = _bump(connection)  # a write ranking reads: generation moved
             connection.executemany(
-                "UPDATE memories SET said_at = ? WHERE id = ?",
-                [(timestamp(at), memory_id) for memory_id in ids],
-            )
-            connection.execute(
-                "UPDATE meta SET value = value + 1 WHERE key = 'generation'"
+                "UPDATE memories SET said_at = ?, changed = ? WHERE id = ?",
+                [(timestamp(at), stamp, memory_id) for memory_id in ids],
             )
 
 
@@ -450,9 +449,9 @@ def test_the_share_keeps_or_records_every_memory(
         for i, text in enumerate(texts)
     ]
     fitted = fit_memories(documents, max_memories, memory_tokens, "cl100k_base")
-    kept = [d.id for d in fitted.documents]
+    kept = [str(d.id) for d in fitted.documents]
     dropped = [r.key for r in fitted.drops]
-    assert sorted([*kept, *dropped]) == sorted(d.id for d in documents)
+    assert sorted([*kept, *dropped]) == sorted(str(d.id) for d in documents)
     assert len(kept) <= max_memories
     assert fitted.tokens_used == count_tokens(fitted.text, "cl100k_base")
     assert fitted.tokens_used <= memory_tokens
@@ -469,3 +468,41 @@ def test_the_restatement_check_is_an_index_search(tmp_path: Path) -> None:
         f"EXPLAIN QUERY PLAN {SAME_TEXT}", ("a fact", None)
     ).fetchall()
     assert any("memories_norm (norm=? AND subject=?)" in row[-1] for row in plan)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    operations=st.lists(
+        st.tuples(st.sampled_from(["new", "restate", "forget"]), st.integers(0, 50)),
+        min_size=1,
+        max_size=25,
+    )
+)
+def test_the_cached_arrays_equal_a_fresh_read(
+    tmp_path_factory: pytest.TempPathFactory, operations: list[tuple[str, int]]
+) -> None:
+    """After any writes by another connection, what recall ranks on is the file."""
+    path = tmp_path_factory.mktemp("c") / "m.sqlite"
+    clock = Clock()
+    writer = MemoryStore(path, clock=clock)
+    reader = MemoryStore(path)
+    texts: list[str] = []
+    for step, (operation, pick) in enumerate(operations):
+        clock.advance(hours=1)
+        if operation == "new" or not texts:
+            texts.append(f"fact {step}")
+            vector = [math.cos(step), math.sin(step), 0.5]
+            writer.remember(texts[-1], importance=(step % 10) / 10, embedding=vector)
+        elif operation == "restate":
+            writer.remember(texts[pick % len(texts)], embedding=[1, 0, 0])
+        else:
+            gone = writer.list()[pick % len(writer)]
+            writer.forget(gone.id)
+            texts.remove(gone.text)
+        cached = reader.ranking()
+        fresh = MemoryStore(path).ranking()
+        assert cached.ids == fresh.ids
+        assert np.array_equal(cached.vectors, fresh.vectors)
+        assert np.array_equal(cached.said_at, fresh.said_at)
+        assert np.array_equal(cached.importance, fresh.importance)
+        assert np.array_equal(cached.created_at, fresh.created_at)
