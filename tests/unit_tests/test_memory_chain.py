@@ -246,3 +246,22 @@ def test_a_real_index_update_flips_a_memory_to_stale(
         index.delete(["deploy.md"])
         (gone,) = retriever.recall("when do we deploy?").kept
         assert "no longer in the index" in gone.stale
+
+
+def test_the_async_chain_recalls_memories_too(store: MemoryStore) -> None:
+    import asyncio
+
+    dark, light = themes(store)
+    budget = ContextBudget(
+        settings=SurfaceSettings(max_docs=4, max_tokens=1_000, encoding="cl100k_base")
+    )
+    chain = create_budgeted_rag_chain(
+        ListRetriever(documents=[PASSAGE]),
+        GenericFakeChatModel(messages=iter([AIMessage("Light.")])),
+        budget=budget,
+        memory=MemoryRetriever(store=store),
+        structured=True,
+    )
+    answer = asyncio.run(chain.ainvoke(QUESTION))
+    assert [m["id"] for m in answer.memories] == [light]
+    assert [(d["id"], d["reason"]) for d in answer.dropped] == [(dark, "superseded")]
