@@ -19,6 +19,8 @@ import numpy as np
 
 Query = Callable[[str, Sequence[Any]], list[Any]]
 _RANKED = "id, importance, said_at, created_at"
+# An index search on `changed` (sorting by rowid here would scan every row).
+CHANGED_SINCE = f"SELECT rowid, {_RANKED} FROM memories WHERE changed > ?"
 
 
 @dataclass(frozen=True)
@@ -94,10 +96,8 @@ class RankingCache:
         dimension: int,
     ) -> Ranking | None:
         """`cached` with the rows changed since; None when one was deleted."""
-        rows = query(
-            f"SELECT {_RANKED} FROM memories WHERE changed > ? ORDER BY rowid",
-            (cached.generation,),
-        )
+        stamped = query(CHANGED_SINCE, (cached.generation,))
+        rows = [row[1:] for row in sorted(stamped)]  # in rowid order, as a full read
         new = [row for row in rows if row[0] not in self._positions]
         count = int(query("SELECT count(*) FROM memories", ())[0][0])
         if count != len(cached.ids) + len(new) or cached.vectors.shape[1] != dimension:

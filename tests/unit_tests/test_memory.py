@@ -27,7 +27,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langchain_ragbudget._memory_ranking import Ranking
+from langchain_ragbudget._memory_ranking import CHANGED_SINCE, Ranking
 from langchain_ragbudget._memory_score import recency_factor
 from langchain_ragbudget._memory_store import SAME_TEXT, _bump, timestamp
 from langchain_ragbudget.errors import InvalidInputError
@@ -462,12 +462,15 @@ def test_the_share_keeps_or_records_every_memory(
 
 
 def test_the_restatement_check_is_an_index_search(tmp_path: Path) -> None:
-    """Not a scan: with every subject NULL, the subject index alone matches all."""
+    """Index searches, not scans: the restatement check (with every subject NULL
+    the subject index alone would match all) and the rows changed since a read."""
     store = MemoryStore(tmp_path / "m.sqlite")
     plan = store._connection.execute(
         f"EXPLAIN QUERY PLAN {SAME_TEXT}", ("a fact", None)
     ).fetchall()
     assert any("memories_norm (norm=? AND subject=?)" in row[-1] for row in plan)
+    plan = store._connection.execute(f"EXPLAIN QUERY PLAN {CHANGED_SINCE}", (1,))
+    assert any("memories_changed (changed>?)" in row[-1] for row in plan.fetchall())
 
 
 @settings(max_examples=15, deadline=None)
