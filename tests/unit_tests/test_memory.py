@@ -469,8 +469,8 @@ def test_the_restatement_check_is_an_index_search(tmp_path: Path) -> None:
         f"EXPLAIN QUERY PLAN {SAME_TEXT}", ("a fact", None)
     ).fetchall()
     assert any("memories_norm (norm=? AND subject=?)" in row[-1] for row in plan)
-    plan = store._connection.execute(f"EXPLAIN QUERY PLAN {CHANGED_SINCE}", (1,))
-    assert any("memories_changed (changed>?)" in row[-1] for row in plan.fetchall())
+    changed = store._connection.execute(f"EXPLAIN QUERY PLAN {CHANGED_SINCE}", (1,))
+    assert any("memories_changed (changed>?)" in row[-1] for row in changed.fetchall())
 
 
 @settings(max_examples=15, deadline=None)
