@@ -52,6 +52,13 @@ if TYPE_CHECKING:
         StageSkip,
         ledger_scope,
     )
+    from langchain_ragbudget.memory import (
+        Memory,
+        MemoryRetriever,
+        MemoryStore,
+        MemoryStoreError,
+        open_memory_store,
+    )
     from langchain_ragbudget.pipeline import create_budgeted_rag_chain
     from langchain_ragbudget.render import Citation, ContextFormat
     from langchain_ragbudget.rerank import FlashRankRerank
@@ -81,6 +88,10 @@ _EXPORTS = {
     "IndexRepairError": "errors",
     "IndexWriteError": "errors",
     "InvalidInputError": "errors",
+    "Memory": "memory",
+    "MemoryRetriever": "memory",
+    "MemoryStore": "memory",
+    "MemoryStoreError": "memory",
     "ModelUnavailableError": "errors",
     "RagBudgetConfig": "config",
     "RagBudgetError": "errors",
@@ -100,6 +111,7 @@ _EXPORTS = {
     "ledger_scope": "ledger",
     "load_config": "config",
     "load_surface": "config",
+    "open_memory_store": "memory",
     "weighted_rrf": "fusion",
 }
 # Names this package once exported from the top that now live in a wing.
@@ -128,6 +140,10 @@ __all__ = [
     "IndexRepairError",
     "IndexWriteError",
     "InvalidInputError",
+    "Memory",
+    "MemoryRetriever",
+    "MemoryStore",
+    "MemoryStoreError",
     "ModelUnavailableError",
     "RagBudgetConfig",
     "RagBudgetError",
@@ -147,6 +163,7 @@ __all__ = [
     "ledger_scope",
     "load_config",
     "load_surface",
+    "open_memory_store",
     "weighted_rrf",
 ]
 

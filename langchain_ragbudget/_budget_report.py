@@ -10,7 +10,7 @@ re-exports them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
@@ -44,6 +44,9 @@ from langchain_ragbudget.ledger import (
     TrimRecord,
 )
 from langchain_ragbudget.render import Citation
+
+if TYPE_CHECKING:
+    from langchain_ragbudget._memory_budget import MemoryContext
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,8 @@ class BudgetedContext:
         evidence: Whether the best kept score clears the surface's threshold.
         history: The chat history the prompt gets: the kept turns when the
             surface budgets the whole prompt, else the history as given.
+        memory: The recalled memories the prompt gets (their own section) and
+            their records, when the chain recalls memories; else None.
     """
 
     documents: list[Document]
@@ -158,6 +163,7 @@ class BudgetedContext:
     report: BudgetReport
     evidence: Evidence
     history: list[BaseMessage] = field(default_factory=list)
+    memory: MemoryContext | None = None
 
     def kept_entries(self) -> list[dict[str, Any]]:
         """Per kept passage, in prompt order: id, source, tokens, ranks and scores."""

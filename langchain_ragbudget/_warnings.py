@@ -82,11 +82,50 @@ def _drop_warnings(context: BudgetedContext) -> list[str]:
         )
     drops = [r for r in report.drops if r.reason != DropReason.UNACCOUNTED]
     turns = [r for r in drops if r.stage == Stage.HISTORY]
-    drops = [r for r in drops if r.stage != Stage.HISTORY]
-    if drops or report.trimmed or turns:
+    memory = _memory_clause(context, [r for r in drops if r.stage == Stage.MEMORY])
+    drops = [r for r in drops if r.stage not in (Stage.HISTORY, Stage.MEMORY)]
+    if drops or report.trimmed or turns or memory:
         lost = likely_lost_of(context)
-        lines.append(_drops_line(report, drops, lost, context.evidence, len(turns)))
+        line = _drops_line(report, drops, lost, context.evidence, len(turns), memory)
+        lines.append(line)
     return lines
+
+
+# Memory drops that fire the clause on their own; the others (min_score,
+# max_memories: the ordinary narrowing) are counted when it fires.
+_MEMORY_NOTABLE = (
+    DropReason.SUPERSEDED,
+    DropReason.STALE_SOURCE,
+    DropReason.MAX_TOKENS,
+)
+_MEMORY_ORDER = (
+    DropReason.SCORE_FLOOR,
+    DropReason.SUPERSEDED,
+    DropReason.STALE_SOURCE,
+    DropReason.MAX_MEMORIES,
+    DropReason.MAX_TOKENS,
+)
+
+
+def _memory_clause(context: BudgetedContext, drops: Sequence[DropRecord]) -> str:
+    """Memories dropped (counted by reason) and kept stale (named); '' if quiet.
+
+    Fires on a superseded or stale memory, or one over `memory_tokens`.
+    """
+    flags = context.memory.stale if context.memory is not None else []
+    if not flags and not any(r.reason in _MEMORY_NOTABLE for r in drops):
+        return ""
+    parts = []
+    if drops:
+        counts = Counter(r.reason for r in drops)
+        by_reason = ", ".join(
+            f"{counts[reason]} {reason}" for reason in _MEMORY_ORDER if counts[reason]
+        )
+        parts.append(f"{len(drops)} memory(ies) dropped ({by_reason})")
+    if flags:
+        named = [f"{_name(flag.key)} ({flag.detail})" for flag in flags]
+        parts.append(f"{len(flags)} memory(ies) kept marked stale: {_ids(named)}")
+    return ", ".join(parts)
 
 
 def likely_lost_of(context: BudgetedContext) -> list[LikelyLost]:
@@ -95,7 +134,8 @@ def likely_lost_of(context: BudgetedContext) -> list[LikelyLost]:
     drops = [
         r
         for r in report.drops
-        if r.reason != DropReason.UNACCOUNTED and r.stage != Stage.HISTORY
+        if r.reason != DropReason.UNACCOUNTED
+        and r.stage not in (Stage.HISTORY, Stage.MEMORY)
     ]
     return likely_lost(
         context.documents, report.kept_ids, drops, evidence.score_key, evidence.score
@@ -121,10 +161,12 @@ def _drops_line(
     lost: Sequence[LikelyLost],
     evidence: Evidence,
     turns: int = 0,
+    memory: str = "",
 ) -> str:
     """Likely lost named first, then the shortened; the rest counted in one clause.
 
-    `turns`: chat history turns dropped (oldest first) to fit the whole prompt.
+    `turns`: chat history turns dropped (oldest first) to fit the whole prompt;
+    `memory`: the memories' clause (`_memory_clause`).
     """
     parts = []
     if lost:
@@ -138,6 +180,8 @@ def _drops_line(
         parts.append(f"shortened: {_ids(shown, MAX_NAMED)}")
     if turns:
         parts.append(f"{turns} history turn(s) dropped (oldest first, over_max_tokens)")
+    if memory:
+        parts.append(memory)
     named_keys = {id(item.record) for item in lost}
     if rest := [r for r in drops if id(r) not in named_keys]:
         counts = Counter(r.reason for r in rest)

@@ -32,6 +32,7 @@ from langchain_ragbudget._evidence_rows import (
 )
 from langchain_ragbudget._history import PromptRoom
 from langchain_ragbudget._html import display, element, key_values
+from langchain_ragbudget._memory_budget import memories_table
 from langchain_ragbudget._names import display_name
 from langchain_ragbudget._prompt import DEFAULT_PROMPT as DEFAULT_PROMPT
 from langchain_ragbudget._prompt import PACKAGE_KEYS, checked_prompt
@@ -73,6 +74,10 @@ class BudgetedAnswer(BaseModel):
         max_tokens: The surface's token budget.
         prompt: With `max_prompt_tokens`, how the whole prompt's tokens were
             shared (`PromptRoom.to_dict()`: history, context, reserve); else None.
+        memories: Per memory in the prompt (a chain given `memory=`): `id`,
+            `text`, `memory_subject`, every factor of its score, `said_at`,
+            `times_said`, `source_id`, and `stale` (why, or None); their
+            `memory / ...` drop records are in `dropped`.
     """
 
     answer: str
@@ -89,6 +94,7 @@ class BudgetedAnswer(BaseModel):
     tokens_used: int
     max_tokens: int
     prompt: dict[str, Any] | None = None
+    memories: list[dict[str, Any]] = []
 
     def text(self) -> str:
         """The answer followed by its warnings, one per line."""
@@ -123,6 +129,8 @@ class BudgetedAnswer(BaseModel):
                 self.kept, self.dropped, self.shortened, fold_stage=Stage.FUSION
             ),
         ]
+        if self.memories:
+            parts.append(memories_table(self.memories))
         if self.skipped_stages:
             parts.append(skipped_table(self.skipped_stages))
         return display("BudgetedAnswer", parts)
@@ -162,6 +170,7 @@ def build_answer(
         tokens_used=report.tokens_used,
         max_tokens=report.max_tokens,
         prompt=None if report.prompt is None else report.prompt.to_dict(),
+        memories=[] if context.memory is None else context.memory.entries(),
     )
 
 

@@ -43,6 +43,7 @@ from langchain_ragbudget._config_data import (
     validation_error,
 )
 from langchain_ragbudget._history import check_prompt_room
+from langchain_ragbudget._memory_settings import MemorySettings as MemorySettings
 from langchain_ragbudget._settings_fields import (
     Options,
     Provider,
@@ -271,6 +272,10 @@ class SurfaceSettings(StrictModel):
         history_share: With `max_prompt_tokens`, the share of the room left
             after the fixed parts that chat history may take; what history
             leaves unused goes to the context (still at most `max_tokens`).
+        max_memories: At most this many recalled memories reach the prompt (a
+            chain given `memory=`); the rest are recorded `memory / ...`.
+        memory_tokens: The memory section's tokens at most (its own share,
+            apart from `max_tokens`; inside `max_prompt_tokens` when set).
     """
 
     max_docs: StrictInt = Field(ge=1)
@@ -288,6 +293,8 @@ class SurfaceSettings(StrictModel):
     max_prompt_tokens: StrictInt | None = Field(None, ge=1)
     reserve_output_tokens: StrictInt = Field(0, ge=0)
     history_share: StrictFloat = Field(0.5, ge=0, le=1)
+    max_memories: StrictInt = Field(5, ge=0)
+    memory_tokens: StrictInt = Field(300, ge=0)
 
     @model_validator(mode="after")
     def _min_within_max(self) -> SurfaceSettings:
@@ -322,6 +329,7 @@ class RagBudgetConfig(StrictModel):
         index: Where a `HybridIndex` lives and how files are chunked.
         llm: The chat model for the demo and the CLI.
         tracing: Whether chains built with it emit OpenTelemetry spans.
+        memory: How agent memories are recalled and ranked (`memory.py`).
         surfaces: Each surface's context budget, by name.
         source: The file this configuration came from (used in error messages).
     """
@@ -334,6 +342,7 @@ class RagBudgetConfig(StrictModel):
     index: IndexSettings = IndexSettings()
     llm: LlmSettings = LlmSettings()
     tracing: TracingSettings = TracingSettings()
+    memory: MemorySettings = MemorySettings()
     surfaces: dict[str, SurfaceSettings]
     source: StrictStr = Field(DEFAULT_CONFIG_NAME, exclude=True)
 

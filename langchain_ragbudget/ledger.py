@@ -53,6 +53,8 @@ class Stage(StrEnum):
         BUDGET: `ContextBudget` (`"budget"`).
         HISTORY: `ContextBudget` fitting chat history into the prompt budget
             (`"history"`); its records name turns, not passages.
+        MEMORY: Agent memory recalled beside the documents (`"memory"`); its
+            records name memories, not passages.
         EXTERNAL: A step between stages that this package did not write
             (`"external_step"`); only the budget's reconciliation names it.
     """
@@ -61,6 +63,7 @@ class Stage(StrEnum):
     RERANK = "rerank"
     BUDGET = "budget"
     HISTORY = "history"
+    MEMORY = "memory"
     EXTERNAL = "external_step"  # a step between stages that this package did not write
 
 
@@ -81,6 +84,10 @@ class DropReason(StrEnum):
             best-ranking retriever found were already kept.
         UNACCOUNTED: The candidate entered at fusion and vanished before the
             budget with no stage's record (a step outside the package removed it).
+        SUPERSEDED: A memory of the same subject was said more recently.
+        STALE_SOURCE: The document a memory was learned from changed or left
+            the index (dropped; a kept one carries a stale marker instead).
+        MAX_MEMORIES: The surface's `max_memories` memories were already kept.
     """
 
     FUSION_CUT = "below_fusion_cut"
@@ -92,6 +99,9 @@ class DropReason(StrEnum):
     MAX_PER_SOURCE = "over_max_per_source"
     MAX_PER_RETRIEVER = "over_max_per_retriever"
     UNACCOUNTED = "unaccounted"
+    SUPERSEDED = "superseded"
+    STALE_SOURCE = "stale_source"
+    MAX_MEMORIES = "over_max_memories"
 
 
 @dataclass(frozen=True)

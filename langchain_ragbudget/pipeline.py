@@ -20,7 +20,8 @@ from langchain_core.prompts import BasePromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrough
 
-from langchain_ragbudget._prompt import checked_prompt
+from langchain_ragbudget._memory_budget import ATTACH, memory_step
+from langchain_ragbudget._prompt import MEMORY_PROMPT, checked_prompt
 from langchain_ragbudget.budget import BudgetedContext, ContextBudget
 from langchain_ragbudget.chain import (
     DEFAULT_PROMPT,
@@ -48,6 +49,7 @@ def create_budgeted_rag_chain(
     structured: bool = False,
     tracing: bool | TracingSettings = False,
     tracer_provider: TracerProvider | None = None,
+    memory: BaseRetriever | None = None,
 ) -> Runnable[Any, Any]:
     """A question in; an answer with warnings out (or, without `llm`, the state).
 
@@ -64,6 +66,9 @@ def create_budgeted_rag_chain(
         tracing: OpenTelemetry spans per stage, carrying the drop records: a flag,
             or the config's `tracing` section (`config.tracing`). Off by default.
         tracer_provider: Where spans go when tracing; the global provider if None.
+        memory: A `MemoryRetriever`: its memories go in the prompt's own
+            section (`MEMORY_PROMPT` if `prompt` is None), within the surface's
+            `max_memories` / `memory_tokens`, every drop recorded.
 
     Returns:
         The chain, wrapped in `ledger_scope` so that even a step that removes every
@@ -108,12 +113,31 @@ def create_budgeted_rag_chain(
     ) | RunnablePassthrough.assign(documents=itemgetter("question") | retriever)
     if reranker is not None:
         chain = chain | reranker
-    if llm is not None or prompt is not None:  # count the prompt that is sent
-        budget = budget.model_copy(update={"prompt": checked_prompt(prompt)})
-    chain = chain | budget
+    chain, prompt = _budgeted(chain, budget, prompt, memory, counted=llm is not None)
     if llm is not None:
         chain = chain | create_budgeted_stuff_chain(llm, prompt, structured=structured)
     return traced(ledger_scope(chain), tracing, tracer_provider)
+
+
+def _budgeted(
+    chain: Runnable[Any, Any],
+    budget: ContextBudget,
+    prompt: BasePromptTemplate | None,
+    memory: BaseRetriever | None,
+    counted: bool,
+) -> tuple[Runnable[Any, Any], BasePromptTemplate | None]:
+    """`chain` then the budget (memories recalled before it and joined after).
+
+    The budget is given the prompt the chain sends when there is one (`counted`:
+    a model answers), so `max_prompt_tokens` counts it as sent; with `memory`,
+    that prompt is `MEMORY_PROMPT` unless the caller gave one.
+    """
+    if memory is not None:  # before the budget, which counts the section
+        chain, prompt = chain | memory_step(memory, budget), prompt or MEMORY_PROMPT
+    if counted or prompt is not None:  # count the prompt that is sent
+        budget = budget.model_copy(update={"prompt": checked_prompt(prompt)})
+    chain = chain | budget
+    return (chain if memory is None else chain | ATTACH), prompt
 
 
 @dataclass(frozen=True)
@@ -143,6 +167,7 @@ def explain(
     prompt: BasePromptTemplate | None = None,
     tracing: bool | TracingSettings = False,
     tracer_provider: TracerProvider | None = None,
+    memory: BaseRetriever | None = None,
 ) -> Explained:
     """Run `question` through the chain, keeping what a reader wants to see.
 
@@ -160,6 +185,7 @@ def explain(
         prompt: The stuff chain's prompt (`chain.DEFAULT_PROMPT` if None).
         tracing: OpenTelemetry spans per stage: a flag, or `config.tracing`.
         tracer_provider: Where spans go when tracing; the global provider if None.
+        memory: A memory retriever, as `create_budgeted_rag_chain` takes it.
 
     Returns:
         The question, its budgeted context, the prompt messages and the answer.
@@ -168,9 +194,9 @@ def explain(
         ValueError: `prompt` lacks `context` or `question`.
         MissingExtraError: Tracing is on and OpenTelemetry is not installed.
     """
-    template = prompt or DEFAULT_PROMPT
+    template = prompt or (DEFAULT_PROMPT if memory is None else MEMORY_PROMPT)
     chain = create_budgeted_rag_chain(
-        retriever, budget=budget, reranker=reranker, prompt=template
+        retriever, budget=budget, reranker=reranker, prompt=template, memory=memory
     )
     if llm is not None:
         stuff = create_budgeted_stuff_chain(llm, template, structured=True)

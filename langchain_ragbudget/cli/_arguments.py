@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TypeAlias
 
 from langchain_ragbudget.cli._index_commands import PRUNE_HANDFUL, PRUNE_SHARE
+from langchain_ragbudget.cli._memory_commands import add_memory
 
 _JSON_HELP = "print one JSON object on stdout (messages go to stderr)"
 _BEIR_HELP = "BEIR folder: corpus, queries, qrels/"
@@ -44,6 +45,7 @@ def add_commands(commands: Commands) -> None:
     )
     _add_inspect(commands)
     _add_config(commands)
+    add_memory(commands)
 
 
 def _command(

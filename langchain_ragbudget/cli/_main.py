@@ -1,4 +1,4 @@
-"""`ragbudget` command line: demo, eval, tune, index, ask, repair, inspect, config."""
+"""`ragbudget`: demo, eval, tune, index, ask, repair, inspect, config, memory."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from langchain_ragbudget.cli._index_commands import (
     run_inspect,
     run_repair,
 )
+from langchain_ragbudget.cli._memory_commands import run_memory
 from langchain_ragbudget.cli._output import make_console
 from langchain_ragbudget.errors import RagBudgetError
 
@@ -106,6 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_inspect(args, console)
         elif args.command == "config":
             run_config(args, console)
+        elif args.command == "memory":
+            return run_memory(args, console)
         else:
             return run_repair(args, console)
     except KeyboardInterrupt:

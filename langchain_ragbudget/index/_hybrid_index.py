@@ -252,6 +252,11 @@ class HybridIndex:
         """Ids of the source documents in the index."""
         return sorted(self._records)
 
+    def document_hash(self, doc_id: str) -> str | None:
+        """A document's content hash (text and metadata), or None if not indexed."""
+        record = self._records.get(doc_id)
+        return None if record is None else str(record["hash"])
+
     @property
     def chunk_count(self) -> int:
         """Number of chunks (the same on both sides when in sync)."""

@@ -101,6 +101,17 @@ SHOWS = {
             "search 8 4000",
         ),
     ),
+    "07_memory.ipynb": Shows(
+        {"BudgetedAnswer": 1},
+        rows=("rb-kept", "rb-dropped"),
+        texts=(
+            "restated: said 2 times",
+            "x recency 0.125 (90 days since said)",
+            "1 superseded",
+            "kept marked stale",
+            "dropped superseded: superseded by mem-",
+        ),
+    ),
 }
 
 

@@ -23,6 +23,7 @@ from langchain_ragbudget.config import (
 )
 from langchain_ragbudget.embeddings import FastEmbedEmbeddings
 from langchain_ragbudget.hybrid import HybridRetriever
+from langchain_ragbudget.memory import MemoryRetriever, MemorySettings
 from langchain_ragbudget.rerank import FlashRankRerank
 from langchain_ragbudget.sparse import BM25Retriever
 
@@ -38,6 +39,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "rerank": RerankSettings,
     "llm": LlmSettings,
     "tracing": TracingSettings,
+    "memory": MemorySettings,
 }
 
 
@@ -101,6 +103,10 @@ def default(model: type[BaseModel], name: str) -> Any:
         (FastEmbedEmbeddings, "model_name", EmbeddingSettings, "model"),
         (FastEmbedEmbeddings, "batch_size", EmbeddingSettings, "batch_size"),
         (FastEmbedEmbeddings, "query_precision", EmbeddingSettings, "query_precision"),
+    ]
+    + [
+        (MemoryRetriever, name, MemorySettings, name)
+        for name in ("k", "half_life_days", "min_score", "supersede", "stale")
     ],
     ids=lambda value: value.__name__ if isinstance(value, type) else str(value),
 )

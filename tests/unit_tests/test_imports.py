@@ -27,6 +27,10 @@ EXPECTED_ALL = [
     "IndexRepairError",
     "IndexWriteError",
     "InvalidInputError",
+    "Memory",
+    "MemoryRetriever",
+    "MemoryStore",
+    "MemoryStoreError",
     "ModelUnavailableError",
     "RagBudgetConfig",
     "RagBudgetError",
@@ -46,6 +50,7 @@ EXPECTED_ALL = [
     "ledger_scope",
     "load_config",
     "load_surface",
+    "open_memory_store",
     "weighted_rrf",
 ]
 

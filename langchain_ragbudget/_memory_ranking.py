@@ -1,0 +1,154 @@
+"""What ranking reads of a memory store, as numpy arrays kept in step with the file.
+
+A recall scores every memory, so the vectors and the ranking columns live in
+arrays, and a recall after a write must not read 100,000 rows again. Every write
+that changes ranking's data moves the store's `generation` and stamps the rows it
+wrote with it (`changed`); an embedding never changes. So the cache reads only
+the rows changed since its generation, appends new memories' vectors to a buffer
+that grows by doubling, and reads everything again only when a memory was
+deleted (the count tells).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+Query = Callable[[str, Sequence[Any]], list[Any]]
+_RANKED = "id, importance, said_at, created_at"
+# An index search on `changed` (sorting by rowid here would scan every row).
+CHANGED_SINCE = f"SELECT rowid, {_RANKED} FROM memories WHERE changed > ?"
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """What ranking reads of every memory, as arrays in one order (cached).
+
+    Attributes:
+        generation: The store's generation these arrays were read at.
+        ids: Memory ids.
+        vectors: Unit-length embeddings, one row per memory (float32).
+        importance: Importance per memory.
+        said_at: Last stated, seconds since the epoch.
+        created_at: First remembered, seconds since the epoch (never ranked
+            on; kept so a test can show what ranking on it would do).
+    """
+
+    generation: int
+    ids: list[str]
+    vectors: np.ndarray
+    importance: np.ndarray
+    said_at: np.ndarray
+    created_at: np.ndarray
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Each row scaled to length 1 (a zero row stays zero)."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+
+
+class RankingCache:
+    """One store's `Ranking`, brought up to date from the rows that changed.
+
+    Not locked itself: the store calls it under its lock, inside one read
+    transaction, so every query sees the same committed state.
+    """
+
+    def __init__(self) -> None:
+        self._ranking: Ranking | None = None
+        self._buffer = np.empty((0, 0), dtype=np.float32)
+        self._positions: dict[str, int] = {}
+
+    def read(
+        self,
+        query: Query,
+        embeddings: Callable[[Sequence[str]], dict[str, bytes]],
+        dimension: int,
+    ) -> Ranking:
+        """The ranking at the store's current generation."""
+        generation = int(
+            query("SELECT value FROM meta WHERE key = 'generation'", ())[0][0]
+        )
+        cached = self._ranking
+        if cached is not None and cached.generation == generation:
+            return cached
+        ranking = None
+        if cached is not None:
+            ranking = self._updated(query, embeddings, cached, generation, dimension)
+        if ranking is None:
+            rows = query(f"SELECT {_RANKED} FROM memories ORDER BY rowid", ())
+            self._buffer = np.empty((max(len(rows), 1024), dimension), np.float32)
+            self._positions = {}
+            ranking = self._appended(rows, embeddings, _empty(generation, dimension))
+        self._ranking = ranking
+        return ranking
+
+    def _updated(
+        self,
+        query: Query,
+        embeddings: Callable[[Sequence[str]], dict[str, bytes]],
+        cached: Ranking,
+        generation: int,
+        dimension: int,
+    ) -> Ranking | None:
+        """`cached` with the rows changed since; None when one was deleted."""
+        stamped = query(CHANGED_SINCE, (cached.generation,))
+        rows = [row[1:] for row in sorted(stamped)]  # in rowid order, as a full read
+        new = [row for row in rows if row[0] not in self._positions]
+        count = int(query("SELECT count(*) FROM memories", ())[0][0])
+        if count != len(cached.ids) + len(new) or cached.vectors.shape[1] != dimension:
+            return None
+        importance = cached.importance.copy()
+        said_at = cached.said_at.copy()
+        for row in rows:
+            if (at := self._positions.get(row[0])) is not None:
+                importance[at], said_at[at] = row[1], row[2]
+        base = Ranking(
+            generation,
+            cached.ids,
+            cached.vectors,
+            importance,
+            said_at,
+            cached.created_at,
+        )
+        return self._appended(new, embeddings, base)
+
+    def _appended(
+        self,
+        rows: list[Any],
+        embeddings: Callable[[Sequence[str]], dict[str, bytes]],
+        base: Ranking,
+    ) -> Ranking:
+        """`base` and the memories of `rows` after it (their vectors read)."""
+        if not rows:
+            return base
+        start, end = len(base.ids), len(base.ids) + len(rows)
+        if end > len(self._buffer):  # grow by doubling; old views stay valid
+            size = (max(end, 2 * len(self._buffer)), base.vectors.shape[1])
+            grown = np.empty(size, dtype=np.float32)
+            grown[:start] = self._buffer[:start]
+            self._buffer = grown
+        read = embeddings([row[0] for row in rows])
+        blob = b"".join(read[row[0]] for row in rows)
+        raw = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), -1)
+        self._buffer[start:end] = unit_rows(raw)
+        for offset, row in enumerate(rows):
+            self._positions[row[0]] = start + offset
+        return Ranking(
+            base.generation,
+            [*base.ids, *(row[0] for row in rows)],
+            self._buffer[:end],
+            np.concatenate([base.importance, [row[1] for row in rows]]),
+            np.concatenate([base.said_at, [row[2] for row in rows]]),
+            np.concatenate([base.created_at, [row[3] for row in rows]]),
+        )
+
+
+def _empty(generation: int, dimension: int) -> Ranking:
+    nothing = np.empty(0, dtype=np.float64)
+    vectors = np.empty((0, dimension), dtype=np.float32)
+    return Ranking(generation, [], vectors, nothing, nothing, nothing)

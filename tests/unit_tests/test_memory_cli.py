@@ -1,0 +1,86 @@
+"""`ragbudget memory add|list|forget|inspect --store FILE`, run in-process.
+
+Real embeddings (the all-MiniLM-L6-v2 ONNX folder) and a real SQLite file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from langchain_ragbudget.cli import main
+
+pytestmark = pytest.mark.needs_embedding_model
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_add_list_forget_inspect(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = str(tmp_path / "memory.sqlite")
+    code, out, _ = run(
+        capsys,
+        "memory",
+        "add",
+        "Prefers the dark theme",
+        "--subject",
+        "editor.theme",
+        "--importance",
+        "0.8",
+        "--store",
+        store,
+        "--json",
+    )
+    first = json.loads(out)
+    assert code == 0 and first["action"] == "remembered"
+    code, out, _ = run(
+        capsys,
+        "memory",
+        "add",
+        "prefers the  dark theme.",
+        "--subject",
+        "editor.theme",
+        "--store",
+        store,
+        "--json",
+    )
+    again = json.loads(out)
+    assert (again["action"], again["id"], again["times_said"]) == (
+        "restated",
+        first["id"],
+        2,
+    )
+    run(capsys, "memory", "add", "Works from Lisbon", "--store", store)
+    code, out, _ = run(
+        capsys, "memory", "list", "--store", store, "--query", "which theme?", "--json"
+    )
+    rows = json.loads(out)["memories"]
+    assert code == 0 and rows[0]["id"] == first["id"]
+    for row in rows:  # every factor of the score, and the score is their product
+        assert row["score"] == pytest.approx(
+            row["similarity"] * row["importance"] * row["recency"]
+        )
+    code, out, _ = run(capsys, "memory", "inspect", "--store", store, "--json")
+    report = json.loads(out)
+    assert (code, report["schema_version"], report["memories"]) == (0, 1, 2)
+    assert report["stale"] is None  # not checked without --index
+    code, out, _ = run(capsys, "memory", "forget", first["id"], "--store", store)
+    assert code == 0 and first["id"] in out
+    code, _, err = run(capsys, "memory", "forget", first["id"], "--store", store)
+    assert code == 2 and "no memory" in err and first["id"] in err
+
+
+def test_a_missing_store_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nowhere.sqlite"
+    code, _, err = run(capsys, "memory", "list", "--store", str(missing))
+    assert code == 2 and f"no memory store at {missing}" in err
+    assert not missing.exists()
