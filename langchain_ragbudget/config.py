@@ -34,12 +34,14 @@ from pydantic import (
 )
 
 from langchain_ragbudget._config_data import (
+    DEFAULT_CONFIG_NAME,
     check_surface_names,
     deep_merge,
     dotted,
     has_key_path,
     leaves,
     surface_name_problem,
+    unknown_surface,
     validation_error,
 )
 from langchain_ragbudget._history import check_prompt_room
@@ -56,7 +58,7 @@ from langchain_ragbudget._weak_settings import (
     WeakEvidenceSettings as WeakEvidenceSettings,
 )
 from langchain_ragbudget._yaml import read_text, read_yaml
-from langchain_ragbudget.errors import ConfigError
+from langchain_ragbudget.errors import ConfigError as ConfigError
 from langchain_ragbudget.weak_model import MAX_TREE_NODES as MAX_TREE_NODES
 from langchain_ragbudget.weak_model import MAX_TREES as MAX_TREES
 from langchain_ragbudget.weak_model import CombinedEvidence as CombinedEvidence
@@ -64,7 +66,6 @@ from langchain_ragbudget.weak_model import Tree as Tree
 from langchain_ragbudget.weak_model import TreeEvidence as TreeEvidence
 from langchain_ragbudget.weak_model import TreeNode as TreeNode
 
-DEFAULT_CONFIG_NAME = "config_default.yml"
 BM25Method = Literal["robertson", "atire", "bm25l", "bm25+", "lucene"]
 QueryPrecision = Literal["float32", "int8"]
 FusionMethod = Literal["rrf", "minmax", "dbsf"]  # fusion.py says what each does
@@ -361,13 +362,7 @@ class RagBudgetConfig(StrictModel):
         try:
             return self.surfaces[name]
         except KeyError:
-            known = ", ".join(sorted(self.surfaces))
-            raise ConfigError(
-                self.source,
-                f"surfaces.{name}",
-                name,
-                f"unknown surface; known: {known}",
-            ) from None
+            raise unknown_surface(self.source, name, self.surfaces) from None
 
 
 def load_config(path: str | Path | None = None) -> RagBudgetConfig:
@@ -574,4 +569,4 @@ def _validate(data: dict[str, Any], file: str) -> RagBudgetConfig:
     try:
         return RagBudgetConfig.model_validate({**data, "source": file})
     except ValidationError as exc:
-        raise validation_error(data, file, exc) from None
+        raise validation_error(data, file, exc, RagBudgetConfig) from None
