@@ -76,6 +76,22 @@ def check_surface_names(data: dict[str, Any], file: str) -> None:
             raise ConfigError(file, f"surfaces.{name!r}", Shown.of(name), problem)
 
 
+def check_prompt_room(max_prompt: int | None, reserve_output_tokens: int) -> None:
+    """Refuse an answer reservation that leaves no room for the prompt.
+
+    Here, not in `_history` (which uses it too), so that reading a configuration
+    does not load langchain_core's messages and prompts (over a second).
+
+    Raises:
+        ValueError: `reserve_output_tokens` is at least `max_prompt_tokens`.
+    """
+    if max_prompt is not None and reserve_output_tokens >= max_prompt:
+        raise ValueError(
+            f"reserve_output_tokens ({reserve_output_tokens}) leaves no room in "
+            f"max_prompt_tokens ({max_prompt})"
+        )
+
+
 def unknown_surface(file: str, name: str, known: Iterable[str]) -> ConfigError:
     """The error for a surface no file defines, naming where it was looked for.
 

@@ -35,6 +35,7 @@ from pydantic import (
 
 from langchain_ragbudget._config_data import (
     DEFAULT_CONFIG_NAME,
+    check_prompt_room,
     check_surface_names,
     deep_merge,
     dotted,
@@ -44,7 +45,6 @@ from langchain_ragbudget._config_data import (
     unknown_surface,
     validation_error,
 )
-from langchain_ragbudget._history import check_prompt_room
 from langchain_ragbudget._settings_fields import (
     Options,
     Provider,

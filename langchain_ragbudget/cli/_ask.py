@@ -18,7 +18,16 @@ if TYPE_CHECKING:
 
 
 def run_ask(args: argparse.Namespace, console: Console) -> None:
-    """`ragbudget ask QUESTION`: one question through an index and a surface."""
+    """`ragbudget ask QUESTION`: one question through an index and a surface.
+
+    What can be refused without the index is checked before it is opened (seconds
+    on a large one) and before the pipeline is imported (seconds more): the
+    configuration, the surface, the question; then the surface's budget.
+    """
+    config = command_config(args)
+    config.surface(args.surface)
+    check_question(args.question)
+
     from langchain_ragbudget.cli._demo import chat_model
     from langchain_ragbudget.cli._views import (
         explained_to_dict,
@@ -28,11 +37,7 @@ def run_ask(args: argparse.Namespace, console: Console) -> None:
     from langchain_ragbudget.factory import build_budget, build_reranker
     from langchain_ragbudget.pipeline import explain
 
-    # Everything that can be refused without the index is checked before it is
-    # opened (seconds on a large one): the configuration, the surface, the question.
-    config = command_config(args)
     budget = build_budget(config, surface=args.surface)
-    check_question(args.question)
     index = open_index(args, console, create=False, config=config)
     config = index.config
     reranker = build_reranker(config)

@@ -9,6 +9,8 @@ a function that fails the test, and `--index` names a folder that does not exist
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -139,3 +141,36 @@ def test_an_unknown_encoding_fails_before_the_index(
     argv = ["index", str(folder), "--index", str(tmp_path / "ix")]
     assert cli.main([*argv, "--encoding", "utf-8,latin-9x"]) == 2
     assert "'latin-9x': not an encoding" in error_line(capsys)
+
+
+REFUSED_LIGHT = """
+import sys
+from langchain_ragbudget.cli._main import main
+code = main(["ask", *sys.argv[1:], "--index", "no-such-index-folder"])
+heavy = ("langchain_core.retrievers", "langchain_core.runnables.base", "chromadb",
+         "bm25s", "fastembed", "langchain_ragbudget.index._hybrid_index")
+print(code, sorted(name for name in heavy if name in sys.modules))
+"""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["q?", "--surface", "serach"], ["  "], ["q?", "--config", "{bad}"]],
+    ids=["surface", "question", "config"],
+)
+def test_a_refusal_loads_neither_the_pipeline_nor_the_index(
+    tmp_path: Path, argv: list[str]
+) -> None:
+    """What fails first costs a configuration read, not the pipeline's imports."""
+    bad = tmp_path / "bad.yml"
+    bad.write_text("retreival: {k: 3}\n", encoding="utf-8")
+    argv = [str(bad) if item == "{bad}" else item for item in argv]
+    shown = subprocess.run(
+        [sys.executable, "-c", REFUSED_LIGHT, *argv],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    )
+    assert shown.stdout.split("\n")[0] == "2 []", shown.stdout + shown.stderr
+    assert "did you mean" in shown.stderr or "question is empty" in shown.stderr
