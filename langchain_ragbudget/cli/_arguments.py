@@ -178,7 +178,8 @@ def _add_tune(commands: Commands) -> None:
 
 INDEX_EPILOG = """\
 files read: .txt, .md/.markdown, .html/.htm, .pdf, and gzip of a text type
-(x.md.gz, x.txt.gz, x.html.gz, and NEWS.gz, changelog.Debian.gz as plain text);
+(x.md.gz, x.txt.gz, x.html.gz), and README, NEWS, changelog, copyright...
+(.gz, .Debian.gz) as plain text;
 not man pages (ls.1.gz: troff) nor x.pdf.gz (skipped, named).
 
 exit codes (for scheduled jobs):

@@ -44,11 +44,14 @@ MARKDOWN_SUFFIXES = (".md", ".markdown")
 TEXT_SUFFIXES = (".txt", *MARKDOWN_SUFFIXES, *HTML_SUFFIXES)
 SUFFIXES = (*TEXT_SUFFIXES, ".pdf")
 GZIP_SUFFIX = ".gz"
-# gzip of a text type is read as that type (`x.md.gz`), and so is a gzip without
-# an inner extension or with Debian's (`NEWS.gz`, `changelog.Debian.gz`), which
-# /usr/share/doc is full of. Not man pages (`ls.1.gz`: troff, unreadable without
-# `man`) nor `x.pdf.gz`.
-GZIP_PLAIN_SUFFIXES = ("", ".debian")
+# gzip of a text type is read as that type (`x.md.gz`), and so are the plain-text
+# documents /usr/share/doc is full of, by name (`NEWS.gz`, `changelog.Debian.gz`,
+# `README.Debian.gz`). Not man pages (`ls.1.gz`: troff, unreadable without `man`),
+# `x.pdf.gz`, nor any other gzip (`archive.gz` may hold anything).
+GZIP_PLAIN_NAMES = frozenset(
+    {"authors", "bugs", "changelog", "changes", "copyright", "faq", "history"}
+    | {"install", "news", "readme", "thanks", "todo"}
+)
 GZIP_MAX_BYTES = 64 * 1024 * 1024  # decompressed: a gzip bomb is refused, not read
 DEFAULT_ENCODINGS = ("utf-8",)
 TITLE_CHARS = 200
@@ -159,16 +162,18 @@ def _walk(
 def inner_type(path: Path) -> str | None:
     """The suffix `path` is read as (`.gz` files by their inner name), or None.
 
-    `x.md.gz` is Markdown, `NEWS.gz` and `changelog.Debian.gz` are plain text;
-    a gzip of anything else (a man page `ls.1.gz`, `x.pdf.gz`) is not read.
+    `x.md.gz` is Markdown, `NEWS.gz` and `changelog.Debian.gz` are plain text
+    (`GZIP_PLAIN_NAMES`); a gzip of anything else (a man page `ls.1.gz`,
+    `x.pdf.gz`, `archive.gz`) is not read.
     """
     suffix = path.suffix.lower()
     if suffix != GZIP_SUFFIX:
         return suffix if suffix in SUFFIXES else None
-    inner = Path(path.stem).suffix.lower()
-    if inner in TEXT_SUFFIXES:
-        return inner
-    return ".txt" if inner in GZIP_PLAIN_SUFFIXES else None
+    inner = Path(path.stem)
+    if inner.suffix.lower() in TEXT_SUFFIXES:
+        return inner.suffix.lower()
+    name = inner.name.lower().removesuffix(".debian")
+    return ".txt" if name in GZIP_PLAIN_NAMES else None
 
 
 def _type_shown(path: Path) -> str:
