@@ -21,7 +21,7 @@ endif
 export ANONYMIZED_TELEMETRY := False
 export HF_HUB_DISABLE_TELEMETRY := 1
 
-.PHONY: help demo test integration_tests chromium notebooks bench bench_scale bench_ingest eval tune lint format check_imports clean
+.PHONY: help demo test test_lowest integration_tests chromium notebooks bench bench_scale bench_ingest eval tune lint format check_imports clean
 
 help:  ## Show the targets
 	@grep -E '^[a-z_]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -37,6 +37,22 @@ demo: $(STAMP)  ## Run the pipeline on the bundled sample corpus
 
 test: $(STAMP)  ## Unit tests (offline, small corpora)
 	$(BIN)/pytest tests/unit_tests -q -rs
+
+LOWEST := .venv-lowest
+USER_CACHE := $(or $(RAGBUDGET_CACHE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/langchain-ragbudget)
+
+test_lowest:  ## Unit tests on the oldest direct dependency versions pyproject.toml allows (own venv: .venv-lowest)
+	$(PYTHON) -m venv $(LOWEST)
+	$(LOWEST)/bin/pip install --quiet --upgrade pip uv
+	$(LOWEST)/bin/uv pip install --quiet --python $(LOWEST)/bin/python \
+		--resolution lowest-direct --only-binary :all: -r pyproject.toml --all-extras
+	$(LOWEST)/bin/uv pip install --quiet --python $(LOWEST)/bin/python --no-deps -e .
+	$(LOWEST)/bin/uv pip list --python $(LOWEST)/bin/python > $(LOWEST)/versions.txt
+	mkdir -p $(LOWEST)/cache
+	# a cache written by a newer chromadb cannot be read by an older one: the lowest
+	# versions build their own (the sample corpus; FlashRank's model is copied over)
+	if [ -d "$(USER_CACHE)/flashrank" ]; then cp -rn "$(USER_CACHE)/flashrank" $(LOWEST)/cache/; fi
+	RAGBUDGET_CACHE_DIR=$(abspath $(LOWEST))/cache $(LOWEST)/bin/pytest tests/unit_tests -q -rs -p no:cacheprovider
 
 integration_tests: $(STAMP)  ## Slower tests against real models and data (the notebooks too)
 	@command -v chromium >/dev/null || echo "note: no chromium; the JupyterLab display test skips (make chromium)"
@@ -93,4 +109,4 @@ check_imports: $(STAMP)  ## Import every module of the package
 	$(BIN)/python -c "import importlib, pkgutil, langchain_ragbudget as p; [importlib.import_module(m.name) for m in pkgutil.walk_packages(p.__path__, 'langchain_ragbudget.')]"
 
 clean:  ## Remove the virtual environment and caches
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(LOWEST) .pytest_cache .mypy_cache .ruff_cache

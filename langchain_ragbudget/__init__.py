@@ -64,6 +64,8 @@ if TYPE_CHECKING:
     from langchain_ragbudget.rerank import FlashRankRerank
     from langchain_ragbudget.sparse import BM25Retriever
 
+    __version__: str
+
 # Each public name and the module (under langchain_ragbudget) that defines it.
 _EXPORTS = {
     "BM25Retriever": "sparse",
@@ -170,6 +172,9 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """Import a public name's module on first use, and keep the name here."""
+    if name == "__version__":  # read from the installed metadata when asked
+        globals()[name] = _version()
+        return globals()[name]
     module = _EXPORTS.get(name)
     if module is None:
         module = _MOVED.get(name)
@@ -186,5 +191,18 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+def _version() -> str:
+    """The installed distribution's version; importlib.metadata loads on first ask.
+
+    A source tree that was never installed has no metadata: "0+unknown" then.
+    """
+    from importlib import metadata
+
+    try:
+        return metadata.version("langchain-ragbudget")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return sorted({*globals(), *__all__, "__version__"})

@@ -11,11 +11,17 @@ key path as the user wrote it.
 from __future__ import annotations
 
 import copy
+import typing
+from collections.abc import Iterable
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
+from langchain_ragbudget._suggest import did_you_mean
 from langchain_ragbudget.errors import ConfigError
+
+DEFAULT_CONFIG_NAME = "config_default.yml"
+"""The shipped defaults' file name (config.py's, repeated: config imports this)."""
 
 
 class Shown:
@@ -70,15 +76,62 @@ def check_surface_names(data: dict[str, Any], file: str) -> None:
             raise ConfigError(file, f"surfaces.{name!r}", Shown.of(name), problem)
 
 
+def check_prompt_room(max_prompt: int | None, reserve_output_tokens: int) -> None:
+    """Refuse an answer reservation that leaves no room for the prompt.
+
+    Here, not in `_history` (which uses it too), so that reading a configuration
+    does not load langchain_core's messages and prompts (over a second).
+
+    Raises:
+        ValueError: `reserve_output_tokens` is at least `max_prompt_tokens`.
+    """
+    if max_prompt is not None and reserve_output_tokens >= max_prompt:
+        raise ValueError(
+            f"reserve_output_tokens ({reserve_output_tokens}) leaves no room in "
+            f"max_prompt_tokens ({max_prompt})"
+        )
+
+
+def unknown_surface(file: str, name: str, known: Iterable[str]) -> ConfigError:
+    """The error for a surface no file defines, naming where it was looked for.
+
+    Blaming the shipped `config_default.yml` would send the user to a file they
+    never wrote: with no file of theirs, the error says the name is defined
+    nowhere.
+    """
+    names = sorted(known)
+    problem = f"unknown surface; known: {', '.join(names)}{did_you_mean(name, names)}"
+    if file != DEFAULT_CONFIG_NAME:
+        return ConfigError(
+            file,
+            f"surfaces.{name}",
+            name,
+            f"not in this file nor the defaults: {problem}",
+        )
+    error = ConfigError(file, f"surfaces.{name}", name, problem)
+    error.args = (
+        f"surface {name!r} is not defined anywhere (no configuration file given; "
+        f"define surfaces.{name} in a --config file): {problem}",
+    )
+    return error
+
+
 def dotted(path: list[str]) -> str:
     """A key path as the file spells it, `surfaces.chat.max_tokens`."""
     return ".".join(path) or "<root>"
 
 
 def validation_error(
-    data: dict[str, Any], file: str, exc: ValidationError
+    data: dict[str, Any],
+    file: str,
+    exc: ValidationError,
+    model: type[BaseModel] | None = None,
 ) -> ConfigError:
-    """The first key pydantic refused in `data`, as one error blaming `file`."""
+    """The first key pydantic refused in `data`, as one error blaming `file`.
+
+    With `model` (the class validated), an unknown key gets the closest known
+    key of its section as a suggestion.
+    """
     errors = exc.errors()
     first = errors[0]
     parts = key_parts(data, first["loc"], first["type"])
@@ -90,7 +143,43 @@ def validation_error(
     ]
     value = _lookup(data, parts)
     problem = "; ".join(dict.fromkeys(problems))
+    if first["type"] == "extra_forbidden" and model is not None and parts:
+        problem += did_you_mean(parts[-1], known_keys(model, parts[:-1]))
     return ConfigError(file, dotted(parts), Shown.of(value), problem)
+
+
+def known_keys(model: type[BaseModel], parts: list[str]) -> list[str]:
+    """The keys the section at `parts` accepts (its model's fields), or [].
+
+    Follows nested models, `X | None` and `dict[str, Model]` (a surface's name
+    is a key of the mapping, not a field).
+    """
+    current: Any = model
+    for part in parts:
+        current = _section_model(current, part)
+        if current is None:
+            return []
+    return list(current.model_fields)
+
+
+def _section_model(model: Any, part: str) -> Any:
+    """The model of `model`'s field `part` (or of a mapping's values), else None."""
+    if isinstance(model, tuple):  # a mapping of models: any key gives its value
+        return model[0]
+    field = model.model_fields.get(part)
+    return None if field is None else _as_model(field.annotation)
+
+
+def _as_model(annotation: Any) -> Any:
+    """A model class from an annotation, a mapping of models as `(model,)`, or None."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) is dict and len(args) == 2:
+        inner = _as_model(args[1])
+        return None if inner is None or isinstance(inner, tuple) else (inner,)
+    models = [m for m in (_as_model(a) for a in args) if m is not None]
+    return models[0] if len(models) == 1 else None
 
 
 def _problem(error: Any) -> str:

@@ -28,6 +28,7 @@ from langchain_core.messages import (
 )
 from langchain_core.prompts import BasePromptTemplate
 
+from langchain_ragbudget._config_data import check_prompt_room as check_prompt_room
 from langchain_ragbudget._prompt import prompt_variables
 from langchain_ragbudget._tokens import count_tokens
 from langchain_ragbudget.errors import InvalidInputError
@@ -41,19 +42,6 @@ TOKENS_PER_MESSAGE = 3  # <|start|>{role}<|message|>{content}<|end|>
 TOKENS_PER_NAME = 1
 REPLY_PRIMING = 3  # <|start|>assistant<|message|>
 _ROLES = {"human": "user", "ai": "assistant", "system": "system"}
-
-
-def check_prompt_room(max_prompt: int | None, reserve_output_tokens: int) -> None:
-    """Refuse an answer reservation that leaves no room for the prompt.
-
-    Raises:
-        ValueError: `reserve_output_tokens` is at least `max_prompt_tokens`.
-    """
-    if max_prompt is not None and reserve_output_tokens >= max_prompt:
-        raise ValueError(
-            f"reserve_output_tokens ({reserve_output_tokens}) leaves no room in "
-            f"max_prompt_tokens ({max_prompt})"
-        )
 
 
 def role_of(message: BaseMessage) -> str:

@@ -47,9 +47,11 @@ def _importable(path: str) -> str:
 
 
 def _retriever_class(path: str) -> str:
-    from langchain_core.retrievers import BaseRetriever  # only for a class path
+    if ":" not in path:  # a built-in name: nothing to import (langchain_core
+        return path  # is seconds, which reading a configuration must not cost)
+    from langchain_core.retrievers import BaseRetriever
 
-    if ":" in path and not issubclass(import_provider(path), BaseRetriever):
+    if not issubclass(import_provider(path), BaseRetriever):
         raise ValueError(f"{path!r} is not a LangChain BaseRetriever subclass")
     return path
 

@@ -34,15 +34,17 @@ from pydantic import (
 )
 
 from langchain_ragbudget._config_data import (
+    DEFAULT_CONFIG_NAME,
+    check_prompt_room,
     check_surface_names,
     deep_merge,
     dotted,
     has_key_path,
     leaves,
     surface_name_problem,
+    unknown_surface,
     validation_error,
 )
-from langchain_ragbudget._history import check_prompt_room
 from langchain_ragbudget._memory_settings import MemorySettings as MemorySettings
 from langchain_ragbudget._settings_fields import (
     Options,
@@ -57,7 +59,7 @@ from langchain_ragbudget._weak_settings import (
     WeakEvidenceSettings as WeakEvidenceSettings,
 )
 from langchain_ragbudget._yaml import read_text, read_yaml
-from langchain_ragbudget.errors import ConfigError
+from langchain_ragbudget.errors import ConfigError as ConfigError
 from langchain_ragbudget.weak_model import MAX_TREE_NODES as MAX_TREE_NODES
 from langchain_ragbudget.weak_model import MAX_TREES as MAX_TREES
 from langchain_ragbudget.weak_model import CombinedEvidence as CombinedEvidence
@@ -65,7 +67,6 @@ from langchain_ragbudget.weak_model import Tree as Tree
 from langchain_ragbudget.weak_model import TreeEvidence as TreeEvidence
 from langchain_ragbudget.weak_model import TreeNode as TreeNode
 
-DEFAULT_CONFIG_NAME = "config_default.yml"
 BM25Method = Literal["robertson", "atire", "bm25l", "bm25+", "lucene"]
 QueryPrecision = Literal["float32", "int8"]
 FusionMethod = Literal["rrf", "minmax", "dbsf"]  # fusion.py says what each does
@@ -370,13 +371,7 @@ class RagBudgetConfig(StrictModel):
         try:
             return self.surfaces[name]
         except KeyError:
-            known = ", ".join(sorted(self.surfaces))
-            raise ConfigError(
-                self.source,
-                f"surfaces.{name}",
-                name,
-                f"unknown surface; known: {known}",
-            ) from None
+            raise unknown_surface(self.source, name, self.surfaces) from None
 
 
 def load_config(path: str | Path | None = None) -> RagBudgetConfig:
@@ -583,4 +578,4 @@ def _validate(data: dict[str, Any], file: str) -> RagBudgetConfig:
     try:
         return RagBudgetConfig.model_validate({**data, "source": file})
     except ValidationError as exc:
-        raise validation_error(data, file, exc) from None
+        raise validation_error(data, file, exc, RagBudgetConfig) from None

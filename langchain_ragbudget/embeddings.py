@@ -9,14 +9,17 @@ embed queries with an int8 copy of the model (see quantize.py).
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from langchain_core.embeddings import Embeddings
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from langchain_ragbudget._model_cache import shared
 from langchain_ragbudget._quantize import int8_model_folder
+from langchain_ragbudget._timeouts import call_with_timeout
 from langchain_ragbudget.config import EmbeddingSettings, QueryPrecision, default_of
 from langchain_ragbudget.errors import ModelUnavailableError
 
@@ -136,6 +139,19 @@ def _new_text_embedding(
                 f"export of {model_name}"
             )
         kwargs["specific_model_path"] = str(folder)
+    else:
+        cached = _cached_text_embedding(model_name, kwargs)
+        if cached is not None:
+            return cached
+        offline = _hub_unreachable()
+        if offline is not None:
+            where = cache_dir or "fastembed's cache"
+            raise ModelUnavailableError(
+                f"the embedding model {model_name!r} is not in {where} and cannot be "
+                f"downloaded ({offline}). Set embedding.model_path or "
+                f"{MODEL_PATH_ENV} to a local ONNX copy (`ragbudget doctor` shows "
+                "what is in effect)."
+            )
     try:
         return TextEmbedding(model_name, **kwargs)
     except Exception as exc:  # unknown names and download failures, many types
@@ -144,3 +160,59 @@ def _new_text_embedding(
             f"({type(exc).__name__}: {exc}). Offline? Set embedding.model_path or "
             f"{MODEL_PATH_ENV} to a local ONNX copy."
         ) from exc
+
+
+HUB_PROBE_SECONDS = 1.5
+"""How long the check that the model hub can be reached may take; fastembed's own
+retries of an unreachable hub took 42 s before its error."""
+
+
+def _cached_text_embedding(model_name: str, kwargs: dict[str, Any]) -> Any:
+    """The model from fastembed's cache alone (no network), or None if absent.
+
+    fastembed logs an error when the cache lacks the model; that is expected
+    here (a download follows), so its logger is quiet for this one call.
+    """
+    from fastembed import TextEmbedding
+    from loguru import logger
+
+    logger.disable("fastembed")
+    try:
+        return TextEmbedding(model_name, local_files_only=True, **kwargs)
+    except Exception:  # absent or partial: a download may still work
+        return None
+    finally:
+        logger.enable("fastembed")
+
+
+def _hub_unreachable() -> str | None:
+    """Why no model can be downloaded now (offline), or None when it may be.
+
+    HF_HUB_OFFLINE says so outright; otherwise one TCP connection to the hub
+    (HF_ENDPOINT, else huggingface.co), bounded by `HUB_PROBE_SECONDS` with the
+    name lookup included. Behind a proxy the probe is skipped: the download
+    goes through the proxy, which this cannot check.
+    """
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {
+        "1",
+        "TRUE",
+        "YES",
+        "ON",
+    }:
+        return "HF_HUB_OFFLINE is set"
+    if any(
+        os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY")
+    ):
+        return None
+    host = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    address = (host.hostname or "huggingface.co", host.port or 443)
+
+    def connect() -> None:
+        with socket.create_connection(address, timeout=HUB_PROBE_SECONDS):
+            pass
+
+    try:
+        call_with_timeout(connect, HUB_PROBE_SECONDS, f"connecting to {address[0]}")
+    except (OSError, TimeoutError) as exc:
+        return f"{address[0]} cannot be reached: {exc}"
+    return None

@@ -107,6 +107,9 @@ class ProgressBars:
             TimeRemainingColumn(),
             console=console,
             transient=transient,
+            # the ETA from the last minute of reports, so a slow stage that
+            # reports every few seconds has several to go on
+            speed_estimate_period=60,
         )
         self._tasks: dict[str, TaskID] = {}
 

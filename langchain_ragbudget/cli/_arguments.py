@@ -46,6 +46,13 @@ def add_commands(commands: Commands) -> None:
     _add_inspect(commands)
     _add_config(commands)
     add_memory(commands)
+    doctor = _command(
+        commands,
+        "doctor",
+        "the models, caches and environment variables in effect, where each was "
+        "found, and whether each model is on disk",
+    )
+    _flag(doctor, "--json", _JSON_HELP)
 
 
 def _command(
@@ -171,11 +178,38 @@ def _add_tune(commands: Commands) -> None:
     )
 
 
+INDEX_EPILOG = """\
+files read: .txt, .md/.markdown, .html/.htm, .pdf, and gzip of a text type
+(x.md.gz, x.txt.gz, x.html.gz), and README, NEWS, changelog, copyright...
+(.gz, .Debian.gz) as plain text;
+not man pages (ls.1.gz: troff) nor x.pdf.gz (skipped, named).
+
+exit codes (for scheduled jobs):
+  0  every file indexed, unchanged, skipped or refused as expected (empty,
+     only a placeholder); also when every file that could not be read was
+     already reported by the last run and is unchanged since (same size and
+     time, same reason): still listed, and one line says so
+  1  a file could not be read (not in the encodings, a broken PDF or gzip, a
+     PDF without a text layer), and it is new or changed since the last run
+  2  usage, configuration or index error
+"""
+
+
 def _add_index(commands: Commands) -> None:
     index = _command(
         commands, "index", "ingest a folder of text/Markdown/HTML/PDF", index=True
     )
+    index.formatter_class = argparse.RawDescriptionHelpFormatter
+    index.epilog = INDEX_EPILOG
     index.add_argument("path", type=Path, help="a folder (or one file) to ingest")
+    index.add_argument(
+        "--encoding",
+        default="utf-8",
+        metavar="NAMES",
+        help="text encodings to try in order, comma-separated (utf-8); e.g. "
+        "utf-8,latin-1 reads what is not UTF-8 as Latin-1 (which reads any "
+        "bytes, so put it last)",
+    )
     _lock_timeout(index)
     _flag(
         index,

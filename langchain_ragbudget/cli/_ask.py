@@ -9,15 +9,25 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from langchain_ragbudget.cli._index_commands import open_index
+from langchain_ragbudget.cli._index_commands import command_config, open_index
 from langchain_ragbudget.cli._output import print_json
+from langchain_ragbudget.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 
 def run_ask(args: argparse.Namespace, console: Console) -> None:
-    """`ragbudget ask QUESTION`: one question through an index and a surface."""
+    """`ragbudget ask QUESTION`: one question through an index and a surface.
+
+    What can be refused without the index is checked before it is opened (seconds
+    on a large one) and before the pipeline is imported (seconds more): the
+    configuration, the surface, the question; then the surface's budget.
+    """
+    config = command_config(args)
+    config.surface(args.surface)
+    check_question(args.question)
+
     from langchain_ragbudget.cli._demo import chat_model
     from langchain_ragbudget.cli._views import (
         explained_to_dict,
@@ -27,11 +37,9 @@ def run_ask(args: argparse.Namespace, console: Console) -> None:
     from langchain_ragbudget.factory import build_budget, build_reranker
     from langchain_ragbudget.pipeline import explain
 
-    index = open_index(args, console, create=False)
+    budget = build_budget(config, surface=args.surface)
+    index = open_index(args, console, create=False, config=config)
     config = index.config
-    budget = build_budget(
-        config, surface=args.surface
-    )  # a bad surface fails before work
     reranker = build_reranker(config)
     console.print(pipeline_line(config, reranker))
     llm = chat_model(config, console)
@@ -57,3 +65,16 @@ def run_ask(args: argparse.Namespace, console: Console) -> None:
         fusion_k=config.retrieval.k,
         show_prompt=not args.no_prompt,
     )
+
+
+def check_question(question: str) -> None:
+    """Refuse a question that asks nothing: empty, blanks or invisible characters.
+
+    Raises:
+        InvalidInputError: The question is empty.
+    """
+    if not any(char.isprintable() and not char.isspace() for char in question):
+        raise InvalidInputError(
+            f"the question is empty ({question!r}); ask it in words, e.g. "
+            'ragbudget ask "How do I rotate the logs?"'
+        )

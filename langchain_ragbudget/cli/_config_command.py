@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+import os
+from typing import TYPE_CHECKING, Any
 
 from langchain_ragbudget.cli._output import print_json
 
@@ -22,11 +23,13 @@ def run_config(args: argparse.Namespace, console: Console) -> None:
         effective.config.surface(args.surface)  # an unknown surface fails here
         prefix = f"surfaces.{args.surface}."
     values = [v for v in effective.values if v.key.startswith(prefix)]
+    overridden = environment_overrides(effective.config) if not prefix else {}
     if args.json:
         print_json(
             {
                 "file": effective.file,
                 "surface": args.surface,
+                "environment": overridden,
                 "settings": {
                     v.key: {
                         "value": v.value,
@@ -39,3 +42,25 @@ def run_config(args: argparse.Namespace, console: Console) -> None:
         )
         return
     console.print(config_table(effective, values))
+    for key, (variable, value) in overridden.items():
+        console.print(
+            f"{key} is null in the configuration; in effect: {variable}={value} "
+            "(`ragbudget doctor` shows every model, cache and variable in effect)",
+            highlight=False,
+            markup=False,
+        )
+
+
+def environment_overrides(config: Any) -> dict[str, tuple[str, str]]:
+    """Settings left null whose value a run takes from the environment instead.
+
+    `ragbudget config` shows the file's `null`; this says what is used.
+    """
+    from langchain_ragbudget.embeddings import MODEL_PATH_ENV
+
+    found: dict[str, tuple[str, str]] = {}
+    folder = os.environ.get(MODEL_PATH_ENV)
+    embedding = config.embedding
+    if embedding.provider == "fastembed" and not embedding.model_path and folder:
+        found["embedding.model_path"] = (MODEL_PATH_ENV, folder)
+    return found

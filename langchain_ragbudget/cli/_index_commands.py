@@ -25,19 +25,15 @@ PRUNE_SHARE = 0.10  # ... or up to this share of the index
 NAMES_SHOWN = 20  # skipped files named per reason; the count is always exact
 
 
-def open_index(
-    args: argparse.Namespace, console: Console, *, create: bool = False
-) -> Any:
-    """The index of `--index` (or the configured one); only `index` may create it.
+def command_config(args: argparse.Namespace) -> Any:
+    """The configuration a command runs with: `--config`, then its options over it.
 
-    `index` (the one that creates) opens it for writing: it holds the write lock
-    from here until the index is closed, so a second `index` waits for it.
+    `--lock-timeout` and `ask --k` (the BM25 side takes its fetch size when it
+    opens). Read before any index is opened, so a bad file fails at once.
     """
-    from langchain_ragbudget.index import HybridIndex
-
     config = _config(args)
     fetch_k = getattr(args, "k", None)
-    if fetch_k is not None:  # the BM25 side takes its fetch size when it opens
+    if fetch_k is not None:
         retrieval = config.retrieval
         sides = {
             side: getattr(retrieval, side).model_copy(update={"fetch_k": fetch_k})
@@ -46,6 +42,26 @@ def open_index(
         config = config.model_copy(
             update={"retrieval": retrieval.model_copy(update=sides)}
         )
+    return config
+
+
+def open_index(
+    args: argparse.Namespace,
+    console: Console,
+    *,
+    create: bool = False,
+    config: Any = None,
+) -> Any:
+    """The index of `--index` (or the configured one); only `index` may create it.
+
+    `config` is `command_config(args)` when the caller has read it already.
+    `index` (the one that creates) opens it for writing: it holds the write lock
+    from here until the index is closed, so a second `index` waits for it.
+    """
+    from langchain_ragbudget.index import HybridIndex
+
+    if config is None:
+        config = command_config(args)
     directory = args.index or Path(config.index.directory)
     with console.status(f"opening index {directory}"):
         index = HybridIndex.open(directory, config, create=create, write=create)
@@ -85,20 +101,24 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
     again under the same ids; a path outside the root is refused. Exit code: 0 when
     every file was indexed, unchanged, skipped as expected (unsupported type, link
     loop, dangling link, `--exclude`) or refused as expected (empty, whitespace-only,
-    a placeholder: there is nothing to index, and saying so is the whole job); 1
-    when a file could not be read (unreadable, not UTF-8, a broken PDF); 2 for
-    usage and index errors.
+    a placeholder: there is nothing to index, and saying so is the whole job), or
+    could not be read but was reported by the last run and is unchanged since (a
+    scheduled job stays quiet until something changes); 1 when a file could not be
+    read (unreadable, not in the encodings, a broken PDF), new or changed since; 2
+    for usage and index errors (`INDEX_EPILOG`).
     """
-    from langchain_ragbudget.cli._views import ingest_report
+    from langchain_ragbudget.cli._views import ingest_report, name_list
     from langchain_ragbudget.index._folder_ingest import (
         check_found,
         ingest_plan,
         plan_folder,
         scan_path,
     )
+    from langchain_ragbudget.index._loaders import check_encodings
     from langchain_ragbudget.progress import ProgressBars
 
     given: Path = args.path
+    encodings = check_encodings(args.encoding.split(","))
     found = scan_path(given, args.exclude)
     if not found.files and not args.prune:  # name what was skipped, then refuse
         for item in found.skipped:
@@ -108,7 +128,7 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
             )
     check_found(found, given, prune=args.prune)
     with open_index(args, console, create=True) as index:
-        plan = plan_folder(index, given, found)
+        plan = plan_folder(index, given, found, encodings)
         if args.prune and not args.yes:
             _refuse_large_prune(
                 plan.gone, len(index.document_ids), plan.scope, index.root
@@ -125,7 +145,16 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
                 "them[/yellow]",
                 highlight=False,
             )
-    return EXIT_PARTIAL if summary.unreadable else EXIT_OK
+        if summary.reported_before:
+            console.print(
+                f"{len(summary.reported_before)} unreadable file(s) unchanged since "
+                f"the last run reported them (not a new failure: exit 0 for them): "
+                f"{name_list(summary.reported_before, 3)}",
+                highlight=False,
+                markup=False,
+            )
+    new_failures = set(summary.unreadable) - set(summary.reported_before)
+    return EXIT_PARTIAL if new_failures else EXIT_OK
 
 
 def _refuse_large_prune(

@@ -1,18 +1,25 @@
-"""`ragbudget`: demo, eval, tune, index, ask, repair, inspect, config, memory."""
+"""The `ragbudget` command: parse, run one command, map errors to exit codes.
+
+Commands: demo, eval, tune, index, ask, repair, inspect, config, doctor, memory.
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import os
+import re
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
 from langchain_ragbudget._names import display_name
+from langchain_ragbudget._suggest import did_you_mean
 from langchain_ragbudget.cli._arguments import add_commands
 from langchain_ragbudget.cli._ask import run_ask
 from langchain_ragbudget.cli._config_command import run_config
+from langchain_ragbudget.cli._doctor import run_doctor
 from langchain_ragbudget.cli._eval_commands import run_eval, run_tune
 from langchain_ragbudget.cli._exit_codes import (
     EXIT_BROKEN_PIPE,
@@ -39,9 +46,11 @@ tables, progress and messages go to stderr.
 exit codes:
   0    success; for `index`: every file was indexed, unchanged, skipped as
        expected (unsupported type, link loop, dangling link, --exclude) or
-       refused as expected (empty, whitespace-only, a placeholder)
+       refused as expected (empty, whitespace-only, a placeholder), or could
+       not read a file the last run reported and that is unchanged since
   1    the command ran, but reported a failure: `index` could not read a file
-       (unreadable, not UTF-8, a broken PDF); `repair` left the sides apart;
+       (unreadable, not in --encoding, a broken PDF), new or changed since the
+       last run (ragbudget index --help); `repair` left the sides apart;
        `inspect` found damage or the two sides out of sync
   2    usage, configuration, input or file error, or no index at --index
        (one line on stderr)
@@ -51,9 +60,27 @@ exit codes:
 """
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, adding "did you mean" to an invalid choice (a command)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print usage and `message` (with the closest choice), exit 2."""
+        found = _INVALID_CHOICE.search(message)
+        if found is not None:
+            choices = [c.strip("'") for c in found.group("choices").split(", ")]
+            message += did_you_mean(found.group("word"), choices)
+        super().error(message)
+
+
+# argparse's words; Python 3.12.8+ drops the quotes around the choices
+_INVALID_CHOICE = re.compile(
+    r"invalid choice: '(?P<word>[^']*)' \(choose from (?P<choices>.*)\)"
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     """The `ragbudget` parser: `--debug`, then one sub-command (see `_arguments`)."""
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = _Parser(
         prog="ragbudget",
         description=__doc__,
         epilog=_EPILOG,
@@ -109,6 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             run_config(args, console)
         elif args.command == "memory":
             return run_memory(args, console)
+        elif args.command == "doctor":
+            return run_doctor(args, console)
         else:
             return run_repair(args, console)
     except KeyboardInterrupt:

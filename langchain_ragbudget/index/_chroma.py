@@ -247,7 +247,9 @@ def _release_chroma(folder: Path) -> None:
             same = False
         if same:
             system = systems.pop(identifier)
-            SharedSystemClient._identifier_to_refcount.pop(identifier, None)
+            # chromadb 1.5.4 and later count references; older ones do not
+            refcounts = getattr(SharedSystemClient, "_identifier_to_refcount", {})
+            refcounts.pop(identifier, None)
             try:
                 system.stop()
             except Exception:

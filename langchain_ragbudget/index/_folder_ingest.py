@@ -9,15 +9,26 @@ the same ids; a path outside the root is refused.
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 
+from langchain_ragbudget._disk import atomic_write_text
 from langchain_ragbudget.errors import InvalidInputError
-from langchain_ragbudget.index._loaders import FileError, Scan, Skipped, load_file, scan
+from langchain_ragbudget.index._loaders import (
+    DEFAULT_ENCODINGS,
+    FileError,
+    Scan,
+    Skipped,
+    check_encodings,
+    load_file,
+    scan,
+)
 from langchain_ragbudget.index._reports import IngestSummary
 from langchain_ragbudget.progress import ProgressCallback, StageProgress
 
@@ -26,6 +37,8 @@ if TYPE_CHECKING:
 
 READING = "reading files"
 """The progress stage of reading the files, before `upsert`'s own stages."""
+REFUSALS = "refusals.json"
+"""In the index folder: the files the last ingest could not read and why."""
 
 
 @dataclass
@@ -38,6 +51,7 @@ class FolderPlan:
         skipped: Files the scan passed over, by document id.
         gone: Indexed documents under `given` whose file is no longer there.
         scope: The document id of `given` itself ("." for the root folder).
+        encodings: Text encodings to try, in order (`read_file`).
     """
 
     given: Path
@@ -45,6 +59,7 @@ class FolderPlan:
     skipped: list[Skipped]
     gone: list[str]
     scope: str
+    encodings: tuple[str, ...] = DEFAULT_ENCODINGS
 
 
 def scan_path(given: Path, exclude: Sequence[str] = ()) -> Scan:
@@ -67,11 +82,17 @@ def check_found(found: Scan, given: Path, *, prune: bool = False) -> None:
     if not found.files and not prune:
         raise InvalidInputError(
             f"nothing to index under {given}: no .txt, .md, .html or .pdf file "
+            "(nor a .gz of a text type) "
             f"({len(found.skipped)} skipped)"
         )
 
 
-def plan_folder(index: HybridIndex, given: Path, found: Scan) -> FolderPlan:
+def plan_folder(
+    index: HybridIndex,
+    given: Path,
+    found: Scan,
+    encodings: Sequence[str] = DEFAULT_ENCODINGS,
+) -> FolderPlan:
     """Ids for the scanned files, and the indexed documents gone from `given`."""
     doc_id = document_ids(index, given)
     files = {doc_id(path.relative_to(given).as_posix()): path for path in found.files}
@@ -80,7 +101,7 @@ def plan_folder(index: HybridIndex, given: Path, found: Scan) -> FolderPlan:
     skipped = [
         Skipped(doc_id(item.path), item.reason, item.detail) for item in found.skipped
     ]
-    return FolderPlan(given, files, skipped, gone, scope)
+    return FolderPlan(given, files, skipped, gone, scope, tuple(encodings))
 
 
 def ingest_plan(
@@ -102,13 +123,16 @@ def ingest_plan(
     read = StageProgress(progress, READING, len(plan.files)).start()
     for key, path in plan.files.items():
         try:
-            documents.append(load_file(path, plan.given, doc_id=key))
+            documents.append(load_file(path, plan.given, key, plan.encodings))
         except ValueError as exc:
             read_errors.append(FileError(key, str(exc)))
         read.advance()
     summary = index.upsert(documents, progress=progress)
     summary.errors[:0] = read_errors
     summary.unreadable = [error.path for error in read_errors]
+    summary.reported_before = remember_refusals(
+        Path(index.directory), plan, read_errors
+    )
     summary.skipped = list(plan.skipped)
     if plan.gone and prune:
         before = index.chunk_count
@@ -117,6 +141,48 @@ def ingest_plan(
     elif plan.gone:
         summary.missing = list(plan.gone)
     return summary
+
+
+def remember_refusals(
+    directory: Path, plan: FolderPlan, errors: Sequence[FileError]
+) -> list[str]:
+    """Record this run's unreadable files; return those the last run reported too.
+
+    A file counts as reported before when the last ingest of it refused it for
+    the same reason and its size and modification time are unchanged: a
+    scheduled job that re-runs over a file nobody has fixed then exits 0 (the
+    exit-code policy of `ragbudget index`). The record (`REFUSALS`, JSON, in
+    the index folder) keeps entries outside this run's scope as they were; a
+    record that cannot be read or written counts every refusal as new.
+    """
+    record_path = directory / REFUSALS
+    try:
+        before = json.loads(record_path.read_text(encoding="utf-8"))
+        previous: dict[str, Any] = before if isinstance(before, dict) else {}
+    except (OSError, ValueError):
+        previous = {}
+    now: dict[str, Any] = {
+        key: value for key, value in previous.items() if key not in plan.files
+    }
+    known: list[str] = []
+    for error in errors:
+        entry = {"problem": error.problem, **_fingerprint(plan.files[error.path])}
+        if previous.get(error.path) == entry:
+            known.append(error.path)
+        now[error.path] = entry
+    if now != previous:
+        # the record is a courtesy: without it, every refusal is new
+        with contextlib.suppress(OSError):
+            atomic_write_text(record_path, json.dumps(now, indent=1, sort_keys=True))
+    return known
+
+
+def _fingerprint(path: Path) -> dict[str, int]:
+    try:
+        status = path.stat()
+    except OSError:
+        return {}
+    return {"size": status.st_size, "mtime_ns": status.st_mtime_ns}
 
 
 def document_ids(index: HybridIndex, given: Path) -> Callable[[str], str]:
@@ -159,6 +225,7 @@ def ingest_folder(
     exclude: Sequence[str] = (),
     prune: bool = False,
     progress: ProgressCallback | None = None,
+    encodings: Sequence[str] = DEFAULT_ENCODINGS,
 ) -> IngestSummary:
     """Index a folder (or one file) as `ragbudget index` does: `HybridIndex.ingest`.
 
@@ -173,14 +240,16 @@ def ingest_folder(
         exclude: Glob patterns of paths or names to leave out.
         prune: Delete indexed documents under `path` whose file is gone.
         progress: Hears the reading, chunking and embedding stages.
+        encodings: Text encodings tried in order (`read_file`).
 
     Raises:
         InvalidInputError: `path` does not exist, holds nothing to index, or is
             outside the index's root folder.
     """
     given = Path(path)
+    encodings = check_encodings(encodings)
     found = scan_path(given, exclude)
     check_found(found, given, prune=prune)
     with index._writing():  # the plan and its writes under one lock
-        plan = plan_folder(index, given, found)
+        plan = plan_folder(index, given, found, encodings)
         return ingest_plan(index, plan, prune=prune, progress=progress)

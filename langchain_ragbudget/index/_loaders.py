@@ -3,11 +3,12 @@
 `scan` walks a folder (or takes one file) and sorts every entry it meets into files to
 read and files skipped with a reason: an unsupported type, a symbolic-link loop, a
 dangling link, something that is not a regular file, or a match of an `--exclude`
-pattern. Text and Markdown are read as UTF-8, HTML through BeautifulSoup as
-paragraphs of readable text, PDF through pypdf. A file that cannot be read, is not
-UTF-8, or whose text is empty, only whitespace (including zero-width and other
-invisible characters) or only a placeholder, is refused: an error for that file
-alone.
+pattern. Text and Markdown are read as UTF-8 (or the encodings given, tried in
+order), HTML through BeautifulSoup as paragraphs of readable text, PDF through
+pypdf; a gzip of a text type is read as that type (`inner_type`). A file that
+cannot be read, is not in a given encoding, is a PDF without a text layer, or whose
+text is empty, only whitespace (including zero-width and other invisible
+characters) or only a placeholder, is refused: an error for that file alone.
 
 A document's title is the one its file gives (HTML `<title>` or first heading,
 Markdown front matter or first heading, PDF metadata), since it heads the passage's
@@ -16,6 +17,7 @@ citation in the prompt; the first line of the text is the last resort.
 
 from __future__ import annotations
 
+import codecs
 import errno
 import fnmatch
 import itertools
@@ -23,6 +25,7 @@ import os
 import re
 import stat
 import unicodedata
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,14 +34,26 @@ from typing import TYPE_CHECKING
 import yaml
 from langchain_core.documents import Document
 
-from langchain_ragbudget.errors import require
+from langchain_ragbudget.errors import InvalidInputError, require
 
 if TYPE_CHECKING:
     from bs4 import BeautifulSoup, PageElement, Tag
 
 HTML_SUFFIXES = (".html", ".htm")
 MARKDOWN_SUFFIXES = (".md", ".markdown")
-SUFFIXES = (".txt", *MARKDOWN_SUFFIXES, *HTML_SUFFIXES, ".pdf")
+TEXT_SUFFIXES = (".txt", *MARKDOWN_SUFFIXES, *HTML_SUFFIXES)
+SUFFIXES = (*TEXT_SUFFIXES, ".pdf")
+GZIP_SUFFIX = ".gz"
+# gzip of a text type is read as that type (`x.md.gz`), and so are the plain-text
+# documents /usr/share/doc is full of, by name (`NEWS.gz`, `changelog.Debian.gz`,
+# `README.Debian.gz`). Not man pages (`ls.1.gz`: troff, unreadable without `man`),
+# `x.pdf.gz`, nor any other gzip (`archive.gz` may hold anything).
+GZIP_PLAIN_NAMES = frozenset(
+    {"authors", "bugs", "changelog", "changes", "copyright", "faq", "history"}
+    | {"install", "news", "readme", "thanks", "todo"}
+)
+GZIP_MAX_BYTES = 64 * 1024 * 1024  # decompressed: a gzip bomb is refused, not read
+DEFAULT_ENCODINGS = ("utf-8",)
 TITLE_CHARS = 200
 
 # Why a file was skipped (expected, exit code 0), as shown in the ingest summary.
@@ -138,11 +153,35 @@ def _walk(
             _walk(path, root, ancestors | {real}, exclude, out)
         elif not stat.S_ISREG(status.st_mode):
             out.skipped.append(Skipped(relative, NOT_A_FILE))
-        elif path.suffix.lower() not in SUFFIXES:
-            detail = path.suffix.lower() or "no extension"
-            out.skipped.append(Skipped(relative, UNSUPPORTED, detail))
+        elif inner_type(path) is None:
+            out.skipped.append(Skipped(relative, UNSUPPORTED, _type_shown(path)))
         else:
             out.files.append(path)
+
+
+def inner_type(path: Path) -> str | None:
+    """The suffix `path` is read as (`.gz` files by their inner name), or None.
+
+    `x.md.gz` is Markdown, `NEWS.gz` and `changelog.Debian.gz` are plain text
+    (`GZIP_PLAIN_NAMES`); a gzip of anything else (a man page `ls.1.gz`,
+    `x.pdf.gz`, `archive.gz`) is not read.
+    """
+    suffix = path.suffix.lower()
+    if suffix != GZIP_SUFFIX:
+        return suffix if suffix in SUFFIXES else None
+    inner = Path(path.stem)
+    if inner.suffix.lower() in TEXT_SUFFIXES:
+        return inner.suffix.lower()
+    name = inner.name.lower().removesuffix(".debian")
+    return ".txt" if name in GZIP_PLAIN_NAMES else None
+
+
+def _type_shown(path: Path) -> str:
+    """An unsupported file's type as the summary names it: `.exe`, `.1.gz`."""
+    suffix = path.suffix.lower()
+    if suffix == GZIP_SUFFIX:
+        suffix = Path(path.stem).suffix.lower() + suffix
+    return suffix or "no extension"
 
 
 def _skip_all(path: Path, relative: str, reason: str, detail: str, out: Scan) -> None:
@@ -182,9 +221,14 @@ class FileText:
     headings: tuple[str, ...] = ()
 
 
-def read_file(path: Path) -> FileText:
-    """The text and title of one file; raises ValueError naming what is wrong."""
-    suffix = path.suffix.lower()
+def read_file(path: Path, encodings: Sequence[str] = DEFAULT_ENCODINGS) -> FileText:
+    """The text and title of one file; raises ValueError naming what is wrong.
+
+    Text is decoded with the first of `encodings` that decodes it whole (e.g.
+    `("utf-8", "latin-1")`: latin-1 decodes any bytes, so it can only come last);
+    a `.gz` file is decompressed first and read as its inner type (`inner_type`).
+    """
+    suffix = inner_type(path) or path.suffix.lower()
     if suffix == ".pdf":
         require("pypdf", "index", "reading PDF files")
         return _read_pdf(path)
@@ -194,15 +238,68 @@ def read_file(path: Path) -> FileText:
         raw = path.read_bytes()
     except OSError as exc:
         raise ValueError(f"cannot read: {exc.strerror or exc}") from exc
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"not UTF-8 text (byte {exc.start})") from exc
+    if path.suffix.lower() == GZIP_SUFFIX:
+        raw = _gunzip(raw)
+    text = decode(raw, encodings)
     if suffix in HTML_SUFFIXES:
         return html_to_text(text)
     if suffix in MARKDOWN_SUFFIXES:
         return FileText(text, markdown_title(text))
     return FileText(text)
+
+
+def decode(raw: bytes, encodings: Sequence[str]) -> str:
+    """`raw` decoded by the first of `encodings` that decodes it; ValueError if none.
+
+    The error names the first undecodable byte under each encoding tried.
+    """
+    failures: list[str] = []
+    for encoding in encodings:
+        try:
+            return raw.decode(encoding)
+        except UnicodeDecodeError as exc:
+            failures.append(f"{_encoding_shown(encoding)} text (byte {exc.start})")
+    hint = "" if len(failures) > 1 else "; try --encoding utf-8,latin-1"
+    raise ValueError(f"not {', nor '.join(failures)}{hint}")
+
+
+def _encoding_shown(encoding: str) -> str:
+    return "UTF-8" if codecs.lookup(encoding).name == "utf-8" else encoding
+
+
+def check_encodings(encodings: Sequence[str]) -> tuple[str, ...]:
+    """The encodings, each one Python knows; InvalidInputError naming one it does not.
+
+    Checked before any file is read, so a typo fails at once.
+    """
+    names = tuple(e.strip() for e in encodings if e.strip())
+    if not names:
+        raise InvalidInputError("--encoding names no encoding")
+    for name in names:
+        try:
+            codecs.lookup(name)
+        except LookupError:
+            raise InvalidInputError(
+                f"--encoding {name!r}: not an encoding Python knows (e.g. utf-8, "
+                "latin-1, cp1252)"
+            ) from None
+    return names
+
+
+def _gunzip(raw: bytes) -> bytes:
+    """The decompressed bytes of a gzip file, at most `GZIP_MAX_BYTES` of them."""
+    inflate = zlib.decompressobj(wbits=31)  # 31: a gzip header and trailer
+    try:
+        data = inflate.decompress(raw, GZIP_MAX_BYTES)
+    except zlib.error as exc:
+        raise ValueError(f"unreadable gzip: {exc}") from exc
+    if inflate.unconsumed_tail:
+        raise ValueError(
+            f"gzip decompresses to over {GZIP_MAX_BYTES // 2**20} MiB; not read"
+        )
+    if not inflate.eof:
+        raise ValueError("unreadable gzip: truncated")
+    return data
 
 
 def _read_pdf(path: Path) -> FileText:
@@ -215,6 +312,11 @@ def _read_pdf(path: Path) -> FileText:
         raise ValueError(f"cannot read: {exc.strerror or exc}") from exc
     except Exception as exc:  # pypdf raises its own types for broken files
         raise ValueError(f"unreadable PDF: {type(exc).__name__}: {exc}") from exc
+    if reader.pages and is_blank(text):  # pages, but not a character on them
+        raise ValueError(
+            f"no text layer (image-only PDF?): {len(reader.pages)} page(s) without "
+            "extractable text; run OCR on it (e.g. ocrmypdf) to index it"
+        )
     try:
         title = (reader.metadata.title if reader.metadata else None) or ""
     except Exception:  # a broken info dictionary costs the title, not the file
@@ -437,12 +539,17 @@ def check_content(text: str, placeholders: Sequence[str]) -> str | None:
     return None
 
 
-def load_file(path: Path, root: Path, doc_id: str | None = None) -> Document:
+def load_file(
+    path: Path,
+    root: Path,
+    doc_id: str | None = None,
+    encodings: Sequence[str] = DEFAULT_ENCODINGS,
+) -> Document:
     """One file as a document; id and source: `doc_id`, else its path under `root`."""
     if doc_id is None:
         relative = path.relative_to(root) if path != root else Path(path.name)
         doc_id = relative.as_posix()
-    read = read_file(path)
+    read = read_file(path, encodings)
     title = read.title or next(
         (line.strip("# ").strip() for line in read.text.splitlines() if line.strip()),
         "",

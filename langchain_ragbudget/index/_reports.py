@@ -127,6 +127,8 @@ class IngestSummary:
         unreadable: Ids of files that could not be read (also in `errors`).
         missing: Indexed documents under the ingested folder whose file is gone,
             kept because the ingest did not prune.
+        reported_before: Ids in `unreadable` that the last ingest refused for
+            the same reason, their file unchanged since (not a new failure).
     """
 
     added: list[str] = field(default_factory=list)
@@ -141,6 +143,7 @@ class IngestSummary:
     skipped: list[Skipped] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    reported_before: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -1,0 +1,217 @@
+"""`ragbudget doctor`: the models, caches and environment variables in effect.
+
+`ragbudget config` shows the file's values; some are overridden or filled in at run
+time (`embedding.model_path: null` while RAGBUDGET_EMBEDDING_MODEL_PATH names a
+folder; tiktoken's and fastembed's caches come from their own variables). This
+says what a run would use and where each value was found, and checks that each
+model is on disk, without loading one or touching the network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_ragbudget.cli._exit_codes import EXIT_OK, EXIT_PARTIAL
+from langchain_ragbudget.cli._output import print_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+ENVIRONMENT = (
+    ("RAGBUDGET_EMBEDDING_MODEL_PATH", "local ONNX folder of the embedding model"),
+    ("RAGBUDGET_CACHE_DIR", "this package's cache (embedded corpora, FlashRank)"),
+    ("TIKTOKEN_CACHE_DIR", "tiktoken's encoding files (offline token counts)"),
+    ("FASTEMBED_CACHE_PATH", "fastembed's download cache"),
+    ("HF_HUB_OFFLINE", "1: never try to download a model"),
+    ("RAGBUDGET_SCIFACT_DIR", "SciFact for `make eval` and the tests"),
+    ("OPENAI_API_KEY", "the demo's chat model (shown as set, never its value)"),
+    ("ANONYMIZED_TELEMETRY", "Chroma's telemetry (False: off)"),
+)
+_SECRET = ("OPENAI_API_KEY",)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing in effect: its value, where it was found, and whether it is usable.
+
+    Attributes:
+        name: What it is (`embedding model folder`, an environment variable).
+        value: The value in effect ("" when none).
+        found: Where it came from (the file, the environment, a default).
+        status: "ok", "missing" (a run needing it fails), or "" (nothing to check).
+    """
+
+    name: str
+    value: str
+    found: str
+    status: str = ""
+
+
+def run_doctor(args: argparse.Namespace, console: Console) -> int:
+    """`ragbudget doctor`: exit 0 when every model is found, 1 when one is missing."""
+    from langchain_ragbudget.config import explain_config
+
+    effective = explain_config(args.config)
+    origins = {v.key: v.source(effective.file) for v in effective.values}
+    findings = [
+        Finding("configuration file", effective.file or "", "--config")
+        if effective.file
+        else Finding("configuration file", "none", "the shipped defaults alone"),
+        *_embedding(effective.config, origins),
+        *_rerank(effective.config, origins),
+        *_tokens(effective.config, origins),
+        *_caches(effective.config, origins),
+        *_environment(),
+    ]
+    if args.json:
+        print_json({"findings": [asdict(f) for f in findings]})
+    else:
+        console.print(_table(findings))
+    missing = [f for f in findings if f.status == "missing"]
+    return EXIT_PARTIAL if missing else EXIT_OK
+
+
+def _embedding(config: Any, origins: dict[str, str]) -> list[Finding]:
+    from langchain_ragbudget.embeddings import MODEL_PATH_ENV
+
+    settings = config.embedding
+    rows = [Finding("embedding model", settings.model, origins["embedding.model"])]
+    if settings.provider != "fastembed":
+        return [Finding("embedding provider", settings.provider, "configuration")]
+    if settings.model_path:
+        folder, found = settings.model_path, origins["embedding.model_path"]
+    elif os.environ.get(MODEL_PATH_ENV):
+        folder = os.environ[MODEL_PATH_ENV]
+        found = f"environment {MODEL_PATH_ENV} (the file says null)"
+    else:
+        cache = settings.cache_dir or _fastembed_cache()
+        rows.append(
+            Finding(
+                "embedding model folder",
+                "none: fetched by name into the cache",
+                f"embedding.model_path null and {MODEL_PATH_ENV} unset",
+            )
+        )
+        held = _holds_model(Path(cache), settings.model)
+        rows.append(
+            Finding(
+                "fastembed cache",
+                cache if held else f"{cache} (absent: fetched on first use)",
+                origins["embedding.cache_dir"]
+                if settings.cache_dir
+                else "FASTEMBED_CACHE_PATH, else fastembed's default",
+                "ok" if held else "",
+            )
+        )
+        return rows
+    status = "ok" if (Path(folder) / "model.onnx").is_file() else "missing"
+    rows.append(Finding("embedding model folder", folder, found, status))
+    return rows
+
+
+def _fastembed_cache() -> str:
+    """The cache folder fastembed chooses (its own rule, repeated here)."""
+    default = os.path.join(tempfile.gettempdir(), "fastembed_cache")
+    return os.environ.get("FASTEMBED_CACHE_PATH", default)
+
+
+def _holds_model(cache: Path, model: str) -> bool:
+    """Whether fastembed's cache holds an ONNX file for `model` (any layout)."""
+    name = model.split("/")[-1]
+    try:
+        return any(name in str(p) for p in cache.glob("**/*.onnx"))
+    except OSError:
+        return False
+
+
+def _rerank(config: Any, origins: dict[str, str]) -> list[Finding]:
+    from langchain_ragbudget._disk import cache_root
+
+    settings = config.rerank
+    if not settings.enabled:
+        return [Finding("rerank", "off", origins["rerank.enabled"])]
+    if settings.cache_dir:
+        folder, found = Path(settings.cache_dir), origins["rerank.cache_dir"]
+    else:
+        folder, found = cache_root() / "flashrank", "the package cache (below)"
+    held = (folder / settings.model).is_dir()
+    note = "ok" if held else ("missing" if not settings.download else "")
+    value = f"{settings.model} in {folder}"
+    if not held:
+        value += " (absent: fetched on first use)" if settings.download else ""
+    return [Finding("rerank model", value, found, note)]
+
+
+def _tokens(config: Any, origins: dict[str, str]) -> list[Finding]:
+    cache = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
+    if cache:
+        source = (
+            "environment TIKTOKEN_CACHE_DIR"
+            if os.environ.get("TIKTOKEN_CACHE_DIR")
+            else "environment DATA_GYM_CACHE_DIR"
+        )
+        status = "ok" if Path(cache).is_dir() else "missing"
+    else:
+        cache = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+        source, status = "tiktoken's default (fetched on first use)", ""
+    return [
+        Finding("chunking encoding", config.index.encoding, origins["index.encoding"]),
+        Finding("tiktoken cache", cache, source, status),
+    ]
+
+
+def _caches(config: Any, origins: dict[str, str]) -> list[Finding]:
+    from langchain_ragbudget._disk import CACHE_DIR_ENV, cache_root
+
+    where = (
+        f"environment {CACHE_DIR_ENV}"
+        if os.environ.get(CACHE_DIR_ENV)
+        else "XDG_CACHE_HOME or ~/.cache"
+    )
+    return [
+        Finding("package cache", str(cache_root()), where),
+        Finding("index folder", config.index.directory, origins["index.directory"]),
+        Finding(
+            "vector store",
+            _store(config.vector_store),
+            "vector_store.*",
+        ),
+    ]
+
+
+def _store(settings: Any) -> str:
+    if settings.provider != "chroma":
+        return settings.provider
+    if settings.host:
+        return f"Chroma server {settings.host}:{settings.port}"
+    return "Chroma, embedded"
+
+
+def _environment() -> list[Finding]:
+    rows = []
+    for name, what in ENVIRONMENT:
+        value = os.environ.get(name)
+        if value is None:
+            rows.append(Finding(name, "unset", what))
+        else:
+            shown = "set" if name in _SECRET else value
+            rows.append(Finding(name, shown, f"environment: {what}"))
+    return rows
+
+
+def _table(findings: list[Finding]) -> Any:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="in effect (ragbudget doctor)")
+    for column in ("what", "value", "found in", "check"):
+        table.add_column(column, overflow="fold")
+    for f in findings:
+        style = {"ok": "green", "missing": "red"}.get(f.status, "")
+        table.add_row(f.name, Text(f.value), Text(f.found), Text(f.status, style))
+    return table

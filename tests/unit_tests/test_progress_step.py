@@ -1,0 +1,53 @@
+"""The embedding bar moves every `PROGRESS_STEP` chunks, not every 256.
+
+Real fastembed and embedded Chroma; 70 short notes. With a progress callback the
+writes (and the reports) come 32 at a time; without one, in one 256-chunk write.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_ragbudget import dense, load_config
+from langchain_ragbudget.factory import build_embeddings, build_vector_store
+
+pytestmark = [pytest.mark.needs_embedding_model]
+
+
+def notes(count: int) -> list[Document]:
+    return [
+        Document(id=f"note-{i}", page_content=f"Note {i} says topic{i} matters.")
+        for i in range(count)
+    ]
+
+
+def counted_store() -> tuple[Any, list[int]]:
+    config = load_config()
+    store = build_vector_store(config.vector_store, build_embeddings(config.embedding))
+    writes: list[int] = []
+    add = store.add_documents
+
+    def counting(documents: list[Document], **kwargs: Any) -> list[str]:
+        writes.append(len(documents))
+        return add(documents, **kwargs)
+
+    store.add_documents = counting  # type: ignore[method-assign]
+    return store, writes
+
+
+def test_a_progress_callback_gets_a_report_every_step() -> None:
+    store, writes = counted_store()
+    reported: list[int] = []
+    dense.add_documents(store, notes(70), on_batch=reported.append)
+    assert dense.PROGRESS_STEP == 32 < dense.ADD_BATCH_SIZE
+    assert reported == writes == [32, 32, 6]
+    assert len(store.get()["ids"]) == 70
+
+
+def test_without_a_callback_the_writes_stay_large() -> None:
+    store, writes = counted_store()
+    dense.add_documents(store, notes(70))
+    assert writes == [70]
