@@ -176,10 +176,15 @@ def _chunk_index(
         update={"chunk_size": chunk_size, "chunk_overlap": overlap}
     )
     chunked = config.model_copy(update={"index": settings})
-    key = corpus_fingerprint(
-        dataset.corpus, f"{config.embedding.model} {settings.model_dump_json()}"
+    # settings that change no chunk and came after the first caches stay out of
+    # the key (`chunker` too when recursive), so those caches stay valid
+    later = {"lock_timeout"} | (
+        {"chunker"} if settings.chunker == "recursive" else set()
     )
-    folder = cache_root() / f"{dataset.name}-chunks{chunk_size}-{key}"
+    shown = settings.model_dump_json(exclude=later)
+    key = corpus_fingerprint(dataset.corpus, f"{config.embedding.model} {shown}")
+    name = "chunks" if settings.chunker == "recursive" else "sentences"
+    folder = cache_root() / f"{dataset.name}-{name}{chunk_size}-{key}"
     complete = folder / "ragbudget_complete"
     if not complete.is_file():
         with HybridIndex.open(folder / "index", chunked, write=True) as building:
