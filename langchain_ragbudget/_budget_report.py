@@ -74,6 +74,8 @@ class BudgetReport:
             shared between the fixed parts, history and context (None without);
             dropped history turns are `history / over_max_tokens` records in
             `drops`, and `max_tokens` is then the context's share.
+        passage_tokens: Tokens of the passage text shown, counted alone (None
+            when not measured); the rest of `tokens_used` is `overhead_tokens`.
     """
 
     surface: str
@@ -91,6 +93,14 @@ class BudgetReport:
     issues: list[ScoreIssue] = field(default_factory=list)
     trimmed: list[TrimRecord] = field(default_factory=list)
     prompt: PromptRoom | None = None
+    passage_tokens: int | None = None
+
+    @property
+    def overhead_tokens(self) -> int | None:
+        """Tokens of citation headers, quote marks and omission markers."""
+        if self.passage_tokens is None:
+            return None
+        return max(self.tokens_used - self.passage_tokens, 0)
 
     @property
     def budget_drops(self) -> list[DropRecord]:
@@ -120,6 +130,8 @@ class BudgetReport:
             "score_issues": [issue.to_dict() for issue in self.issues],
             "trimmed": [record.to_dict() for record in self.trimmed],
             "prompt": None if self.prompt is None else self.prompt.to_dict(),
+            "passage_tokens": self.passage_tokens,
+            "overhead_tokens": self.overhead_tokens,
         }
 
     def summary(self) -> str:

@@ -37,17 +37,14 @@ from langchain_ragbudget._budget_report import (
     BudgetReport,
     report_config,
 )
-from langchain_ragbudget._identity import (
-    document_key,
-    unique_documents,
-    with_metadata,
-)
+from langchain_ragbudget._identity import document_key, unique_documents, with_metadata
 from langchain_ragbudget._metadata_keys import (
     CONTEXT_TOKENS,
     FUSED_RANK,
     HEADER_TOKENS,
     best_retriever,
 )
+from langchain_ragbudget._neighbours import neighbour_costs
 from langchain_ragbudget._overrides import field_names, known_keywords, refuse_unknown
 from langchain_ragbudget._sentence_scoring import fitted_relevance, overlap_relevance
 from langchain_ragbudget._shortening import Shortener
@@ -282,11 +279,16 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             kept, self.format, self.id_key, edges=self.settings.order == "edges"
         )
         blocks = self.format.blocks(citations, shortened)
+        report = self._report(packed, (records, scoped), blocks, kept, trimmed)
+        encoding = self.settings.encoding_name
+        texts = self.format.texts(citations, shortened)
         return BudgetedContext(
             documents=[doc for citation in citations for doc in citation.documents],
             citations=citations,
             text="".join(blocks),
-            report=self._report(packed, (records, scoped), blocks, kept, trimmed),
+            report=replace(
+                report, passage_tokens=sum(count_tokens(t, encoding) for t in texts)
+            ),
             evidence=assess_evidence(
                 kept,
                 self.settings.weak_evidence,
@@ -323,6 +325,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             max_sentences=settings.max_sentences,
             max_per_source=settings.max_per_source,
             max_per_retriever=settings.max_per_retriever,
+            joined_cost=neighbour_costs(self.format, documents, settings.encoding_name),
         )
         return _Packed(documents, items, result, header_costs(items, result.kept))
 
@@ -336,7 +339,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             segments of each shortened passage by key, and their trim records.
         """
         documents, items, headers = packed.documents, packed.items, packed.headers
-        trims = dict(packed.result.trimmed)
+        trims, joined = dict(packed.result.trimmed), dict(packed.result.joined)
         kept: list[Document] = []
         shortened: dict[str, list[str | None]] = {}
         trimmed: list[TrimRecord] = []
@@ -344,7 +347,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             if i not in trims:
                 metadata = {
                     **documents[i].metadata,
-                    CONTEXT_TOKENS: items[i].tokens,
+                    CONTEXT_TOKENS: joined.get(i, items[i].tokens),
                     HEADER_TOKENS: headers[i],
                 }
                 kept.append(with_metadata(documents[i], metadata))

@@ -101,7 +101,8 @@ class Sentences:
 class PackResult:
     """Indices kept (in input order), indices dropped with reasons, tokens used.
 
-    `trimmed` maps each shortened passage (also in `kept`) to the sentences kept.
+    `trimmed` maps each shortened passage (also in `kept`) to the sentences kept;
+    `joined` each passage kept as part of a run of neighbours to the tokens it added.
     """
 
     kept: tuple[int, ...]
@@ -109,6 +110,7 @@ class PackResult:
     tokens_used: int
     over_budget: bool
     trimmed: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    joined: tuple[tuple[int, int], ...] = ()
 
 
 def pack(
@@ -123,6 +125,7 @@ def pack(
     max_passage_tokens: int | None = None,
     max_per_source: int | None = None,
     max_per_retriever: int | None = None,
+    joined_cost: Callable[[int, tuple[int, ...]], int | None] | None = None,
 ) -> PackResult:
     """Keep items in rank order while they fit; every other item gets a reason.
 
@@ -132,10 +135,14 @@ def pack(
     the budget has room for it, leaving room for the passages after it. A passage
     whose source (`group`) or retriever already has `max_per_source` or
     `max_per_retriever` kept passages is dropped before `max_docs` is checked.
+    `joined_cost(index, kept)` is what a whole passage adds to the passages `kept`
+    whole of its group when it renders joined to one of them (None: it does not).
     """
     capped = _Caps(max_per_source, max_per_retriever)
     kept: list[int] = []
     trimmed: list[tuple[int, tuple[int, ...]]] = []
+    joined: list[tuple[int, int]] = []
+    whole: dict[str, tuple[int, ...]] = {}
     dropped: list[tuple[int, DropReason]] = []
     groups: set[str] = set()
     contents: set[str] = set()
@@ -143,25 +150,20 @@ def pack(
     over_budget = False
     stopped = False
     for index, item in enumerate(items):
-        if item.content_key in contents:
-            dropped.append((index, DropReason.DUPLICATE))
-            continue
-        if over_cap := capped.reason(item):
-            dropped.append((index, over_cap))
-            continue
-        if len(kept) >= max_docs:
-            dropped.append((index, DropReason.MAX_DOCS))
-            continue
-        if stopped:
-            dropped.append((index, DropReason.MAX_TOKENS))
+        if early := _early_drop(item, contents, capped, len(kept) >= max_docs, stopped):
+            dropped.append((index, early))
             continue
         header = 0 if item.group in groups else item.group_tokens
-        cost = item.tokens + header
+        added = None
+        if joined_cost is not None and item.group in whole:
+            added = joined_cost(index, whole[item.group])
+        tokens = item.tokens if added is None else added
+        cost = tokens + header
         chosen: tuple[int, ...] = ()
         room = max_tokens - used - header
         if max_passage_tokens is not None:
             room = min(room, max_passage_tokens)
-        if item.tokens > room and policy == "trim" and sentences_of is not None:
+        if tokens > room and policy == "trim" and sentences_of is not None:
             left = room
             if left > 0:
                 shape = sentences_of(index)
@@ -173,6 +175,10 @@ def pack(
             kept.append(index)
             if chosen:
                 trimmed.append((index, chosen))
+            else:
+                whole[item.group] = (*whole.get(item.group, ()), index)
+                if added is not None:
+                    joined.append((index, added))
             groups.add(item.group)
             capped.count(item)
             contents.add(item.content_key)
@@ -180,7 +186,21 @@ def pack(
         else:
             dropped.append((index, DropReason.MAX_TOKENS))
             stopped = policy == "stop"
-    return PackResult(tuple(kept), tuple(dropped), used, over_budget, tuple(trimmed))
+    tuples = tuple(kept), tuple(dropped)
+    return PackResult(*tuples, used, over_budget, tuple(trimmed), tuple(joined))
+
+
+def _early_drop(
+    item: PackItem, contents: set[str], capped: _Caps, full: bool, stopped: bool
+) -> DropReason | None:
+    """Why `item` is dropped before it is weighed, in the order checked; or None."""
+    if item.content_key in contents:
+        return DropReason.DUPLICATE
+    if over_cap := capped.reason(item):
+        return over_cap
+    if full:
+        return DropReason.MAX_DOCS
+    return DropReason.MAX_TOKENS if stopped else None
 
 
 CAP_REASONS = (DropReason.MAX_PER_SOURCE, DropReason.MAX_PER_RETRIEVER)

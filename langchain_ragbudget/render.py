@@ -26,6 +26,8 @@ from langchain_core.documents import Document
 from langchain_ragbudget._identity import document_key, document_source
 from langchain_ragbudget._metadata_keys import DENSE, RERANK_SCORE, SECTION, score_key
 from langchain_ragbudget._names import display_name
+from langchain_ragbudget._neighbours import run_text
+from langchain_ragbudget._neighbours import runs as runs_of
 
 T = TypeVar("T")
 
@@ -82,6 +84,9 @@ class ContextFormat:
         group_key: The metadata key that names a passage's source document.
         score_keys: Score keys tried in order for the header's score; the first
             finite one the best passage carries is shown.
+        join_neighbours: Whole chunks of one document that overlap or follow
+            each other render as one passage, their shared text once
+            (`_neighbours`); chunks without a known place never join.
 
     Raises:
         ValueError: A template or the quote mark breaks the rules above.
@@ -93,6 +98,7 @@ class ContextFormat:
     omission: str = "[…]"
     group_key: str = "doc_id"
     score_keys: tuple[str, ...] = (RERANK_SCORE, score_key(DENSE))
+    join_neighbours: bool = True
 
     def __post_init__(self) -> None:
         for name, template in (("header", self.header), ("passage", self.passage)):
@@ -224,14 +230,58 @@ class ContextFormat:
         out: list[str] = []
         for citation in citations:
             out.append(self.render_header(citation.number, citation.documents[0]))
-            for doc in citation.documents:
-                segments = shortened.get(str(doc.id)) if doc.id is not None else None
-                out.append(
-                    self.render_passage(doc)
-                    if segments is None
-                    else self.render_shortened(segments)
-                )
+            out.extend(block for block, _ in self._bodies(citation, shortened))
         return out
+
+    def texts(
+        self,
+        citations: Sequence[Citation],
+        shortened: Mapping[str, Sequence[str | None]] | None = None,
+    ) -> list[str]:
+        """The passage text the context shows, without headers, quotes or markers.
+
+        What the budget reports overhead against: kept sentences and joined runs,
+        each as the document has it.
+        """
+        return [
+            text
+            for citation in citations
+            for _, pieces in self._bodies(citation, shortened or {})
+            for text in pieces
+        ]
+
+    def _bodies(
+        self, citation: Citation, shortened: Mapping[str, Sequence[str | None]]
+    ) -> list[tuple[str, list[str]]]:
+        """A citation's passage blocks, each with the passage text it shows.
+
+        Whole neighbours are joined into one run, shown where its best chunk ranks.
+        """
+        documents = citation.documents
+        whole = [d for d in documents if d.id is None or str(d.id) not in shortened]
+        runs = (
+            {id(whole[min(run)]): [whole[i] for i in run] for run in runs_of(whole)}
+            if self.join_neighbours
+            else {}
+        )
+        joined = {id(d) for run in runs.values() for d in run} - set(runs)
+        out = []
+        for doc in documents:
+            if doc.id is not None and str(doc.id) in shortened:
+                segments = shortened[str(doc.id)]
+                kept = [s for s in segments if s is not None]
+                out.append((self.render_shortened(segments), kept))
+            elif id(doc) not in joined:
+                run = runs.get(id(doc), [doc])
+                text = run_text(run) if len(run) > 1 else doc.page_content
+                out.append((self.render_run(run), [text]))
+        return out
+
+    def render_run(self, chunks: Sequence[Document]) -> str:
+        """One block for neighbouring chunks of a document: their text, once."""
+        if len(chunks) == 1:
+            return self.render_passage(chunks[0])
+        return self.passage.format(text=quote(run_text(chunks), self.quote_mark))
 
 
 def group_citations(

@@ -114,6 +114,13 @@ def _add_eval(commands: Commands) -> None:
         help="also measure evidence survival with the corpus indexed in chunks of "
         "this many tokens (repeatable; indexes are cached)",
     )
+    evaluate.add_argument(
+        "--chunker",
+        choices=["sentences", "recursive"],
+        action="append",
+        help="with --chunk-size: the chunker to measure (repeatable, to compare "
+        "side by side; default: the configuration's index.chunker)",
+    )
     _add_weak_fit_options(evaluate)
     _add_eval_outputs(evaluate)
 

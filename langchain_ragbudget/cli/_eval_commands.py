@@ -105,7 +105,14 @@ def _evaluate(
             weak_fit=weak_fit,
         )
         result.chunked = [
-            evaluate_chunked(dataset, config, size, limit=args.limit, progress=progress)
+            evaluate_chunked(
+                dataset,
+                _with_chunker(config, chunker),
+                size,
+                limit=args.limit,
+                progress=progress,
+            )
+            for chunker in args.chunker or [config.index.chunker]
             for size in args.chunk_size or []
         ]
     return result
@@ -249,3 +256,9 @@ def run_tune(args: argparse.Namespace, console: Console) -> None:
         console.print(f"tuned settings: {args.out}", highlight=False, markup=False)
     else:
         console.print(text, highlight=False, markup=False)
+
+
+def _with_chunker(config: RagBudgetConfig, chunker: str) -> RagBudgetConfig:
+    """`config` with `index.chunker` set (`--chunker`)."""
+    index = config.index.model_copy(update={"chunker": chunker})
+    return config.model_copy(update={"index": index})

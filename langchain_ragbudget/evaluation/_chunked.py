@@ -1,21 +1,26 @@
 """Evidence survival with the corpus indexed in chunks instead of whole documents.
 
 A document's evidence may then be spread over several chunks: it survives a policy
-and budget when each of its evidence sentences is whole in a kept chunk.
+and budget when each of its evidence sentences is whole in a kept chunk. Also
+measured per chunking: document-level nDCG@10 of the retrieved chunks, the ceiling
+(gold documents whose every evidence sentence is whole in a retrieved chunk) and the
+share of the context spent on headers, quote marks and markers.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from langchain_core.documents import Document
 
 from langchain_ragbudget._disk import atomic_write_text, cache_root
+from langchain_ragbudget._tokens import count_tokens
 from langchain_ragbudget.config import RagBudgetConfig
 from langchain_ragbudget.evaluation._beir import BeirDataset, judged_id
 from langchain_ragbudget.evaluation._cache import corpus_fingerprint
+from langchain_ragbudget.evaluation._metrics import ndcg_at_k
 from langchain_ragbudget.evaluation._survival import (
     DEFAULT_BUDGETS,
     POLICIES,
@@ -25,6 +30,7 @@ from langchain_ragbudget.evaluation._survival import (
 from langchain_ragbudget.factory import build_budget
 from langchain_ragbudget.index._hybrid_index import HybridIndex
 from langchain_ragbudget.progress import ProgressCallback, StageProgress, prefixed
+from langchain_ragbudget.render import ContextFormat
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,14 @@ class ChunkedSurvival:
             evidence sentence is in the prompt, at each budget.
         mid_sentence_cuts: Per policy, kept texts that were not whole sentences of
             their chunk (must be 0).
+        chunker: The index's chunker (`index.chunker`).
+        ndcg_at_10: Document-level nDCG@10 of the retrieved chunks (a document
+            ranks where its best chunk does).
+        split_long: Of `split_evidence`, documents with an evidence sentence longer
+            than a chunk (no chunker that keeps to the size can hold it whole).
+        overhead: Per budget policy, the share of the context's tokens spent on
+            citation headers, quote marks and omission markers, at each budget.
+        joined: Whether neighbouring chunks of a document were joined in the prompt.
     """
 
     chunk_size: int
@@ -50,6 +64,11 @@ class ChunkedSurvival:
     split_evidence: int
     evidence_survival: dict[str, list[float | None]]
     mid_sentence_cuts: dict[str, int]
+    chunker: str = "recursive"
+    ndcg_at_10: float | None = None
+    split_long: int = 0
+    overhead: dict[str, list[float | None]] = field(default_factory=dict)
+    joined: bool = True
 
 
 def chunk_k(k: int, chunk_size: int, reference: int = 256) -> int:
@@ -65,6 +84,7 @@ def evaluate_chunked(
     limit: int | None = None,
     budgets: Sequence[int] = DEFAULT_BUDGETS,
     progress: ProgressCallback | None = None,
+    join_neighbours: bool = True,
 ) -> ChunkedSurvival:
     """Evidence survival by policy and budget over the corpus split into chunks.
 
@@ -74,11 +94,14 @@ def evaluate_chunked(
 
     Args:
         dataset: A BEIR dataset with marked evidence (SciFact).
-        config: The configuration; `index.chunk_size` is replaced by `chunk_size`.
+        config: The configuration; `index.chunk_size` is replaced by `chunk_size`
+            (`index.chunker` says which chunker).
         chunk_size: Tokens per chunk.
         limit: Measure the first `limit` queries only.
         budgets: The token budgets to compare the policies at.
         progress: Called with (stage, done, total) as work advances.
+        join_neighbours: Join neighbouring kept chunks of a document in the
+            prompt (`ContextFormat.join_neighbours`); False measures without.
 
     Returns:
         The evidence survival table for this chunk size.
@@ -89,40 +112,85 @@ def evaluate_chunked(
     encoding = build_budget(
         config, surface=next(iter(config.surfaces))
     ).settings.encoding_name
-    hits = {policy: [0] * len(budgets) for policy in POLICIES}
-    cuts = dict.fromkeys(POLICIES, 0)
-    gold_total = split_total = 0
+    tally = _Tally(dataset, budgets, encoding, chunk_size)
+    fmt = ContextFormat(join_neighbours=join_neighbours)
     queries = list(dataset.queries.items())[:limit]
     answered = StageProgress(
         progress, f"queries ({chunk_size}-token chunks)", len(queries)
     ).start()
     for query_id, text in queries:
-        candidates = retriever.invoke(text)
-        relevant = {d for d, rel in dataset.qrels[query_id].items() if rel > 0}
-        rationales = dataset.rationales.get(query_id, {})
-        needs, split = _evidence_by_chunk(candidates, relevant, rationales)
-        gold_total += len(needs) + len(split)
-        split_total += len(split)
-        evidence = {i: s for chunks in needs.values() for i, s in chunks.items()}
-        for policy, result in every_policy(
-            candidates, budgets, encoding, text, evidence, retriever.id_key
-        ):
-            for position, kept in enumerate(result.evidence):
-                kept_set = set(kept)
-                hits[policy][position] += sum(
-                    set(chunks) <= kept_set for chunks in needs.values()
-                )
-            cuts[policy] += sum(result.bad_cuts)
+        tally.add(query_id, text, retriever.invoke(text), retriever.id_key, fmt)
         answered.advance()
     index.close()
     return ChunkedSurvival(
         chunk_size=chunk_size,
         k=k,
-        evidence_gold=gold_total,
-        split_evidence=split_total,
-        evidence_survival=shares(hits, gold_total),
-        mid_sentence_cuts={p: n for p, n in cuts.items() if p != "naive slice"},
+        evidence_gold=tally.gold,
+        split_evidence=tally.split,
+        evidence_survival=shares(tally.hits, tally.gold),
+        mid_sentence_cuts={p: n for p, n in tally.cuts.items() if p != "naive slice"},
+        chunker=index.config.index.chunker,
+        ndcg_at_10=tally.ndcg / len(queries) if queries else None,
+        split_long=tally.long,
+        overhead={
+            policy: [extra / used if used else None for extra, used in row]
+            for policy, row in tally.spent.items()
+        },
+        joined=join_neighbours,
     )
+
+
+class _Tally:
+    """What the queries of one chunked run add up to."""
+
+    def __init__(
+        self,
+        dataset: BeirDataset,
+        budgets: Sequence[int],
+        encoding: str,
+        chunk_size: int,
+    ) -> None:
+        self.dataset, self.budgets = dataset, budgets
+        self.encoding, self.chunk_size = encoding, chunk_size
+        self.hits = {policy: [0] * len(budgets) for policy in POLICIES}
+        self.cuts = dict.fromkeys(POLICIES, 0)
+        self.spent = {policy: [[0, 0] for _ in budgets] for policy in POLICIES[1:]}
+        self.gold = self.split = self.long = 0
+        self.ndcg = 0.0
+
+    def add(
+        self,
+        query_id: str,
+        text: str,
+        candidates: Sequence[Document],
+        id_key: str | None,
+        fmt: ContextFormat,
+    ) -> None:
+        """One query's retrieved chunks: ranking, ceiling, every policy's evidence."""
+        qrels = self.dataset.qrels[query_id]
+        relevant = {d for d, rel in qrels.items() if rel > 0}
+        rationales = self.dataset.rationales.get(query_id, {})
+        self.ndcg += ndcg_at_k([judged_id(d) for d in candidates], qrels, 10)
+        needs, split = _evidence_by_chunk(candidates, relevant, rationales)
+        self.gold += len(needs) + len(split)
+        self.split += len(split)
+        self.long += sum(
+            any(count_tokens(s, self.encoding) > self.chunk_size for s in rationales[d])
+            for d in split
+        )
+        evidence = {i: s for chunks in needs.values() for i, s in chunks.items()}
+        for policy, result in every_policy(
+            candidates, self.budgets, self.encoding, text, evidence, id_key, fmt
+        ):
+            for position, (extra, used) in enumerate(result.overhead):
+                self.spent[policy][position][0] += extra
+                self.spent[policy][position][1] += used
+            for position, kept in enumerate(result.evidence):
+                kept_set = set(kept)
+                self.hits[policy][position] += sum(
+                    set(chunks) <= kept_set for chunks in needs.values()
+                )
+            self.cuts[policy] += sum(result.bad_cuts)
 
 
 def _evidence_by_chunk(
@@ -176,10 +244,15 @@ def _chunk_index(
         update={"chunk_size": chunk_size, "chunk_overlap": overlap}
     )
     chunked = config.model_copy(update={"index": settings})
-    key = corpus_fingerprint(
-        dataset.corpus, f"{config.embedding.model} {settings.model_dump_json()}"
+    # settings that change no chunk and came after the first caches stay out of
+    # the key (`chunker` too when recursive), so those caches stay valid
+    later = {"lock_timeout"} | (
+        {"chunker"} if settings.chunker == "recursive" else set()
     )
-    folder = cache_root() / f"{dataset.name}-chunks{chunk_size}-{key}"
+    shown = settings.model_dump_json(exclude=later)
+    key = corpus_fingerprint(dataset.corpus, f"{config.embedding.model} {shown}")
+    name = "chunks" if settings.chunker == "recursive" else "sentences"
+    folder = cache_root() / f"{dataset.name}-{name}{chunk_size}-{key}"
     complete = folder / "ragbudget_complete"
     if not complete.is_file():
         with HybridIndex.open(folder / "index", chunked, write=True) as building:

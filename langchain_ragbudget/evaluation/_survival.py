@@ -12,7 +12,7 @@ sliced passage may keep them in its head.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from langchain_core.documents import Document
@@ -117,20 +117,23 @@ def policy_survival(
     evidence: Mapping[int, Sequence[str]] | None = None,
     id_key: str | None = "chunk_id",
     max_sentences: int | None = None,
+    fmt: ContextFormat | None = None,
 ) -> PolicySurvival:
-    """Per token budget: passages kept whole, evidence kept, and bad cuts.
+    """Per token budget: passages kept whole, evidence kept, bad cuts, overhead.
 
     No `max_docs` limit and `min_docs=0`, so only the token budget decides. A
     passage shortened by `trim` is not whole, but its evidence survives if every
-    evidence sentence is in what it kept.
+    evidence sentence is in what it kept. `fmt` renders the context (the default
+    `ContextFormat` if None); the naive slice never joins neighbouring chunks.
     """
     if policy == "naive slice":
-        sliced = naive_slice(documents, budgets, encoding, evidence)
+        plain = replace(fmt or ContextFormat(), join_neighbours=False)
+        sliced = naive_slice(documents, budgets, encoding, evidence, plain)
         return PolicySurvival(sliced.passages, sliced.evidence, [0] * len(budgets))
     if policy not in _BUDGET_POLICIES:
         raise ValueError(f"unknown policy {policy!r}; use one of {POLICIES}")
     packing, relevance = _BUDGET_POLICIES[policy]
-    passages, kept_evidence, bad_cuts = [], [], []
+    passages, kept_evidence, bad_cuts, overhead = [], [], [], []
     for budget in budgets:
         settings = SurfaceSettings(
             max_docs=max(len(documents), 1),
@@ -141,8 +144,11 @@ def policy_survival(
             max_sentences=max_sentences,
             relevance=relevance,
         )
-        context = ContextBudget(settings=settings, id_key=id_key).fit(
-            documents, question=question
+        context = ContextBudget(
+            settings=settings, id_key=id_key, format=fmt or ContextFormat()
+        ).fit(documents, question=question)
+        overhead.append(
+            (context.report.overhead_tokens or 0, context.report.tokens_used)
         )
         texts = {str(doc.id): doc.page_content for doc in context.documents}
         shortened = {record.key for record in context.report.trimmed}
@@ -166,7 +172,7 @@ def policy_survival(
                 if key in shortened
             )
         )
-    return PolicySurvival(passages, kept_evidence, bad_cuts)
+    return PolicySurvival(passages, kept_evidence, bad_cuts, overhead)
 
 
 @dataclass(frozen=True)
@@ -175,12 +181,14 @@ class PolicySurvival:
 
     `passages`: indices kept whole; `evidence`: indices whose evidence sentences
     are all in the context; `bad_cuts`: kept texts that are not whole sentences of
-    their passage (must be 0).
+    their passage (must be 0); `overhead`: (tokens of headers, quote marks and
+    markers, tokens of the context) per budget (empty for the naive slice).
     """
 
     passages: list[list[int]]
     evidence: list[list[int]]
     bad_cuts: list[int]
+    overhead: list[tuple[int, int]] = field(default_factory=list)
 
 
 def is_whole_sentences(kept: str, original: str) -> bool:
@@ -209,6 +217,7 @@ def every_policy(
     question: str,
     evidence: dict[int, list[str]],
     id_key: str | None,
+    fmt: ContextFormat | None = None,
 ) -> Iterator[tuple[str, PolicySurvival]]:
     """Each packing policy on the same candidate list, at every budget."""
     for policy in POLICIES:
@@ -222,6 +231,7 @@ def every_policy(
                 question=question,
                 evidence=evidence,
                 id_key=id_key,
+                fmt=fmt,
             ),
         )
 

@@ -121,13 +121,26 @@ def budget_rows(by_policy: dict[str, list[float | None]]) -> list[list[str]]:
 
 
 def chunked_caption(item: ChunkedSurvival) -> str:
-    """What a chunked evidence table measured: chunks, k, gold, mid-sentence cuts."""
+    """What a chunked evidence table measured: chunker, k, nDCG, gold, ceiling, cuts."""
+    ndcg = "-" if item.ndcg_at_10 is None else f"{item.ndcg_at_10:.3f}"
+    joined = "" if item.joined else ", neighbours not joined"
     return (
-        f"{item.chunk_size}-token chunks, {item.k} retrieved: evidence kept of "
+        f"{item.chunk_size}-token chunks ({item.chunker}{joined}), {item.k} "
+        f"retrieved, document nDCG@10 {ndcg}: evidence kept of "
         f"{item.evidence_gold} gold documents found ({item.split_evidence} with an "
-        "evidence sentence no retrieved chunk holds whole); cut mid-sentence: "
+        f"evidence sentence no retrieved chunk holds whole, {item.split_long} of "
+        "them longer than a chunk); cut mid-sentence: "
         + ", ".join(f"{p} {n}" for p, n in item.mid_sentence_cuts.items())
     )
+
+
+def overhead_rows(item: ChunkedSurvival) -> list[list[str]]:
+    """Rows of the share of the context spent on headers, quotes and markers."""
+    return [
+        [f"{policy}: overhead", *(_pct(v) for v in values)]
+        for policy, values in item.overhead.items()
+        if policy == "trim"
+    ]
 
 
 def mid_sentence_note(report: EvalReport) -> str:
@@ -251,7 +264,7 @@ def _chunked_tables(report: EvalReport) -> list[ReportTable]:
             chunked_caption(item),
             f"The corpus indexed in {chunked_caption(item)}:",
             budgets,
-            budget_rows(item.evidence_survival),
+            budget_rows(item.evidence_survival) + overhead_rows(item),
             tuple(range(1, len(budgets))),
         )
         for item in report.chunked

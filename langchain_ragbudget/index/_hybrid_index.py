@@ -46,7 +46,6 @@ from langchain_ragbudget.index._chroma import (
     _inspect_dense,
     _open_dense,
 )
-from langchain_ragbudget.index._chunking import Chunker
 from langchain_ragbudget.index._folder_ingest import ingest_folder as _ingest_folder
 from langchain_ragbudget.index._loaders import FileError, check_content
 from langchain_ragbudget.index._lock import WriterLock
@@ -61,6 +60,7 @@ from langchain_ragbudget.index._reports import (
     _hashes,
     _sync_report,
 )
+from langchain_ragbudget.index._sentence_chunks import make_chunker
 from langchain_ragbudget.index._versions import (
     MANIFEST,
     _check_manifest,
@@ -133,7 +133,7 @@ class HybridIndex:
         self._records = records
         self._chunks = chunks
         self._sparse: BM25Retriever | None = None
-        self._chunker = Chunker(config.index)
+        self._chunker = make_chunker(config.index)
         self._pending_adds: dict[str, Document] = {}
         self._pending_deletes: list[str] = []
         self._dense_hashes: dict[str, str | None] = {}

@@ -55,7 +55,7 @@ _VERSION = re.compile(r"^\.?sparse-(\d+)-(\d+)(\.tmp)?$")
 
 def _manifest(config: RagBudgetConfig) -> dict[str, Any]:
     chunking = config.index.model_dump(
-        include={"chunk_size", "chunk_overlap", "encoding"}
+        include={"chunk_size", "chunk_overlap", "encoding", "chunker"}
     )
     return {
         "format": FORMAT_VERSION,
@@ -178,12 +178,20 @@ def _check_manifest(
             f"{expected['embedding_model']!r}: vectors from two models cannot be "
             "compared. Use the same model, or index into a new directory."
         )
-    if found.get("chunking") != expected["chunking"]:
+    if _chunking(found) != _chunking(expected):
         raise IndexLoadError(
-            f"{path.parent} was built with chunking {found.get('chunking')}, but the "
-            f"configuration says {expected['chunking']}: re-index into a new directory "
+            f"{path.parent} was built with chunking {_chunking(found)}, but the "
+            f"configuration says {_chunking(expected)}: re-index into a new directory "
             "or restore the settings."
         )
+
+
+def _chunking(manifest: dict[str, Any]) -> Any:
+    """A manifest's chunking; one written before `chunker` existed was recursive."""
+    chunking = manifest.get("chunking")
+    if isinstance(chunking, dict) and "chunker" not in chunking:
+        return {**chunking, "chunker": "recursive"}
+    return chunking
 
 
 def committed_documents(directory: Path) -> int | None:

@@ -1,0 +1,162 @@
+"""The sentence-aligned chunker: chunks partition the text and end at sentence ends.
+
+Real nupunkt and tiktoken. The property tests build documents from sentences known
+by construction (plain words, one full stop), so a chunk end can be checked against
+the true boundaries rather than the splitter's own answer.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.documents import Document
+
+from langchain_ragbudget._tokens import count_tokens
+from langchain_ragbudget.config import IndexSettings, RagBudgetConfig, load_config
+from langchain_ragbudget.errors import IndexLoadError
+from langchain_ragbudget.index._chunking import Chunker
+from langchain_ragbudget.index._sentence_chunks import (
+    CHUNK_END,
+    CHUNK_START,
+    SENTENCE_SPLIT,
+    SentenceChunker,
+    make_chunker,
+)
+
+pytestmark = pytest.mark.needs_tiktoken
+
+WORDS = ["alpha", "beta", "gamma", "delta", "river", "stone", "light", "cloud"]
+
+
+def chunker(size: int, overlap: int = 0) -> SentenceChunker:
+    return SentenceChunker(
+        IndexSettings(chunk_size=size, chunk_overlap=overlap, chunker="sentences")
+    )
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> tuple[str, list[tuple[int, int]]]:
+    """A text of known sentences (some long), headings and paragraphs; their spans."""
+    parts: list[str] = []
+    spans: list[tuple[int, int]] = []
+    cursor = 0
+    for _ in range(draw(st.integers(1, 14))):
+        kind = draw(st.sampled_from(["sentence", "sentence", "heading", "paragraph"]))
+        if kind == "heading" and parts:
+            piece = f"\n\n## {draw(st.sampled_from(WORDS)).title()}\n\n"
+        elif kind == "paragraph" and parts:
+            piece = "\n\n"
+        else:
+            words = draw(st.lists(st.sampled_from(WORDS), min_size=2, max_size=60))
+            sentence = " ".join(words).capitalize() + "."
+            gap = " " if parts and not parts[-1].endswith("\n") else ""
+            piece = gap + sentence
+            spans.append((cursor + len(gap), cursor + len(piece)))
+        parts.append(piece)
+        cursor += len(piece)
+    return "".join(parts), spans
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents(), st.sampled_from([16, 24, 48, 96]), st.sampled_from([0, 8, 15]))
+def test_chunks_partition_the_text_and_end_at_sentence_ends(
+    doc: tuple[str, list[tuple[int, int]]], size: int, overlap: int
+) -> None:
+    text, sentence_spans = doc
+    chunks = chunker(size, overlap).split(Document(page_content=text), "d")
+    covered = [0] * len(text)
+    previous_start = previous_end = -1
+    for position, chunk in enumerate(chunks):
+        start, end = chunk.metadata[CHUNK_START], chunk.metadata[CHUNK_END]
+        assert chunk.page_content == text[start:end]  # an exact slice
+        assert chunk.metadata["position"] == position
+        assert start > previous_start and end > previous_end  # in order
+        assert count_tokens(chunk.page_content, "cl100k_base") <= size
+        for i in range(max(start, previous_end), end):
+            covered[i] += 1
+        previous_start, previous_end = start, end
+        inside = [s for s in sentence_spans if s[0] < end < s[1]]
+        if inside:  # only a sentence longer than the chunk may be cut
+            (s_start, s_end) = inside[0]
+            assert count_tokens(text[s_start:s_end], "cl100k_base") > size
+            assert chunk.metadata[SENTENCE_SPLIT] is True
+    # every visible character is in a chunk (overlaps counted once)
+    assert all(covered[i] == 1 for i, ch in enumerate(text) if not ch.isspace())
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(min_size=0, max_size=400), st.sampled_from([16, 64]))
+def test_any_text_gives_exact_slices_covering_it(text: str, size: int) -> None:
+    chunks = chunker(size, 8).split(Document(page_content=text), "d")
+    covered = [False] * len(text)
+    for chunk in chunks:
+        start, end = chunk.metadata[CHUNK_START], chunk.metadata[CHUNK_END]
+        assert chunk.page_content == text[start:end]
+        covered[start:end] = [True] * (end - start)
+    assert all(covered[i] for i, ch in enumerate(text) if not ch.isspace())
+
+
+def test_a_heading_starts_a_chunk() -> None:
+    text = (
+        "# Refunds\n\nA refund takes five days. It is paid to the card.\n"
+        "## Shipping\nParcels leave on Monday. They arrive by Friday.\n"
+        "<h2>Returns</h2>\nReturns are free."
+    )
+    chunks = chunker(200).split(Document(page_content=text), "d")
+    starts = [c.page_content.split()[0] for c in chunks]
+    assert starts == ["#", "##", "<h2>Returns</h2>"]
+
+
+def test_overlap_is_whole_sentences_within_the_limit() -> None:
+    text = " ".join(f"Sentence number {w} is here." for w in WORDS)
+    chunks = chunker(24, 8).split(Document(page_content=text), "d")
+    assert len(chunks) > 2
+    for first, second in itertools.pairwise(chunks):
+        shared = first.metadata[CHUNK_END] - second.metadata[CHUNK_START]
+        assert shared > 0  # each sentence is 6 tokens: one fits the overlap
+        assert second.page_content.startswith(first.page_content[-shared:])
+        assert first.page_content[-shared:].startswith("Sentence")
+
+
+def test_a_long_sentence_is_cut_on_its_own_and_recorded() -> None:
+    long = " ".join(WORDS * 10) + "."
+    text = f"Short one. {long} Short two."
+    chunks = chunker(32).split(Document(page_content=text), "d")
+    flagged = [c for c in chunks if c.metadata.get(SENTENCE_SPLIT)]
+    assert len(flagged) >= 3
+    assert chunks[0].page_content.startswith("Short one.")
+    assert chunks[-1].page_content.endswith("Short two.")
+    assert (
+        not chunks[0].metadata.get(SENTENCE_SPLIT) or "alpha" in chunks[0].page_content
+    )
+
+
+def test_the_setting_chooses_the_chunker() -> None:
+    assert isinstance(make_chunker(IndexSettings()), Chunker)
+    assert isinstance(make_chunker(IndexSettings(chunker="sentences")), SentenceChunker)
+    with pytest.raises(ValueError, match="chunker"):
+        IndexSettings(chunker="paragraphs")
+
+
+@pytest.mark.needs_embedding_model
+def test_an_index_records_its_chunker_and_refuses_another(tmp_path: Path) -> None:
+    from langchain_ragbudget.index import HybridIndex
+
+    base = load_config()
+
+    def config(chunker: str) -> RagBudgetConfig:
+        index = base.index.model_copy(update={"chunker": chunker, "chunk_size": 64})
+        return base.model_copy(update={"index": index})
+
+    with HybridIndex.open(tmp_path / "ix", config("sentences"), write=True) as index:
+        index.upsert([Document(id="a", page_content="One. Two.", metadata={})])
+        chunk = next(iter(index.as_retriever(k=1).invoke("one")))
+        assert chunk.metadata[CHUNK_START] == 0
+    manifest = (tmp_path / "ix" / "manifest.json").read_text(encoding="utf-8")
+    assert '"chunker": "sentences"' in manifest
+    with pytest.raises(IndexLoadError, match="recursive"):
+        HybridIndex.open(tmp_path / "ix", config("recursive"))
