@@ -18,6 +18,8 @@ import pytest
 
 from langchain_ragbudget import ContextBudget, build_hybrid_retriever, load_config
 from langchain_ragbudget.chain import build_answer
+from langchain_ragbudget.evaluation import evaluate, load_beir
+from langchain_ragbudget.index import HybridIndex
 from langchain_ragbudget.ledger import CandidateList
 from langchain_ragbudget.sample import (
     demo_config_path,
@@ -43,8 +45,9 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def displays() -> dict[str, str]:
-    """Each display's HTML, for the demo's question on the demo's tight budget."""
+def displays(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Each display's HTML: the demo's question on the demo's tight budget, an
+    index of the sample corpus inspected, and (with SciFact) a small evaluation."""
     config = load_config(demo_config_path())
     question = load_sample_questions()[0]["question"]
     retriever = build_hybrid_retriever(load_sample_corpus(), config)
@@ -53,12 +56,23 @@ def displays() -> dict[str, str]:
     budget = ContextBudget.from_config(config, surface="chat")
     context = budget.invoke({"question": question, "documents": candidates})["context"]
     answer = build_answer(question, context, "Within 5 minutes [1].")
-    return {
+    folder = tmp_path_factory.mktemp("displays")
+    with HybridIndex.open(folder / "index", config, write=True) as index:
+        index.upsert(load_sample_corpus())
+    shown = {
         "candidate_list": candidates._repr_html_(),
         "budgeted_context": context._repr_html_(),
         "budget_report": context.report._repr_html_(),
         "budgeted_answer": answer._repr_html_(),
+        "index_inspection": HybridIndex.inspect(folder / "index", config)._repr_html_(),
     }
+    scifact = Path(os.environ.get("RAGBUDGET_SCIFACT_DIR", "scifact"))
+    if (scifact / "queries.jsonl").is_file():
+        dataset = load_beir(scifact).subset(max_queries=10, distractors=40)
+        with pytest.MonkeyPatch.context() as patch:  # caches in the test's folder
+            patch.setenv("RAGBUDGET_CACHE_DIR", str(folder / "cache"))
+            shown["eval_report"] = evaluate(dataset, load_config())._repr_html_()
+    return shown
 
 
 def _folder(tmp_path: Path) -> Path:
@@ -69,12 +83,22 @@ def _folder(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize(
-    "name", ["candidate_list", "budgeted_context", "budget_report", "budgeted_answer"]
+    "name",
+    [
+        "candidate_list",
+        "budgeted_context",
+        "budget_report",
+        "budgeted_answer",
+        "index_inspection",
+        "eval_report",
+    ],
 )
 def test_a_display_survives_jupyterlabs_stylesheet(
     displays: dict[str, str], name: str, tmp_path: Path
 ) -> None:
     assert BROWSER is not None and CSS is not None
+    if name not in displays:
+        pytest.skip("the EvalReport needs SciFact (RAGBUDGET_SCIFACT_DIR)")
     shot = _folder(tmp_path) / f"jupyterlab_{name}.png"
     measured: dict[str, Any] = render(displays[name], CSS, BROWSER, shot)
     cells = measured["cells"]
