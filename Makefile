@@ -76,6 +76,8 @@ bench: $(STAMP)  ## Import cost; SciFact: retrieval, the hybrid against its floo
 	$(BIN)/python benchmarks/bench_relevance_docs.py
 	$(BIN)/python benchmarks/bench_dense_recall.py
 	$(BIN)/python benchmarks/bench_memory.py
+	$(BIN)/python benchmarks/bench_history.py
+	$(BIN)/python benchmarks/bench_warnings.py
 
 bench_scale: $(STAMP)  ## Synthetic 10k/100k/1M chunks and a Chroma server (long; BENCHMARKS.md)
 	nice -n 10 $(BIN)/python benchmarks/bench_scale.py
