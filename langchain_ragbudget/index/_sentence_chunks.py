@@ -108,14 +108,30 @@ class SentenceChunker:
         return units
 
     def _cut(self, text: str, start: int, end: int) -> Iterator[Span]:
-        """Pieces of one long sentence, each at most a chunk, as spans of `text`."""
+        """Pieces of one long sentence, each at most a chunk, as spans of `text`.
+
+        A piece that shows nothing (control or format characters alone) joins
+        the piece before it, or the one after when it comes first, so that every
+        character of the sentence stays in a chunk.
+        """
+        spans: list[Span] = []
         cursor = start
         for piece in self._long.split_text(text[start:end]):
             found = text.find(piece, cursor, end)
-            if found < 0 or is_blank(piece):  # the splitter changed it: skip
+            if found < 0:  # not found as it is (the splitter changed it): skipped
                 continue
             cursor = found + len(piece)
-            yield found, cursor
+            joins = (
+                is_blank(piece) or is_blank(text[slice(*spans[-1])]) if spans else False
+            )
+            if joins:
+                spans[-1] = (spans[-1][0], cursor)
+            else:
+                spans.append((found, cursor))
+        if spans:  # the sentence's ends belong to its first and last pieces
+            spans[0] = (start, spans[0][1])
+            spans[-1] = (spans[-1][0], end)
+        yield from spans
 
     def _pack(
         self, text: str, units: list[tuple[int, int, bool]]

@@ -11,7 +11,7 @@ import itertools
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
@@ -90,6 +90,7 @@ def test_chunks_partition_the_text_and_end_at_sentence_ends(
 
 @settings(max_examples=40, deadline=None)
 @given(st.text(min_size=0, max_size=400), st.sampled_from([16, 64]))
+@example("0:0:0Ø𐀀𐀀\x81", 16)  # a long sentence's last piece a control character
 def test_any_text_gives_exact_slices_covering_it(text: str, size: int) -> None:
     chunks = chunker(size, 8).split(Document(page_content=text), "d")
     covered = [False] * len(text)
