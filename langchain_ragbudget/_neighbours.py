@@ -126,6 +126,6 @@ def neighbour_costs(
     fmt: _Format, documents: Sequence[Document], encoding: str
 ) -> NeighbourCosts | None:
     """The packer's `joined_cost` for a format, None when it joins nothing."""
-    if not fmt.join_neighbours or not any(place(d) for d in documents):
+    if not fmt.join_neighbours or not any(CHUNK_START in d.metadata for d in documents):
         return None
     return NeighbourCosts(documents, fmt.render_run, encoding)

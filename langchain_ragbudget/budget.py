@@ -278,10 +278,9 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         citations = group_citations(
             kept, self.format, self.id_key, edges=self.settings.order == "edges"
         )
-        blocks = self.format.blocks(citations, shortened)
+        blocks, texts = self.format.blocks(citations, shortened)
         report = self._report(packed, (records, scoped), blocks, kept, trimmed)
         encoding = self.settings.encoding_name
-        texts = self.format.texts(citations, shortened)
         return BudgetedContext(
             documents=[doc for citation in citations for doc in citation.documents],
             citations=citations,
@@ -405,6 +404,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     def _measure(self, documents: Sequence[Document]) -> list[PackItem]:
         """Each passage as the packer sees it; tokens are counted when it is weighed."""
         fmt, encoding = self.format, self.settings.encoding_name
+        by_retriever = self.settings.max_per_retriever is not None  # else not counted
         first_seen: dict[tuple[str, str | None, str | None], int] = {}
         items = []
         for document in documents:
@@ -418,7 +418,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
                         _header_tokens, fmt, number, document, encoding
                     ),
                     content_key=document.page_content,
-                    retriever=best_retriever(document),
+                    retriever=best_retriever(document) if by_retriever else None,
                 )
             )
         return items

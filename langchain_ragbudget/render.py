@@ -214,41 +214,31 @@ class ContextFormat:
         shortened: Mapping[str, Sequence[str | None]] | None = None,
     ) -> str:
         """The whole context: each citation's header, then its passages."""
-        return "".join(self.blocks(citations, shortened))
+        return "".join(self.blocks(citations, shortened)[0])
 
     def blocks(
         self,
         citations: Sequence[Citation],
         shortened: Mapping[str, Sequence[str | None]] | None = None,
-    ) -> list[str]:
-        """The context as its blocks, in order (headers and passages).
+    ) -> tuple[list[str], list[str]]:
+        """The context's blocks in order (headers, passages), and their passage text.
+
+        The passage text is what the blocks show without headers, quotes or
+        markers (kept sentences and joined runs, each as the document has it):
+        what the budget reports overhead against. One rendering serves both.
 
         `shortened` maps a passage's `Document.id` to its segments (kept sentences,
         `None` for an omission); those render with `render_shortened`.
         """
         shortened = shortened or {}
         out: list[str] = []
+        texts: list[str] = []
         for citation in citations:
             out.append(self.render_header(citation.number, citation.documents[0]))
-            out.extend(block for block, _ in self._bodies(citation, shortened))
-        return out
-
-    def texts(
-        self,
-        citations: Sequence[Citation],
-        shortened: Mapping[str, Sequence[str | None]] | None = None,
-    ) -> list[str]:
-        """The passage text the context shows, without headers, quotes or markers.
-
-        What the budget reports overhead against: kept sentences and joined runs,
-        each as the document has it.
-        """
-        return [
-            text
-            for citation in citations
-            for _, pieces in self._bodies(citation, shortened or {})
-            for text in pieces
-        ]
+            for block, pieces in self._bodies(citation, shortened):
+                out.append(block)
+                texts.extend(pieces)
+        return out, texts
 
     def _bodies(
         self, citation: Citation, shortened: Mapping[str, Sequence[str | None]]
