@@ -1,9 +1,9 @@
 """Progress step: embedding SciFact abstracts into Chroma in writes of 256 vs 32.
 
-`dense.add_documents` writes (and reports progress) `PROGRESS_STEP` documents at a
-time when it has a progress callback. This measures what the smaller step costs
-(total time) and gains (the longest gap between two progress reports), the two
-steps side by side in one run, alternating, each in a fresh in-memory collection.
+`dense.add_documents` reports progress every `embeddings.EMBEDDED_STEP` vectors
+and writes 256 documents at a time. This measures what writes of 32 would cost
+(total time) against writes of 256, and the longest gap between two progress
+reports, side by side in one run, alternating, each in a fresh in-memory collection.
 
     python benchmarks/bench_progress_step.py [--limit N] [--rounds R]
 """
@@ -21,10 +21,11 @@ from rich.table import Table
 
 from langchain_ragbudget import dense
 from langchain_ragbudget.config import load_config
+from langchain_ragbudget.embeddings import EMBEDDED_STEP
 from langchain_ragbudget.evaluation import load_corpus
 from langchain_ragbudget.factory import build_embeddings, build_vector_store
 
-STEPS = (256, dense.PROGRESS_STEP)
+STEPS = (256, EMBEDDED_STEP)
 
 
 def one_run(documents: list[Document], step: int) -> tuple[float, float]:

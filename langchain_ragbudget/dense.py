@@ -29,13 +29,10 @@ from langchain_ragbudget._validation import check_query
 from langchain_ragbudget.config import (
     VectorStoreSettings,
 )
+from langchain_ragbudget.embeddings import embedding_progress
 from langchain_ragbudget.errors import VectorStoreUnavailableError
 
 ADD_BATCH_SIZE = 256
-PROGRESS_STEP = 32
-"""With `on_batch`, documents are written this many at a time: a progress bar then
-moves every few seconds (256 chunks took ~35 s on 2 cores) and can show an ETA;
-one Chroma write per 32 embeddings costs nothing measurable (BENCHMARKS.md)."""
 
 logger = logging.getLogger(__name__)
 
@@ -208,19 +205,30 @@ def add_documents(
     """Add documents in bounded batches (memory stays flat on large corpora).
 
     Documents go in order of length, so each embedding batch pads less.
-    `batch_size` defaults to `ADD_BATCH_SIZE` (read at each call), at most
-    `PROGRESS_STEP` when `on_batch` is given; `on_batch` is called with each
-    batch's size.
+    `batch_size` defaults to `ADD_BATCH_SIZE` (read at each call). `on_batch`
+    hears how many were embedded: every `embeddings.EMBEDDED_STEP` with this
+    package's embeddings, else once per batch.
     """
     size = batch_size or ADD_BATCH_SIZE
-    if on_batch is not None and batch_size is None:
-        size = min(size, PROGRESS_STEP)
     documents = sorted(documents, key=lambda doc: len(doc.page_content))
     for start in range(0, len(documents), size):
         batch = list(documents[start : start + size])
         ids = [doc.id for doc in batch]
-        vectorstore.add_documents(
-            batch, ids=ids if all(i is not None for i in ids) else None
-        )
-        if on_batch is not None:
-            on_batch(len(batch))
+        heard: list[int] = []
+        hook = None if on_batch is None else _both(heard.append, on_batch)
+        with embedding_progress(hook):
+            vectorstore.add_documents(
+                batch, ids=ids if all(i is not None for i in ids) else None
+            )
+        if on_batch is not None and sum(heard) < len(batch):  # other embeddings
+            on_batch(len(batch) - sum(heard))
+
+
+def _both(
+    first: Callable[[int], None], second: Callable[[int], None]
+) -> Callable[[int], None]:
+    def call(count: int) -> None:
+        first(count)
+        second(count)
+
+    return call

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -24,6 +27,25 @@ from langchain_ragbudget.config import EmbeddingSettings, QueryPrecision, defaul
 from langchain_ragbudget.errors import ModelUnavailableError
 
 MODEL_PATH_ENV = "RAGBUDGET_EMBEDDING_MODEL_PATH"
+
+
+EMBEDDED_STEP = 32
+"""Vectors between two progress reports: a bar then moves every few seconds (256
+chunks took ~35 s on 2 cores) and can show an ETA, while the vector store still
+takes one write per batch (a write cut short by a full disk stays one write)."""
+_EMBEDDED: ContextVar[Callable[[int], None] | None] = ContextVar(
+    "ragbudget_embedded", default=None
+)
+
+
+@contextmanager
+def embedding_progress(hook: Callable[[int], None] | None) -> Iterator[None]:
+    """Within the block, `embed_documents` tells `hook` of each step of vectors."""
+    token = _EMBEDDED.set(hook)
+    try:
+        yield
+    finally:
+        _EMBEDDED.reset(token)
 
 
 class FastEmbedEmbeddings(BaseModel, Embeddings):
@@ -70,9 +92,19 @@ class FastEmbedEmbeddings(BaseModel, Embeddings):
         return self._model
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Embed `texts` in batches of `batch_size`."""
-        vectors = self._text_embedding().embed(texts, batch_size=self.batch_size)
-        return [vector.tolist() for vector in vectors]
+        """Embed `texts` in batches of `batch_size`, telling any progress hook.
+
+        The hook set by `embedding_progress` hears every `EMBEDDED_STEP` vectors.
+        """
+        hook = _EMBEDDED.get()
+        out: list[list[float]] = []
+        for vector in self._text_embedding().embed(texts, batch_size=self.batch_size):
+            out.append(vector.tolist())
+            if hook is not None and len(out) % EMBEDDED_STEP == 0:
+                hook(EMBEDDED_STEP)
+        if hook is not None and len(out) % EMBEDDED_STEP:
+            hook(len(out) % EMBEDDED_STEP)
+        return out
 
     def _query_embedding(self) -> Any:
         if self.query_precision == "float32":

@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import shutil
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -55,6 +56,25 @@ def _from_chromadb(error: BaseException) -> bool:
     return any(kind.__module__.startswith("chromadb") for kind in type(error).__mro__)
 
 
+FULL_BELOW_BYTES = 1 << 20
+
+
+def _full_after_store_error(error: BaseException, directory: Path) -> str | None:
+    """A chromadb error raised with (almost) no space left: the disk is full.
+
+    Chromadb does not always pass SQLite's "disk is full" on: a write that fails
+    during its log compaction says only "Failed to apply logs to the metadata
+    segment". The free space on the index's file system tells the two apart.
+    """
+    if not _from_chromadb(error):
+        return None
+    try:
+        free = shutil.disk_usage(directory).free
+    except OSError:
+        return None
+    return "the disk is full" if free < FULL_BELOW_BYTES else None
+
+
 @contextmanager
 def disk_errors_named(directory: Path, committed: int | None) -> Iterator[None]:
     """Turn a disk that cannot take the write into `IndexWriteError`.
@@ -71,7 +91,7 @@ def disk_errors_named(directory: Path, committed: int | None) -> Iterator[None]:
     try:
         yield
     except Exception as error:
-        reason = disk_failure(error)
+        reason = disk_failure(error) or _full_after_store_error(error, directory)
         if reason is None:
             raise
         held = f" ({committed} document(s))" if committed is not None else ""
@@ -99,6 +119,9 @@ def restored_on_disk_error(index: HybridIndex) -> Iterator[None]:
         index._pending_adds, index._pending_deletes = {}, []
         try:
             index._reload()
-        except Exception:  # reading needs no space; if it fails, log why
-            logger.exception("%s: could not read the index again", index.directory)
+        except Exception:  # the store may need space to read (chromadb compacts
+            # its log first): the error below says what to do; --debug shows this
+            logger.debug(
+                "%s: could not read the index again", index.directory, exc_info=True
+            )
         raise

@@ -119,6 +119,8 @@ while not stop.exists():
             if fresh:
                 index.close()
             queries += 1
+            if queries == 1:
+                print("QUERYING", flush=True)
         except BaseException as exc:
             failures.append(f"{type(exc).__name__}: {exc}")
 print(json.dumps({"queries": queries, "failures": failures}))
@@ -139,7 +141,9 @@ def test_a_reader_never_fails_while_a_writer_publishes(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(3)  # the reader is querying
+    assert reader.stdout is not None
+    first = reader.stdout.readline()  # the reader has answered once: publish now
+    assert first.strip() == "QUERYING", first + reader.communicate()[1]
     publishes = 0
     with HybridIndex.open(index_dir) as index:
         for number in range(20):

@@ -1,7 +1,8 @@
-"""The embedding bar moves every `PROGRESS_STEP` chunks, not every 256.
+"""The embedding bar moves every `EMBEDDED_STEP` chunks, not every 256.
 
 Real fastembed and embedded Chroma; 70 short notes. With a progress callback the
-writes (and the reports) come 32 at a time; without one, in one 256-chunk write.
+reports come 32 embeddings at a time, and the writes stay one per 256 chunks (a
+write a full disk cuts short stays one write: `test_index_disk`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_ragbudget import dense, load_config
+from langchain_ragbudget.embeddings import EMBEDDED_STEP
 from langchain_ragbudget.factory import build_embeddings, build_vector_store
 
 pytestmark = [pytest.mark.needs_embedding_model]
@@ -42,8 +44,9 @@ def test_a_progress_callback_gets_a_report_every_step() -> None:
     store, writes = counted_store()
     reported: list[int] = []
     dense.add_documents(store, notes(70), on_batch=reported.append)
-    assert dense.PROGRESS_STEP == 32 < dense.ADD_BATCH_SIZE
-    assert reported == writes == [32, 32, 6]
+    assert EMBEDDED_STEP == 32 < dense.ADD_BATCH_SIZE
+    assert reported == [32, 32, 6]
+    assert writes == [70]
     assert len(store.get()["ids"]) == 70
 
 
