@@ -6,16 +6,15 @@ is a fake (`GenericFakeChatModel`), standing in for an LLM API that cannot run h
 
 import asyncio
 from typing import Any
-from uuid import UUID
 
 import pytest
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.chat_history import InMemoryChatMessageHistory
 from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables.history import RunnableWithMessageHistory
+from sent_to_model import Sent
 
 from langchain_ragbudget import (
     BM25Retriever,
@@ -33,23 +32,6 @@ PROMPT = ChatPromptTemplate.from_messages(
         ("human", "{question}"),
     ]
 )
-
-
-class Recorder(BaseCallbackHandler):
-    """The messages each chat-model call was given."""
-
-    def __init__(self) -> None:
-        self.calls: list[list[BaseMessage]] = []
-
-    def on_chat_model_start(
-        self,
-        serialized: Any,
-        messages: list[list[BaseMessage]],
-        *,
-        run_id: UUID,
-        **kwargs: Any,
-    ) -> Any:
-        self.calls.append(list(messages[0]))
 
 
 def llm(*replies: str) -> GenericFakeChatModel:
@@ -83,13 +65,13 @@ HISTORY = [HumanMessage("hello, I am Ada"), AIMessage("Hi Ada.")]
 
 @pytest.mark.needs_tiktoken
 def test_dict_input_extra_keys_reach_the_prompt() -> None:
-    recorder = Recorder()
+    recorder = Sent()
     answer = rag(llm("Sunlight [1].")).invoke(
         {"question": "what do solar panels do?", "history": HISTORY, "user": "Ada"},
         {"callbacks": [recorder]},
     )
     assert answer.startswith("Sunlight [1].")
-    (messages,) = recorder.calls
+    (messages,) = recorder.messages
     assert "Answer Ada from the context." in str(messages[0].content)
     assert "Solar panels turn sunlight" in str(messages[0].content)
     assert messages[1:3] == HISTORY
@@ -112,7 +94,7 @@ def test_string_input_still_works_with_the_default_prompt() -> None:
 @pytest.mark.needs_tiktoken
 def test_chain_inside_runnable_with_message_history_two_turns() -> None:
     store = InMemoryChatMessageHistory()
-    recorder = Recorder()
+    recorder = Sent()
     chat = RunnableWithMessageHistory(
         rag(llm("Sunlight [1].", "The moon [1].")),
         lambda session_id: store,
@@ -125,7 +107,7 @@ def test_chain_inside_runnable_with_message_history_two_turns() -> None:
     assert first.startswith("Sunlight [1].")
     assert second.startswith("The moon [1].")
     # the second call saw the first turn as history, between system and question
-    turn_two = recorder.calls[1]
+    turn_two = recorder.messages[1]
     assert [m.content for m in turn_two[1:3]] == [
         "what do solar panels do?",
         first,
@@ -189,21 +171,21 @@ def test_bad_mapping_input_is_named(payload: dict[str, Any], message: str) -> No
 def test_stuff_chain_takes_extra_keys_and_names_a_missing_question() -> None:
     budget = ContextBudget.from_config(surface="chat")
     context = budget.invoke(corpus()[:1])
-    recorder = Recorder()
+    recorder = Sent()
     stuff = create_budgeted_stuff_chain(llm("Sunlight [1]."), PROMPT)
     text = stuff.invoke(
         {"question": "solar?", "context": context, "history": HISTORY, "user": "Ada"},
         {"callbacks": [recorder]},
     )
     assert text.startswith("Sunlight [1].")
-    assert recorder.calls[0][1:3] == HISTORY
+    assert recorder.messages[0][1:3] == HISTORY
     with pytest.raises(InvalidInputError, match="needs the key 'question'"):
         stuff.invoke({"context": context, "history": [], "user": "Ada"})
 
 
 @pytest.mark.needs_tiktoken
 def test_async_invoke_with_dict_input() -> None:
-    recorder = Recorder()
+    recorder = Sent()
     answer = asyncio.run(
         rag(llm("Yeast [1].")).ainvoke(
             {"question": "why does bread rise?", "history": HISTORY, "user": "Ada"},
@@ -211,4 +193,4 @@ def test_async_invoke_with_dict_input() -> None:
         )
     )
     assert answer.startswith("Yeast [1].")
-    assert recorder.calls[0][1:3] == HISTORY
+    assert recorder.messages[0][1:3] == HISTORY

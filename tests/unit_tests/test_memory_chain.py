@@ -17,16 +17,15 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from uuid import UUID
 
 import pytest
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage
 from langchain_core.prompts import ChatPromptTemplate
 from list_retriever import ListRetriever
+from sent_to_model import Sent
 from test_history import rendered_count
 
 from langchain_ragbudget import ContextBudget, create_budgeted_rag_chain, load_config
@@ -53,27 +52,6 @@ class Clock:
 
     def __call__(self) -> datetime:
         return self.now
-
-
-class Sent(BaseCallbackHandler):
-    """The messages the chat model was given, and the budget's reports."""
-
-    def __init__(self) -> None:
-        self.messages: list[list[BaseMessage]] = []
-        self.reports: list[dict[str, Any]] = []
-
-    def on_chat_model_start(
-        self,
-        serialized: Any,
-        messages: list[list[BaseMessage]],
-        *,
-        run_id: UUID,
-        **kwargs: Any,
-    ) -> Any:
-        self.messages.append(list(messages[0]))
-
-    def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
-        self.reports.append(data)
 
 
 @pytest.fixture(scope="module")

@@ -10,17 +10,16 @@ cannot run here; retriever input, budget, prompt and chain are the real code.
 """
 
 from typing import Any
-from uuid import UUID
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from list_retriever import ListRetriever
+from sent_to_model import Sent
 from test_history import rendered_count
 
 from langchain_ragbudget import ContextBudget, create_budgeted_rag_chain
@@ -37,27 +36,6 @@ HISTORY_PROMPT = ChatPromptTemplate.from_messages(
     ]
 )
 WEAK = {"thresholds": {"dense_score": 0.9}}  # every passage below: the note is sent
-
-
-class Sent(BaseCallbackHandler):
-    """The messages the chat model was given, and the budget's reports."""
-
-    def __init__(self) -> None:
-        self.messages: list[list[BaseMessage]] = []
-        self.reports: list[dict[str, Any]] = []
-
-    def on_chat_model_start(
-        self,
-        serialized: Any,
-        messages: list[list[BaseMessage]],
-        *,
-        run_id: UUID,
-        **kwargs: Any,
-    ) -> Any:
-        self.messages.append(list(messages[0]))
-
-    def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
-        self.reports.append(data)
 
 
 def chain(documents: list[Document], prompt: Any = None, **surface: Any) -> Any:
