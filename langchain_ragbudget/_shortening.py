@@ -55,7 +55,9 @@ class Shortener:
             block = self.format.render_shortened(self.segments(index, chosen))
             return count_tokens(block, self.encoding)
 
-        return Sentences(tuple(self.relevance(self.question, texts)), cost)
+        return Sentences(
+            tuple(self.relevance(self.question, texts)), cost, tuple(texts)
+        )
 
     def segments(self, index: int, chosen: tuple[int, ...]) -> list[str | None]:
         """Runs of adjacent kept sentences, and `None` where sentences are left out.

@@ -576,10 +576,8 @@ def _rendered_tokens(fmt: ContextFormat, document: Document, encoding: str) -> i
     return count_tokens(fmt.render_passage(document), encoding)
 
 
-def _header_tokens(
-    fmt: ContextFormat, number: int, document: Document, encoding: str
-) -> int:
-    return count_tokens(fmt.render_header(number, document), encoding)
+def _header_tokens(fmt: ContextFormat, n: int, doc: Document, encoding: str) -> int:
+    return count_tokens(fmt.render_header(n, doc), encoding)
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,9 @@ document and of one retriever, so one verbose source cannot fill the surface.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import bisect
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from langchain_ragbudget.ledger import DropReason
@@ -90,16 +91,18 @@ class Sentences:
 
     `relevance`: one score per sentence (higher first, ties to the earlier one);
     `cost(chosen)`: the exact tokens of the passage shortened to the sentences
-    `chosen` (sorted), markers included.
+    `chosen` (sorted), markers included; `texts`: the sentences themselves, so a
+    sentence two overlapping chunks share is offered once (empty: not known).
     """
 
     relevance: tuple[float, ...]
     cost: Callable[[tuple[int, ...]], int]
+    texts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class PackResult:
-    """Indices kept (in input order), indices dropped with reasons, tokens used.
+    """Indices kept (in the order weighed), indices dropped with reasons, tokens used.
 
     `trimmed` maps each shortened passage (also in `kept`) to the sentences kept;
     `joined` each passage kept as part of a run of neighbours to the tokens it added.
@@ -111,6 +114,21 @@ class PackResult:
     over_budget: bool
     trimmed: tuple[tuple[int, tuple[int, ...]], ...] = ()
     joined: tuple[tuple[int, int], ...] = ()
+
+
+def document_order(items: Sequence[PackItem]) -> list[int]:
+    """Item indices with each citation group's passages together, where its best ranks.
+
+    The order the context shows them in (`render.group_citations`). Measured on
+    SciFact in 64 to 256-token chunks (BENCHMARKS.md): weighed by rank alone, or
+    with only a chunk's near neighbours moved up, evidence spread over chunks of
+    one abstract is lost where the naive slice, which shows them together, keeps
+    it. `max_per_source` caps what one document may take.
+    """
+    members: dict[str, list[int]] = {}
+    for index, item in enumerate(items):
+        members.setdefault(item.group, []).append(index)
+    return [index for group in members.values() for index in group]
 
 
 def pack(
@@ -127,67 +145,259 @@ def pack(
     max_per_retriever: int | None = None,
     joined_cost: Callable[[int, tuple[int, ...]], int | None] | None = None,
 ) -> PackResult:
-    """Keep items in rank order while they fit; every other item gets a reason.
+    """Keep items while they fit, a document's passages together; the rest get a reason.
 
-    With policy `trim`, `sentences_of(index)` describes a passage that does not fit
-    whole (asked only for those); `max_sentences` caps what one shortened passage
-    keeps; a passage over `max_passage_tokens` is shortened to that size even when
-    the budget has room for it, leaving room for the passages after it. A passage
-    whose source (`group`) or retriever already has `max_per_source` or
-    `max_per_retriever` kept passages is dropped before `max_docs` is checked.
-    `joined_cost(index, kept)` is what a whole passage adds to the passages `kept`
-    whole of its group when it renders joined to one of them (None: it does not).
+    Items are weighed in `document_order`: by rank, each passage followed by the
+    other passages of its citation group. With policy `trim`, `sentences_of(index)`
+    describes a passage that does not fit whole (asked only for those); when a
+    later passage of the same document is left, the best of them is shortened
+    together with it and weighed next (`_Pair`: the most relevant sentences of both
+    that fit), so evidence split over two chunks survives a budget that has room
+    for only part of them.
+    `max_sentences` caps what one shortened passage keeps; a passage over
+    `max_passage_tokens` is shortened to that size even when the budget has room
+    for it, leaving room for the passages after it. A passage whose source
+    (`group`) or retriever already has `max_per_source` or `max_per_retriever`
+    kept passages is dropped before `max_docs` is checked. `joined_cost(index,
+    kept)` is what a whole passage adds to the passages `kept` whole of its group
+    when it renders joined to one of them (None: it does not).
     """
-    capped = _Caps(max_per_source, max_per_retriever)
-    kept: list[int] = []
-    trimmed: list[tuple[int, tuple[int, ...]]] = []
-    joined: list[tuple[int, int]] = []
-    whole: dict[str, tuple[int, ...]] = {}
-    dropped: list[tuple[int, DropReason]] = []
-    groups: set[str] = set()
-    contents: set[str] = set()
-    used = 0
-    over_budget = False
-    stopped = False
-    for index, item in enumerate(items):
-        if early := _early_drop(item, contents, capped, len(kept) >= max_docs, stopped):
-            dropped.append((index, early))
+    packing = _Packing(
+        items, max_tokens, policy, _Caps(max_per_source, max_per_retriever)
+    )
+    queue = _Queue(items)
+    for index in queue:
+        item = items[index]
+        full = len(packing.kept) >= max_docs
+        if early := _early_drop(
+            item, packing.contents, packing.capped, full, packing.stopped
+        ):
+            packing.dropped.append((index, early))
             continue
-        header = 0 if item.group in groups else item.group_tokens
+        header = 0 if item.group in packing.groups else item.group_tokens
         added = None
-        if joined_cost is not None and item.group in whole:
-            added = joined_cost(index, whole[item.group])
+        if joined_cost is not None and item.group in packing.whole:
+            added = joined_cost(index, packing.whole[item.group])
         tokens = item.tokens if added is None else added
         cost = tokens + header
-        chosen: tuple[int, ...] = ()
-        room = max_tokens - used - header
+        chosen: tuple[int, ...] | None = ()
+        room = max_tokens - packing.used - header
         if max_passage_tokens is not None:
             room = min(room, max_passage_tokens)
-        if tokens > room and policy == "trim" and sentences_of is not None:
-            left = room
-            if left > 0:
-                shape = sentences_of(index)
-                chosen = choose_sentences(shape, left, max_sentences)
-                if chosen:
-                    cost = header + shape.cost(chosen)
-        if used + cost <= max_tokens or len(kept) < min_docs:
-            over_budget = over_budget or used + cost > max_tokens
-            kept.append(index)
-            if chosen:
-                trimmed.append((index, chosen))
-            else:
-                whole[item.group] = (*whole.get(item.group, ()), index)
-                if added is not None:
-                    joined.append((index, added))
-            groups.add(item.group)
-            capped.count(item)
-            contents.add(item.content_key)
-            used += cost
+        if index in packing.planned:  # shortened together with the passage before
+            chosen, cost = packing.planned.pop(index)
+        elif (
+            queue.ahead_of_rank(index)
+            and max_docs - len(packing.kept) <= queue.better(index)
+        ):
+            queue.wait(index)  # it would take a better-ranked passage's slot
+            continue
+        elif tokens > room > 0 and policy == "trim" and sentences_of is not None:
+            pairs = max_sentences is None and len(packing.kept) + 2 <= max_docs
+            chosen, shortened = packing.shorten(
+                queue, index, room, sentences_of, max_sentences, pairs=pairs
+            )
+            cost = header + shortened if chosen else cost
+        if chosen is not None and (
+            packing.used + cost <= max_tokens or len(packing.kept) < min_docs
+        ):
+            packing.keep(index, cost, chosen, added)
         else:
-            dropped.append((index, DropReason.MAX_TOKENS))
-            stopped = policy == "stop"
-    tuples = tuple(kept), tuple(dropped)
-    return PackResult(*tuples, used, over_budget, tuple(trimmed), tuple(joined))
+            packing.dropped.append((index, DropReason.MAX_TOKENS))
+            packing.stopped = policy == "stop"
+    return packing.result()
+
+
+class _Queue:
+    """The order `pack` weighs passages in: `document_order`, with waits.
+
+    A passage that comes ahead of its rank (a later passage of a document weighed
+    with its best one) goes ahead only while it leaves a `max_docs` slot for each
+    better-ranked passage not weighed yet; otherwise it waits for its rank. The
+    best later passage of a document can be moved to be weighed next
+    (`take_mate`), to be shortened together with the one before it.
+    """
+
+    def __init__(self, items: Sequence[PackItem]) -> None:
+        self.items = items
+        self.pending = document_order(items)
+        self.waiting: list[int] = []
+        best: dict[str, int] = {}
+        for index, item in enumerate(items):
+            best.setdefault(item.group, index)
+        self.leaders = set(best.values())  # each document's best passage
+        self.waited: set[int] = set()
+
+    def __iter__(self) -> Iterator[int]:
+        while self.pending or self.waiting:
+            head = self.pending[0] if self.pending else None
+            if self.waiting and (
+                head is None or (head in self.leaders and self.waiting[0] < head)
+            ):
+                yield self.waiting.pop(0)
+            else:
+                yield self.pending.pop(0)
+
+    def better(self, index: int) -> int:
+        """Passages ranked above `index` that are not weighed yet."""
+        return sum(i < index for i in (*self.pending, *self.waiting))
+
+    def ahead_of_rank(self, index: int) -> bool:
+        """Whether `index` is weighed before a passage ranked above it."""
+        return index not in self.waited and self.better(index) > 0
+
+    def wait(self, index: int) -> None:
+        """Weigh `index` at its rank instead."""
+        bisect.insort(self.waiting, index)
+        self.waited.add(index)
+
+    def take_mate(self, index: int, contents: set[str]) -> int | None:
+        """The best passage not weighed yet of `index`'s document, moved up next.
+
+        None if there is none that is not a duplicate.
+        """
+        item = self.items[index]
+        seen = {*contents, item.content_key}
+        for position, later in enumerate(self.pending):
+            mate = self.items[later]
+            if mate.group == item.group and mate.content_key not in seen:
+                self.pending.insert(0, self.pending.pop(position))
+                return later
+        return None
+
+
+@dataclass
+class _Packing:
+    """What `pack` has decided so far."""
+
+    items: Sequence[PackItem]
+    max_tokens: int
+    policy: Policy
+    capped: _Caps
+    kept: list[int] = field(default_factory=list)
+    trimmed: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)
+    joined: list[tuple[int, int]] = field(default_factory=list)
+    whole: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    dropped: list[tuple[int, DropReason]] = field(default_factory=list)
+    # a passage shortened with the one before it: its sentences (() whole,
+    # None none) and its cost
+    planned: dict[int, tuple[tuple[int, ...] | None, int]] = field(default_factory=dict)
+    groups: set[str] = field(default_factory=set)
+    contents: set[str] = field(default_factory=set)
+    used: int = 0
+    over_budget: bool = False
+    stopped: bool = False
+
+    def keep(
+        self, index: int, cost: int, chosen: tuple[int, ...], added: int | None
+    ) -> None:
+        """Keep passage `index` (shortened to `chosen`, or whole if empty)."""
+        item = self.items[index]
+        self.over_budget = self.over_budget or self.used + cost > self.max_tokens
+        self.kept.append(index)
+        if chosen:
+            self.trimmed.append((index, chosen))
+        else:
+            self.whole[item.group] = (*self.whole.get(item.group, ()), index)
+            if added is not None:
+                self.joined.append((index, added))
+        self.groups.add(item.group)
+        self.capped.count(item)
+        self.contents.add(item.content_key)
+        self.used += cost
+
+    def shorten(
+        self,
+        queue: _Queue,
+        index: int,
+        room: int,
+        sentences_of: Callable[[int], Sentences],
+        max_sentences: int | None,
+        *,
+        pairs: bool,
+    ) -> tuple[tuple[int, ...], int]:
+        """The sentences of passage `index` that fit `room`, and their tokens.
+
+        With `pairs` (and no cap, and nothing of its document kept whole, so no
+        join is paid for), the best passage of its document not weighed yet is
+        shortened with it: its share is planned, and it is weighed next.
+        """
+        item, shape = self.items[index], sentences_of(index)
+        mate = None
+        if pairs and self.capped.none() and item.group not in self.whole:
+            mate = queue.take_mate(index, self.contents)
+        if mate is None:
+            chosen = choose_sentences(shape, room, max_sentences)
+            return chosen, shape.cost(chosen) if chosen else 0
+        pair = _Pair(shape, sentences_of(mate), self.items[mate].tokens)
+        chosen, rest = pair.split(choose_sentences(pair.shape(), room))
+        if chosen:
+            all_of_it = len(rest) == len(pair.second.relevance)
+            plan = () if all_of_it else rest or None
+            self.planned[mate] = (plan, pair.second_cost(rest))
+        return chosen, shape.cost(chosen) if chosen else 0
+
+    def result(self) -> PackResult:
+        """The decisions, as `pack` returns them."""
+        return PackResult(
+            tuple(self.kept),
+            tuple(self.dropped),
+            self.used,
+            self.over_budget,
+            tuple(self.trimmed),
+            tuple(self.joined),
+        )
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """Two passages of one document shortened as one passage.
+
+    `first`'s sentences, then `second`'s that `first` does not hold (overlapping
+    chunks share sentences, offered once).
+    """
+
+    first: Sentences
+    second: Sentences
+    second_tokens: int
+
+    @property
+    def extra(self) -> tuple[int, ...]:
+        """`second`'s sentences not also in `first`, by index."""
+        shared = set(self.first.texts)
+        return tuple(
+            j
+            for j in range(len(self.second.relevance))
+            if not self.second.texts or self.second.texts[j] not in shared
+        )
+
+    def shape(self) -> Sentences:
+        """Both passages' sentences as one passage's, for `choose_sentences`."""
+        relevance = self.first.relevance + tuple(
+            self.second.relevance[j] for j in self.extra
+        )
+        return Sentences(relevance, self.cost)
+
+    def split(self, chosen: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """A joint choice as each passage's own sentence indices."""
+        n, extra = len(self.first.relevance), self.extra
+        return (
+            tuple(i for i in chosen if i < n),
+            tuple(extra[i - n] for i in chosen if i >= n),
+        )
+
+    def cost(self, chosen: tuple[int, ...]) -> int:
+        """Tokens of both shortened passages (one left out costs nothing)."""
+        first, second = self.split(chosen)
+        return (self.first.cost(first) if first else 0) + self.second_cost(second)
+
+    def second_cost(self, chosen: tuple[int, ...]) -> int:
+        """Tokens of `second` shortened to `chosen` (whole if it is all of it)."""
+        if not chosen:
+            return 0
+        if len(chosen) == len(self.second.relevance):
+            return self.second_tokens
+        return self.second.cost(chosen)
 
 
 def _early_drop(
@@ -246,6 +456,10 @@ class _Caps:
         ):
             return DropReason.MAX_PER_RETRIEVER
         return None
+
+    def none(self) -> bool:
+        """Whether no cap is set."""
+        return self.per_source is None and self.per_retriever is None
 
     def count(self, item: PackItem) -> None:
         """Count a kept `item` against its source and retriever."""

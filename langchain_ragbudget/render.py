@@ -157,15 +157,14 @@ class ContextFormat:
         for key in self.score_keys:
             value = meta.get(key)
             if isinstance(value, int | float) and math.isfinite(value):
-                score = f" | {key.removesuffix('_score')} {value:.2f}"
+                score = f" | {key.removesuffix('_score')} {short_number(value)}"
                 break
         title, section = meta.get("title"), self.cited_together(best)[2]
+        shown_title = str(title) if title else ""
+        if opens_with_line(best.page_content, shown_title):
+            shown_title = ""  # its first quoted line says it: not paid twice
         return self._header(
-            citation,
-            document_source(best),
-            str(title) if title else "",
-            score,
-            section or "",
+            citation, document_source(best), shown_title, score, section or ""
         )
 
     @lru_cache(maxsize=100_000)  # noqa: B019 (formats are few, frozen and hashable)
@@ -301,14 +300,30 @@ def group_citations(
 _LINE_BREAKS = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
+def short_number(value: float) -> str:
+    """`value` to two decimals without a leading zero (`.70`, `-.05`): 2 tokens less."""
+    text = f"{value:.2f}".removeprefix("-") if round(value, 2) == 0 else f"{value:.2f}"
+    return text.replace("0.", ".", 1) if text.lstrip("-").startswith("0.") else text
+
+
+def opens_with_line(text: str, line: str) -> bool:
+    """Whether `text`'s first line is exactly `line` (e.g. a chunk led by its title)."""
+    if not line or not text.startswith(line):
+        return False
+    rest = text[len(line) :]
+    return not rest or _LINE_BREAKS.match(rest) is not None
+
+
 @lru_cache(maxsize=100_000)
 def quote(text: str, mark: str = "> ") -> str:
     """`text` with `mark` before each of its lines (any Unicode line break).
 
     Every line break becomes a newline; nothing else changes, so the words of the
-    passage reach the model exactly as they were written.
+    passage reach the model exactly as they were written. An empty line gets the
+    mark without its trailing space (`>`): still quoted, one token cheaper.
     """
-    return "\n".join(mark + line for line in _LINE_BREAKS.split(text))
+    bare = mark.rstrip()
+    return "\n".join(mark + line if line else bare for line in _LINE_BREAKS.split(text))
 
 
 def edges_order(items: Sequence[T]) -> list[T]:

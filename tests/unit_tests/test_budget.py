@@ -74,7 +74,7 @@ def test_chunks_of_one_document_share_one_citation() -> None:
         context.text.count("handbook.md") == 2
     )  # two documents that share a file name
     assert context.text.startswith(
-        "[1] handbook.md | dense 0.90\n> Deploys happen on Tuesdays.\n\n"
+        "[1] handbook.md | dense .90\n> Deploys happen on Tuesdays.\n\n"
     )
 
 
@@ -83,7 +83,7 @@ def test_kept_text_is_verbatim() -> None:
     text = "  leading spaces, trailing newline\n\n"
     context = budget().fit([passage("a", 0, text)])
     assert "[1] a.md\n" + quote(text) + "\n\n" == context.text  # every line quoted
-    assert quote(text) == ">   leading spaces, trailing newline\n> \n> "
+    assert quote(text) == ">   leading spaces, trailing newline\n>\n>"  # blank: ">"
     assert context.documents[0].page_content == text
 
 

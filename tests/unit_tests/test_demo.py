@@ -36,10 +36,10 @@ def test_demo_prints_evidence_prompt_and_warnings(
     text = run(monkeypatch, tmp_path)
     assert "surface 'chat': max_docs=4, max_tokens=600" in text
     assert "surface 'search': max_docs=8, max_tokens=4000" in text
-    assert "incident-runbook::1 *" in text and "over_max_tokens (budget)" in text
+    assert "incident-runbook::1 *" in text and "over_max_docs (budget)" in text
     assert "prompt sent (chat)" in text and "Question: How quickly" in text
     assert "[warning: rerank stage skipped:" in text
-    assert "[warning: chat context: " in text and "over_max_tokens)" in text
+    assert "[warning: chat context: " in text and "over_max_docs)" in text
     assert "shortened: engineering-handbook::3 (" in text
     assert "\n│ […]" in text  # the omission marker in the prompt
     assert "no chat model configured" in text

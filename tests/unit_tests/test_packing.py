@@ -113,7 +113,9 @@ def test_pack_properties(
     for result in results.values():
         placed = sorted([*result.kept, *(index for index, _ in result.dropped)])
         assert placed == list(range(len(items)))  # every item exactly once
-        assert list(result.kept) == sorted(result.kept)
+        for group in {items[i].group for i in result.kept}:  # each by rank
+            mine = [i for i in result.kept if items[i].group == group]
+            assert mine == sorted(mine)
         assert len(result.kept) <= max_docs
         if not result.over_budget:
             assert result.tokens_used <= max_tokens

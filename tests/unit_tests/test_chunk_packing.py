@@ -1,0 +1,189 @@
+"""Packing that knows chunks: a document's chunks weighed together, shortened together.
+
+Real nupunkt (the sentence chunker) and tiktoken; no fakes.
+"""
+
+from __future__ import annotations
+
+import pytest
+import tiktoken
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.documents import Document
+
+from langchain_ragbudget._metadata_keys import CONTEXT_TOKENS
+from langchain_ragbudget.budget import ContextBudget
+from langchain_ragbudget.config import IndexSettings, SurfaceSettings
+from langchain_ragbudget.evaluation._survival import is_whole_sentences
+from langchain_ragbudget.index._sentence_chunks import SentenceChunker
+from langchain_ragbudget.ledger import DropReason
+from langchain_ragbudget.render import ContextFormat
+
+pytestmark = pytest.mark.needs_tiktoken
+
+WORDS = ["alpha", "beta", "gamma", "delta", "river", "stone", "light", "cloud"]
+
+
+def chunks_of(doc_id: str, text: str, size: int, overlap: int = 0) -> list[Document]:
+    chunker = SentenceChunker(IndexSettings(chunk_size=size, chunk_overlap=overlap))
+    document = Document(page_content=text, metadata={"source": f"{doc_id}.md"})
+    return chunker.split(document, doc_id)
+
+
+def budget(max_tokens: int, max_docs: int = 100, **extra: object) -> ContextBudget:
+    surface = SurfaceSettings(
+        max_docs=max_docs,
+        max_tokens=max_tokens,
+        encoding="cl100k_base",
+        min_docs=0,
+        packing="trim",
+        **extra,  # type: ignore[arg-type]
+    )
+    return ContextBudget(settings=surface)
+
+
+@st.composite
+def texts(draw: st.DrawFn, tag: str) -> str:
+    sentences = []
+    for number in range(draw(st.integers(2, 12))):  # numbered: no two chunks alike
+        words = draw(st.lists(st.sampled_from(WORDS), min_size=2, max_size=12))
+        sentences.append(f"{' '.join(words).capitalize()} {tag}{number}.")
+        sentences.append(draw(st.sampled_from([" ", " ", "\n", "\n\n"])))
+    return "".join(sentences).strip()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    texts("a"),
+    texts("b"),
+    st.sampled_from([24, 40]),
+    st.sampled_from([0, 12]),
+    st.randoms(use_true_random=False),
+    st.sampled_from([30, 60, 120, 400]),
+    st.sampled_from([2, 3, 100]),
+)
+def test_chunks_of_two_documents_in_any_order_are_all_accounted_for(
+    first: str,
+    second: str,
+    size: int,
+    overlap: int,
+    rng: object,
+    max_tokens: int,
+    max_docs: int,
+) -> None:
+    candidates = chunks_of("a", first, size, overlap) + chunks_of(
+        "b", second, size, overlap
+    )
+    rng.shuffle(candidates)  # type: ignore[attr-defined]
+    context = budget(max_tokens, max_docs).fit(candidates, question="alpha river")
+    report = context.report
+    assert report.tokens_used == len(
+        tiktoken.get_encoding("cl100k_base").encode(context.text)
+    )
+    assert report.tokens_used <= max_tokens
+    assert len(context.documents) <= max_docs
+    dropped = [record.key for record in report.drops]
+    assert sorted([*report.kept_ids, *dropped]) == sorted(str(c.id) for c in candidates)
+    originals = {str(c.id): c.page_content for c in candidates}
+    for record in report.trimmed:  # a shortened chunk keeps whole sentences of its own
+        kept = next(d for d in context.documents if str(d.id) == record.key)
+        assert is_whole_sentences(kept.page_content, originals[record.key])
+    paid = sum(d.metadata[CONTEXT_TOKENS] for d in context.documents)
+    headers = sum(d.metadata["header_tokens"] for d in context.documents)
+    assert paid + headers == report.tokens_used
+    # one citation per document, in the order of its best candidate
+    best = list(dict.fromkeys(c.metadata["doc_id"] for c in candidates))
+    shown = [citation.group for citation in context.citations]
+    assert shown == [doc for doc in best if doc in shown]
+
+
+FILLER = "The committee met on a Tuesday in the old hall by the harbour."
+
+
+def test_evidence_split_over_two_chunks_survives_where_one_would_take_the_room() -> (
+    None
+):
+    # doc "a" in two chunks, one answering sentence in each, four filler sentences
+    text = " ".join(
+        [
+            "The river stone was found in 1920.",
+            *[f"{FILLER} Item {i}." for i in range(3)],
+            "The river stone weighs nine tonnes.",
+        ]
+    )
+    chunks = chunks_of("a", text, 48)
+    assert len(chunks) == 2
+    other = Document(
+        id="b::0",
+        page_content="Cloud light falls on the stone.",
+        metadata={"doc_id": "b", "source": "b.md"},
+    )
+    candidates = [chunks[0], other, chunks[1]]
+    context = budget(40).fit(
+        candidates,
+        question="When was the river stone found and how much does it weigh?",
+    )
+    assert "found in 1920" in context.text and "nine tonnes" in context.text
+    assert {r.key for r in context.report.trimmed} == {"a::0", "a::1"}
+    (drop,) = context.report.drops
+    assert drop.key == "b::0" and drop.reason == DropReason.MAX_TOKENS
+
+
+def test_a_documents_later_chunk_is_weighed_with_its_best_one() -> None:
+    a0, a1 = (
+        Document(
+            id=f"a::{i}",
+            page_content=f"Alpha fact number {i}.",
+            metadata={"doc_id": "a", "source": "a.md"},
+        )
+        for i in range(2)
+    )
+    b0 = Document(
+        id="b::0",
+        page_content="Beta fact number zero.",
+        metadata={"doc_id": "b", "source": "b.md"},
+    )
+    whole = budget(10_000).fit([a0, b0, a1])
+    assert whole.report.kept_ids == ["a::0", "a::1", "b::0"]  # the order weighed
+    assert [c.group for c in whole.citations] == ["a", "b"]
+    # a later chunk never takes the slot of a better-ranked candidate
+    tight = budget(10_000, max_docs=2).fit([a0, b0, a1])
+    assert tight.report.kept_ids == ["a::0", "b::0"]
+    (drop,) = tight.report.drops
+    assert drop.key == "a::1" and drop.reason == DropReason.MAX_DOCS
+    roomy = budget(10_000, max_docs=3).fit(
+        [
+            a0,
+            b0,
+            a1,
+            b0.model_copy(
+                update={
+                    "id": "c::0",
+                    "page_content": "Gamma fact.",
+                    "metadata": {"doc_id": "c", "source": "c.md"},
+                }
+            ),
+        ]
+    )
+    assert roomy.report.kept_ids == ["a::0", "a::1", "b::0"]  # a::1 outranks c::0
+    assert [(r.key, r.reason) for r in roomy.report.drops] == [
+        ("c::0", DropReason.MAX_DOCS)
+    ]
+    capped = budget(10_000, max_per_source=1).fit([a0, b0, a1])
+    assert capped.report.kept_ids == ["a::0", "b::0"]  # the cap keeps documents apart
+    (drop,) = capped.report.drops
+    assert drop.key == "a::1" and drop.reason == DropReason.MAX_PER_SOURCE
+
+
+def test_the_header_names_a_title_only_where_the_passage_does_not() -> None:
+    fmt = ContextFormat()
+    meta = {"doc_id": "d", "source": "scifact:1", "title": "Stones of the river"}
+    first = Document(page_content="Stones of the river\nThey are old.", metadata=meta)
+    later = Document(page_content="They are heavy.", metadata=meta)
+    inline = Document(page_content="Stones of the river are old.", metadata=meta)
+    assert fmt.render_header(1, first) == "[1] scifact:1\n"  # its first line says it
+    assert fmt.render_header(1, later) == "[1] scifact:1 | Stones of the river\n"
+    assert fmt.render_header(1, inline) == "[1] scifact:1 | Stones of the river\n"
+    # the title still reaches the model: the passage's first line, quoted
+    context = budget(10_000).fit([first])
+    assert context.text == "[1] scifact:1\n> Stones of the river\n> They are old.\n\n"
