@@ -87,7 +87,7 @@ bench_ingest: $(STAMP)  ## Ingest all of SciFact into a fresh index (a few minut
 
 eval: $(STAMP)  ## Evaluate every stage on SciFact (and chunked: ~25 min the first time; weak evidence fitted on train); rewrites BENCHMARKS.md; CONFIG=tuned.yml to measure another setting
 	$(BIN)/ragbudget eval $${RAGBUDGET_SCIFACT_DIR:-../shared/data/scifact} $(if $(CONFIG),--config $(CONFIG)) \
-		--chunk-size 64 --chunk-size 128 --chunk-size 256 \
+		--chunk-size 64 --chunk-size 128 --chunk-size 256 --chunker sentences --chunker recursive \
 		--weak-fit train --weak-evidence-yaml benchmarks/results/scifact_weak_evidence.yml \
 		--calibration-plot benchmarks/results/scifact_weak_calibration.png \
 		--json benchmarks/results/scifact_eval.json \

@@ -55,8 +55,18 @@ class Shortener:
             block = self.format.render_shortened(self.segments(index, chosen))
             return count_tokens(block, self.encoding)
 
-        return Sentences(
-            tuple(self.relevance(self.question, texts)), cost, tuple(texts)
+        relevance = tuple(self.relevance(self.question, texts))
+        return Sentences(relevance, cost, tuple(texts), self._retitled(index))
+
+    def _retitled(self, index: int) -> int:
+        """Tokens the header gains showing the title, were the first line left out."""
+        document = self.documents[index]
+        titled = self.format.render_header(1, document, titled=True)
+        untitled = self.format.render_header(1, document)
+        if titled == untitled:
+            return 0
+        return count_tokens(titled, self.encoding) - count_tokens(
+            untitled, self.encoding
         )
 
     def segments(self, index: int, chosen: tuple[int, ...]) -> list[str | None]:

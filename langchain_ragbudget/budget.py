@@ -326,7 +326,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             max_per_retriever=settings.max_per_retriever,
             joined_cost=neighbour_costs(self.format, documents, settings.encoding_name),
         )
-        return _Packed(documents, items, result, header_costs(items, result.kept))
+        return _Packed(documents, items, result, header_costs(items, result))
 
     def _keep(
         self, packed: _Packed, shorten: Shortener

@@ -188,7 +188,7 @@ class IndexSettings(StrictModel):
     directory: StrictStr = "ragbudget-index"
     chunk_size: StrictInt = Field(256, ge=16)
     chunk_overlap: StrictInt = Field(32, ge=0)
-    chunker: Literal["sentences", "recursive"] = "recursive"
+    chunker: Literal["sentences", "recursive"] = "sentences"
     encoding: StrictStr = "cl100k_base"
     placeholders: list[StrictStr] = Field(default_factory=lambda: [*PLACEHOLDERS])
     lock_timeout: StrictFloat = Field(60.0, ge=0)

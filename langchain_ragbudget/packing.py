@@ -9,13 +9,16 @@ an omission marker where sentences are left out. `min_docs` keeps the top passag
 even when they alone exceed the budget, and says so through `over_budget`.
 `max_per_source` and `max_per_retriever` cap the passages kept of one source
 document and of one retriever, so one verbose source cannot fill the surface.
+A document's passages are weighed together, where its best one ranks, and `trim`
+shortens two chunks of one document together (`pack`).
 """
 
 from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Literal, Protocol
 
 from langchain_ragbudget.ledger import DropReason
@@ -98,6 +101,21 @@ class Sentences:
     relevance: tuple[float, ...]
     cost: Callable[[tuple[int, ...]], int]
     texts: tuple[str, ...] = ()
+    retitled: int = 0
+
+    def paying_header(self) -> Sentences:
+        """The passage as the one that pays its citation's header.
+
+        `retitled`: the tokens the header gains when the first sentence is left
+        out (a header leaves out a title only while the passage's first line
+        shows it).
+        """
+        if not self.retitled:
+            return self
+        base, extra = self.cost, self.retitled
+        return replace(
+            self, cost=lambda chosen: base(chosen) + (extra if 0 not in chosen else 0)
+        )
 
 
 @dataclass(frozen=True)
@@ -105,7 +123,9 @@ class PackResult:
     """Indices kept (in the order weighed), indices dropped with reasons, tokens used.
 
     `trimmed` maps each shortened passage (also in `kept`) to the sentences kept;
-    `joined` each passage kept as part of a run of neighbours to the tokens it added.
+    `joined` each passage kept as part of a run of neighbours to the tokens it added;
+    `retitled` each shortened passage whose header shows the title it left out to
+    the tokens that added to the header.
     """
 
     kept: tuple[int, ...]
@@ -114,6 +134,7 @@ class PackResult:
     over_budget: bool
     trimmed: tuple[tuple[int, tuple[int, ...]], ...] = ()
     joined: tuple[tuple[int, int], ...] = ()
+    retitled: tuple[tuple[int, int], ...] = ()
 
 
 def document_order(items: Sequence[PackItem]) -> list[int]:
@@ -186,16 +207,18 @@ def pack(
             room = min(room, max_passage_tokens)
         if index in packing.planned:  # shortened together with the passage before
             chosen, cost = packing.planned.pop(index)
-        elif (
-            queue.ahead_of_rank(index)
-            and max_docs - len(packing.kept) <= queue.better(index)
-        ):
-            queue.wait(index)  # it would take a better-ranked passage's slot
-            continue
+        elif queue.must_wait(index, slots=max_docs - len(packing.kept)):
+            continue  # it would take the slot of a better-ranked passage
         elif tokens > room > 0 and policy == "trim" and sentences_of is not None:
-            pairs = max_sentences is None and len(packing.kept) + 2 <= max_docs
+            slots = max_docs - len(packing.kept) if max_sentences is None else 0
             chosen, shortened = packing.shorten(
-                queue, index, room, sentences_of, max_sentences, pairs=pairs
+                queue,
+                index,
+                room,
+                sentences_of,
+                max_sentences,
+                pair_slots=slots,
+                pays_header=header > 0,
             )
             cost = header + shortened if chosen else cost
         if chosen is not None and (
@@ -242,25 +265,31 @@ class _Queue:
         """Passages ranked above `index` that are not weighed yet."""
         return sum(i < index for i in (*self.pending, *self.waiting))
 
-    def ahead_of_rank(self, index: int) -> bool:
-        """Whether `index` is weighed before a passage ranked above it."""
-        return index not in self.waited and self.better(index) > 0
+    def must_wait(self, index: int, slots: int) -> bool:
+        """Whether `index` must wait for its rank (and it then does).
 
-    def wait(self, index: int) -> None:
-        """Weigh `index` at its rank instead."""
+        So it does when weighed ahead of its rank with no more of the `slots` of
+        `max_docs` left than better-ranked passages not weighed yet.
+        """
+        if index in self.waited or self.better(index) < slots:
+            return False
         bisect.insort(self.waiting, index)
         self.waited.add(index)
+        return True
 
-    def take_mate(self, index: int, contents: set[str]) -> int | None:
+    def take_mate(self, index: int, contents: set[str], slots: int) -> int | None:
         """The best passage not weighed yet of `index`'s document, moved up next.
 
-        None if there is none that is not a duplicate.
+        None if there is none that is not a duplicate, or if taking it with
+        `index` would leave fewer of the `slots` left than passages ranked above it.
         """
         item = self.items[index]
         seen = {*contents, item.content_key}
         for position, later in enumerate(self.pending):
             mate = self.items[later]
             if mate.group == item.group and mate.content_key not in seen:
+                if self.better(later) > slots - 2:
+                    return None
                 self.pending.insert(0, self.pending.pop(position))
                 return later
         return None
@@ -282,6 +311,7 @@ class _Packing:
     # a passage shortened with the one before it: its sentences (() whole,
     # None none) and its cost
     planned: dict[int, tuple[tuple[int, ...] | None, int]] = field(default_factory=dict)
+    retitled: dict[int, int] = field(default_factory=dict)
     groups: set[str] = field(default_factory=set)
     contents: set[str] = field(default_factory=set)
     used: int = 0
@@ -314,27 +344,33 @@ class _Packing:
         sentences_of: Callable[[int], Sentences],
         max_sentences: int | None,
         *,
-        pairs: bool,
+        pair_slots: int,
+        pays_header: bool,
     ) -> tuple[tuple[int, ...], int]:
         """The sentences of passage `index` that fit `room`, and their tokens.
 
-        With `pairs` (and no cap, and nothing of its document kept whole, so no
-        join is paid for), the best passage of its document not weighed yet is
-        shortened with it: its share is planned, and it is weighed next.
+        With `pair_slots` of `max_docs` left (0: no pair), no cap set, and nothing
+        of its document kept whole (no join to pay for), the best passage of its
+        document not weighed yet is shortened with it: its share is planned, and it
+        is weighed next.
         """
         item, shape = self.items[index], sentences_of(index)
+        if pays_header:
+            shape = shape.paying_header()
         mate = None
-        if pairs and self.capped.none() and item.group not in self.whole:
-            mate = queue.take_mate(index, self.contents)
+        if pair_slots >= 2 and self.capped.none() and item.group not in self.whole:
+            mate = queue.take_mate(index, self.contents, pair_slots)
         if mate is None:
             chosen = choose_sentences(shape, room, max_sentences)
-            return chosen, shape.cost(chosen) if chosen else 0
-        pair = _Pair(shape, sentences_of(mate), self.items[mate].tokens)
-        chosen, rest = pair.split(choose_sentences(pair.shape(), room))
-        if chosen:
-            all_of_it = len(rest) == len(pair.second.relevance)
-            plan = () if all_of_it else rest or None
-            self.planned[mate] = (plan, pair.second_cost(rest))
+        else:
+            pair = _Pair(shape, sentences_of(mate), self.items[mate].tokens)
+            chosen, rest = pair.split(choose_sentences(pair.shape(), room))
+            if chosen:
+                all_of_it = len(rest) == len(pair.second.relevance)
+                plan = () if all_of_it else rest or None
+                self.planned[mate] = (plan, pair.second_cost(rest))
+        if chosen and pays_header and shape.retitled and 0 not in chosen:
+            self.retitled[index] = shape.retitled
         return chosen, shape.cost(chosen) if chosen else 0
 
     def result(self) -> PackResult:
@@ -346,6 +382,7 @@ class _Packing:
             self.over_budget,
             tuple(self.trimmed),
             tuple(self.joined),
+            tuple(self.retitled.items()),
         )
 
 
@@ -361,7 +398,7 @@ class _Pair:
     second: Sentences
     second_tokens: int
 
-    @property
+    @cached_property
     def extra(self) -> tuple[int, ...]:
         """`second`'s sentences not also in `first`, by index."""
         shared = set(self.first.texts)
@@ -502,18 +539,25 @@ def omission_points(chosen: Sequence[int], total: int) -> list[int]:
     return points
 
 
-def header_costs(items: Sequence[PackItem], kept: Sequence[int]) -> list[int | None]:
+def header_costs(items: Sequence[PackItem], result: PackResult) -> list[int | None]:
     """Citation-header tokens each passage paid (kept) or needed (dropped).
 
     As `packing.pack` counts them: a header is paid by the first kept passage of
-    its source document; later passages of that document pay none. `None` for a
-    passage the packer never weighed.
+    its source document (with the title it shows when that passage was shortened
+    without its first line, `result.retitled`); later passages of that document
+    pay none. `None` for a passage the packer never weighed.
     """
-    kept_set: set[int] = set(kept)
+    kept_set: set[int] = set(result.kept)
+    retitled = dict(result.retitled)
     paid: set[str] = set()
     out: list[int | None] = []
     for index, item in enumerate(items):
-        out.append(0 if item.group in paid else item.counted_group_tokens)
+        tokens = item.counted_group_tokens
+        if item.group in paid:
+            tokens = 0
+        elif tokens is not None:
+            tokens += retitled.get(index, 0)
+        out.append(tokens)
         if index in kept_set:
             paid.add(item.group)
     return out

@@ -150,8 +150,14 @@ class ContextFormat:
             section if isinstance(section, str) and section else None,
         )
 
-    def render_header(self, citation: int, best: Document) -> str:
-        """The header line of a citation, showing its best passage's score."""
+    def render_header(
+        self, citation: int, best: Document, *, titled: bool = False
+    ) -> str:
+        """The header line of a citation, showing its best passage's score.
+
+        The title is left out when `best` opens with it as its own first line,
+        unless `titled` (the cost of a shortened passage that leaves that line out).
+        """
         meta = best.metadata
         score = ""
         for key in self.score_keys:
@@ -161,7 +167,7 @@ class ContextFormat:
                 break
         title, section = meta.get("title"), self.cited_together(best)[2]
         shown_title = str(title) if title else ""
-        if opens_with_line(best.page_content, shown_title):
+        if not titled and opens_with_line(best.page_content, shown_title):
             shown_title = ""  # its first quoted line says it: not paid twice
         return self._header(
             citation, document_source(best), shown_title, score, section or ""

@@ -194,20 +194,25 @@ class PolicySurvival:
 def is_whole_sentences(kept: str, original: str) -> bool:
     """Whether `kept` is whole sentences of `original`, in order.
 
-    Any whitespace may separate them.
+    Any whitespace may separate them. Every way of reading `kept` as sentences is
+    tried, so a sentence that is also the start of a later one (`[…]` and `[…] more`)
+    cannot hide a match.
     """
     pieces = sentences(original)
-    position = 0
-    rest = kept
-    while rest:
+    todo, seen = [(0, 0)], set()  # (offset in kept, next sentence of original)
+    while todo:
+        offset, position = todo.pop()
+        if offset == len(kept):
+            return True
+        if (offset, position) in seen:
+            continue
+        seen.add((offset, position))
+        rest = kept[offset:]
         for index in range(position, len(pieces)):
             if rest.startswith(pieces[index]):
-                rest = rest[len(pieces[index]) :].lstrip()
-                position = index + 1
-                break
-        else:
-            return False
-    return True
+                after = rest[len(pieces[index]) :].lstrip()
+                todo.append((len(kept) - len(after), index + 1))
+    return False
 
 
 def every_policy(

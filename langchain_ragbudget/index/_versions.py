@@ -178,11 +178,26 @@ def _check_manifest(
             f"{expected['embedding_model']!r}: vectors from two models cannot be "
             "compared. Use the same model, or index into a new directory."
         )
-    if _chunking(found) != _chunking(expected):
+    built, wanted = _chunking(found), _chunking(expected)
+    if built != wanted:
+        only_chunker = (
+            isinstance(built, dict)
+            and isinstance(wanted, dict)
+            and {
+                **built,
+                "chunker": None,
+            }
+            == {**wanted, "chunker": None}
+        )
+        fix = (
+            f"set `index.chunker: {built['chunker']}` in your configuration to "
+            "keep using it (the default became `sentences`, see CHANGELOG.md)"
+            if only_chunker
+            else "restore the settings"
+        )
         raise IndexLoadError(
-            f"{path.parent} was built with chunking {_chunking(found)}, but the "
-            f"configuration says {_chunking(expected)}: re-index into a new directory "
-            "or restore the settings."
+            f"{path.parent} was built with chunking {built}, but the configuration "
+            f"says {wanted}: {fix}, or re-index into a new directory."
         )
 
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from langchain_core.documents import Document
 
 from langchain_ragbudget._metadata_keys import CONTEXT_TOKENS
+from langchain_ragbudget._tokens import count_tokens
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.config import IndexSettings, SurfaceSettings
 from langchain_ragbudget.evaluation._survival import is_whole_sentences
@@ -24,10 +25,14 @@ pytestmark = pytest.mark.needs_tiktoken
 WORDS = ["alpha", "beta", "gamma", "delta", "river", "stone", "light", "cloud"]
 
 
-def chunks_of(doc_id: str, text: str, size: int, overlap: int = 0) -> list[Document]:
+def chunks_of(
+    doc_id: str, text: str, size: int, overlap: int = 0, title: str | None = None
+) -> list[Document]:
+    """The document's chunks; with `title`, the text opens with it as its own line."""
     chunker = SentenceChunker(IndexSettings(chunk_size=size, chunk_overlap=overlap))
-    document = Document(page_content=text, metadata={"source": f"{doc_id}.md"})
-    return chunker.split(document, doc_id)
+    metadata = {"source": f"{doc_id}.md"} | ({"title": title} if title else {})
+    text = f"{title}\n{text}" if title else text
+    return chunker.split(Document(page_content=text, metadata=metadata), doc_id)
 
 
 def budget(max_tokens: int, max_docs: int = 100, **extra: object) -> ContextBudget:
@@ -37,7 +42,7 @@ def budget(max_tokens: int, max_docs: int = 100, **extra: object) -> ContextBudg
         encoding="cl100k_base",
         min_docs=0,
         packing="trim",
-        **extra,  # type: ignore[arg-type]
+        **extra,
     )
     return ContextBudget(settings=surface)
 
@@ -61,6 +66,7 @@ def texts(draw: st.DrawFn, tag: str) -> str:
     st.randoms(use_true_random=False),
     st.sampled_from([30, 60, 120, 400]),
     st.sampled_from([2, 3, 100]),
+    st.booleans(),
 )
 def test_chunks_of_two_documents_in_any_order_are_all_accounted_for(
     first: str,
@@ -70,10 +76,13 @@ def test_chunks_of_two_documents_in_any_order_are_all_accounted_for(
     rng: object,
     max_tokens: int,
     max_docs: int,
+    titled: bool,
 ) -> None:
-    candidates = chunks_of("a", first, size, overlap) + chunks_of(
-        "b", second, size, overlap
-    )
+    # titled: each text opens with its title line, which the header then leaves out
+    # unless a shortened first chunk leaves that line out
+    candidates = chunks_of(
+        "a", first, size, overlap, "River stones" if titled else None
+    ) + chunks_of("b", second, size, overlap, "Cloud light" if titled else None)
     rng.shuffle(candidates)  # type: ignore[attr-defined]
     context = budget(max_tokens, max_docs).fit(candidates, question="alpha river")
     report = context.report
@@ -187,3 +196,15 @@ def test_the_header_names_a_title_only_where_the_passage_does_not() -> None:
     # the title still reaches the model: the passage's first line, quoted
     context = budget(10_000).fit([first])
     assert context.text == "[1] scifact:1\n> Stones of the river\n> They are old.\n\n"
+    # shortened without its first line, the header names the title, paid for
+    long = Document(
+        page_content="Stones of the river\nThey were carried here by the glacier "
+        "long before the valley had a name or a road. " + FILLER + " Weight: 9 t.",
+        metadata=meta,
+    )
+    short = budget(30).fit([long], question="What is the weight?")
+    assert short.text.startswith("[1] scifact:1 | Stones of the river\n[…]\n")
+    for max_tokens in range(10, 80):  # the title it shows is paid for, at any size
+        fitted = budget(max_tokens).fit([long], question="What is the weight?")
+        tokens = count_tokens(fitted.text, "cl100k_base")
+        assert fitted.report.tokens_used == tokens <= max_tokens

@@ -84,7 +84,7 @@ def test_inspect_reports_a_healthy_index_and_changes_nothing(
     assert found["chunking"] == {
         "chunk_size": 256,
         "chunk_overlap": 32,
-        "chunker": "recursive",
+        "chunker": "sentences",
         "encoding": "cl100k_base",
     }
     assert found["sync"]["in_sync"] and found["healthy"] and not found["problems"]

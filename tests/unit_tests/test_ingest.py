@@ -246,13 +246,18 @@ def config_with(**index_settings: object) -> RagBudgetConfig:
     )
 
 
-def test_blank_chunks_are_never_indexed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("chunker", ["recursive", "sentences"])
+def test_blank_chunks_are_never_indexed(tmp_path: Path, chunker: str) -> None:
     text = "Refunds are paid within 90 days. " * 6 + "\u200b " * 200 + "The end."
     with HybridIndex.open(
-        tmp_path / "ix", config_with(chunk_size=16, chunk_overlap=0)
+        tmp_path / "ix", config_with(chunk_size=16, chunk_overlap=0, chunker=chunker)
     ) as index:
         summary = index.upsert([Document(id="a.md", page_content=text)])
-        assert summary.notes and "whitespace or invisible" in summary.notes[0].problem
+        if chunker == "recursive":  # its blank pieces are left out, with a note
+            assert summary.notes
+            assert "whitespace or invisible" in summary.notes[0].problem
+        else:  # a run of whole sentences never is blank: nothing to leave out
+            assert not summary.notes
         texts = index.vectorstore.get()["documents"]
         assert texts and not any(is_blank(t) for t in texts)
         positions = sorted(

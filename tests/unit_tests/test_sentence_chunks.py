@@ -137,8 +137,8 @@ def test_a_long_sentence_is_cut_on_its_own_and_recorded() -> None:
 
 
 def test_the_setting_chooses_the_chunker() -> None:
-    assert isinstance(make_chunker(IndexSettings()), Chunker)
-    assert isinstance(make_chunker(IndexSettings(chunker="sentences")), SentenceChunker)
+    assert isinstance(make_chunker(IndexSettings()), SentenceChunker)  # the default
+    assert isinstance(make_chunker(IndexSettings(chunker="recursive")), Chunker)
     with pytest.raises(ValueError, match="chunker"):
         IndexSettings(chunker="paragraphs")
 
@@ -159,5 +159,17 @@ def test_an_index_records_its_chunker_and_refuses_another(tmp_path: Path) -> Non
         assert chunk.metadata[CHUNK_START] == 0
     manifest = (tmp_path / "ix" / "manifest.json").read_text(encoding="utf-8")
     assert '"chunker": "sentences"' in manifest
-    with pytest.raises(IndexLoadError, match="recursive"):
+    with pytest.raises(IndexLoadError, match="recursive") as refused:
         HybridIndex.open(tmp_path / "ix", config("recursive"))
+    # only the chunker differs: the message says which setting opens it
+    assert "set `index.chunker: sentences`" in str(refused.value)
+    with HybridIndex.open(tmp_path / "old", config("recursive"), write=True) as index:
+        index.upsert([Document(id="a", page_content="One. Two.", metadata={})])
+    with pytest.raises(IndexLoadError) as refused:  # built before the default changed
+        HybridIndex.open(tmp_path / "old", config("sentences"))
+    assert "set `index.chunker: recursive`" in str(refused.value)
+    other = base.model_copy(  # the size differs too: no one setting to name
+        update={"index": base.index.model_copy(update={"chunk_size": 128})}
+    )
+    with pytest.raises(IndexLoadError, match="restore the settings"):
+        HybridIndex.open(tmp_path / "old", other)

@@ -183,3 +183,14 @@ def test_kept_whole_shortened_or_dropped_never_over_budget(
     )
     for warning in context_warnings(context):
         assert "\n" not in warning and warning.startswith(("[warning: ", "[note: "))
+
+
+def test_whole_sentences_are_recognised_when_one_starts_like_another() -> None:
+    # the passage holds a sentence "[…]" and a later one that starts with "[…]":
+    # reading the kept text greedily took the wrong one (a hypothesis example)
+    original = "The tax is due in April. […] Bread needs flour! […] [note] Solar power."
+    kept = "The tax is due in April. […] [note] Solar power."
+    assert is_whole_sentences(kept, original)
+    assert not is_whole_sentences("The tax is due", original)
+    out_of_order = "Bread needs flour! The tax is due in April."
+    assert not is_whole_sentences(out_of_order, original)
