@@ -61,7 +61,7 @@ class Shortener:
     def _retitled(self, index: int) -> int:
         """Tokens the header gains showing the title, were the first line left out."""
         document = self.documents[index]
-        titled = self.format.render_header(1, document, titled=True)
+        titled = self.format.render_header(1, document, shows="")
         untitled = self.format.render_header(1, document)
         if titled == untitled:
             return 0

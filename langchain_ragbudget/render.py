@@ -151,12 +151,12 @@ class ContextFormat:
         )
 
     def render_header(
-        self, citation: int, best: Document, *, titled: bool = False
+        self, citation: int, best: Document, *, shows: str | None = None
     ) -> str:
         """The header line of a citation, showing its best passage's score.
 
-        The title is left out when `best` opens with it as its own first line,
-        unless `titled` (the cost of a shortened passage that leaves that line out).
+        The title is left out when the text `best`'s block shows first (`shows`;
+        by default its whole text) opens with the title as its own line.
         """
         meta = best.metadata
         score = ""
@@ -167,7 +167,8 @@ class ContextFormat:
                 break
         title, section = meta.get("title"), self.cited_together(best)[2]
         shown_title = str(title) if title else ""
-        if not titled and opens_with_line(best.page_content, shown_title):
+        first = best.page_content if shows is None else shows
+        if opens_with_line(first, shown_title):
             shown_title = ""  # its first quoted line says it: not paid twice
         return self._header(
             citation, document_source(best), shown_title, score, section or ""
@@ -239,7 +240,10 @@ class ContextFormat:
         out: list[str] = []
         texts: list[str] = []
         for citation in citations:
-            out.append(self.render_header(citation.number, citation.documents[0]))
+            best = citation.documents[0]
+            segments = shortened.get(str(best.id)) if best.id is not None else None
+            shows = (segments[0] or "") if segments else None  # None: an omission
+            out.append(self.render_header(citation.number, best, shows=shows))
             for block, pieces in self._bodies(citation, shortened):
                 out.append(block)
                 texts.extend(pieces)
