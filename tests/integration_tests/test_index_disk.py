@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from at_a_terminal import as_at_a_terminal
 
 from langchain_ragbudget import load_config
 from langchain_ragbudget.index import HybridIndex
@@ -103,6 +104,7 @@ def test_ctrl_c_during_index_names_the_committed_version(tmp_path: Path) -> None
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=as_at_a_terminal,  # a background job inherits SIGINT ignored
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and run.poll() is None:

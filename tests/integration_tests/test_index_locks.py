@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from at_a_terminal import as_at_a_terminal
 
 from langchain_ragbudget.index._lock import LOCK_FILE, WriterLock
 
@@ -199,15 +200,6 @@ else:  # "publishing": the version folder is published, CURRENT not yet written
 from langchain_ragbudget.cli import run
 run()
 """
-
-
-def as_at_a_terminal() -> None:
-    """Let Ctrl-C reach the child, as at a terminal.
-
-    A job started in the background of a shell (a CI step, `make test &`) inherits
-    SIGINT ignored, and Python then installs no KeyboardInterrupt handler.
-    """
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.mark.parametrize("where", ["embedding", "saving", "publishing"])
