@@ -58,16 +58,27 @@ class Shortener:
         relevance = tuple(self.relevance(self.question, texts))
         return Sentences(relevance, cost, tuple(texts), self._retitled(index))
 
-    def _retitled(self, index: int) -> int:
-        """Tokens the header gains showing the title, were the first line left out."""
+    def _retitled(self, index: int) -> Callable[[tuple[int, ...]], int] | None:
+        """Tokens the header gains, shortened to `chosen`, by showing the title.
+
+        None when the header shows the title anyway (the passage does not open
+        with it as a line).
+        """
         document = self.documents[index]
         titled = self.format.render_header(1, document, shows="")
         untitled = self.format.render_header(1, document)
         if titled == untitled:
-            return 0
-        return count_tokens(titled, self.encoding) - count_tokens(
+            return None
+        gain = count_tokens(titled, self.encoding) - count_tokens(
             untitled, self.encoding
         )
+
+        def retitled(chosen: tuple[int, ...]) -> int:
+            first = self.segments(index, chosen)[0] if chosen else None
+            shown = self.format.title_line_shown(document, first or "")
+            return 0 if shown else gain
+
+        return retitled
 
     def segments(self, index: int, chosen: tuple[int, ...]) -> list[str | None]:
         """Runs of adjacent kept sentences, and `None` where sentences are left out.

@@ -101,21 +101,19 @@ class Sentences:
     relevance: tuple[float, ...]
     cost: Callable[[tuple[int, ...]], int]
     texts: tuple[str, ...] = ()
-    retitled: int = 0
+    retitled: Callable[[tuple[int, ...]], int] | None = None
 
     def paying_header(self) -> Sentences:
         """The passage as the one that pays its citation's header.
 
-        `retitled`: the tokens the header gains when the first sentence is left
-        out (a header leaves out a title only while the passage's first line
-        shows it).
+        `retitled(chosen)`: the tokens the header gains when the passage is
+        shortened to `chosen` (a header leaves out a title only while the
+        passage's block opens with it as a line).
         """
-        if not self.retitled:
+        if self.retitled is None:
             return self
         base, extra = self.cost, self.retitled
-        return replace(
-            self, cost=lambda chosen: base(chosen) + (extra if 0 not in chosen else 0)
-        )
+        return replace(self, cost=lambda chosen: base(chosen) + extra(chosen))
 
 
 @dataclass(frozen=True)
@@ -369,8 +367,8 @@ class _Packing:
                 all_of_it = len(rest) == len(pair.second.relevance)
                 plan = () if all_of_it else rest or None
                 self.planned[mate] = (plan, pair.second_cost(rest))
-        if chosen and pays_header and shape.retitled and 0 not in chosen:
-            self.retitled[index] = shape.retitled
+        if chosen and pays_header and shape.retitled and shape.retitled(chosen):
+            self.retitled[index] = shape.retitled(chosen)
         return chosen, shape.cost(chosen) if chosen else 0
 
     def result(self) -> PackResult:

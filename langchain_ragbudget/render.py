@@ -168,7 +168,7 @@ class ContextFormat:
         title, section = meta.get("title"), self.cited_together(best)[2]
         shown_title = str(title) if title else ""
         first = best.page_content if shows is None else shows
-        if opens_with_line(first, shown_title):
+        if self.title_line_shown(best, first):
             shown_title = ""  # its first quoted line says it: not paid twice
         return self._header(
             citation, document_source(best), shown_title, score, section or ""
@@ -196,6 +196,12 @@ class ContextFormat:
             ),
             score=score,
         )
+
+    @staticmethod
+    def title_line_shown(document: Document, shows: str) -> bool:
+        """Whether `shows` (the text a block shows first) opens with the title line."""
+        title = document.metadata.get("title")
+        return opens_with_line(shows, str(title) if title else "")
 
     def render_passage(self, document: Document) -> str:
         """One passage block: its text, every line quoted, words unchanged."""
