@@ -269,7 +269,9 @@ class _Queue:
         So it does when weighed ahead of its rank with no more of the `slots` of
         `max_docs` left than better-ranked passages not weighed yet.
         """
-        if index in self.waited or self.better(index) < slots:
+        if index in self.leaders or index in self.waited:
+            return False  # a document's best passage is never ahead of its rank
+        if self.better(index) < slots:
             return False
         bisect.insort(self.waiting, index)
         self.waited.add(index)
