@@ -180,15 +180,8 @@ def _check_manifest(
         )
     built, wanted = _chunking(found), _chunking(expected)
     if built != wanted:
-        only_chunker = (
-            isinstance(built, dict)
-            and isinstance(wanted, dict)
-            and {
-                **built,
-                "chunker": None,
-            }
-            == {**wanted, "chunker": None}
-        )
+        rest = _but_chunker(built)
+        only_chunker = rest is not None and rest == _but_chunker(wanted)
         fix = (
             f"set `index.chunker: {built['chunker']}` in your configuration to "
             "keep using it (the default became `sentences`, see CHANGELOG.md)"
@@ -199,6 +192,13 @@ def _check_manifest(
             f"{path.parent} was built with chunking {built}, but the configuration "
             f"says {wanted}: {fix}, or re-index into a new directory."
         )
+
+
+def _but_chunker(chunking: Any) -> dict[str, Any] | None:
+    """The chunking settings other than `chunker` (None if not a mapping)."""
+    if not isinstance(chunking, dict):
+        return None
+    return {key: value for key, value in chunking.items() if key != "chunker"}
 
 
 def _chunking(manifest: dict[str, Any]) -> Any:
