@@ -470,11 +470,13 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         """
         settings = self.settings
         document, rank = packed.documents[index], index + 1
-        tokens, header = packed.items[index].counted_tokens, packed.headers[index]
+        item, header = packed.items[index], packed.headers[index]
+        weighed = reason == DropReason.MAX_TOKENS and settings.packing != "stop"
+        tokens = item.tokens if weighed else item.counted_tokens  # joined: not yet
         if reason == DropReason.MAX_DOCS:
             detail = f"max_docs={settings.max_docs} already kept"
         elif reason in CAP_REASONS:
-            detail = cap_detail(reason, settings, packed.items[index])
+            detail = cap_detail(reason, settings, item)
         elif reason == DropReason.DUPLICATE:
             detail = "same text as a kept passage"
         elif settings.packing == "stop":
