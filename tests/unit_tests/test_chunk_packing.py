@@ -93,8 +93,8 @@ def test_chunks_of_two_documents_in_any_order_are_all_accounted_for(
     assert report.tokens_used <= max_tokens
     assert len(context.documents) <= max_docs
     dropped = [record.key for record in report.drops]
-    for record in report.drops:  # a drop for room says what it needed
-        assert record.reason != DropReason.MAX_TOKENS or record.tokens is not None
+    for drop in report.drops:  # a drop for room says what it needed
+        assert drop.reason != DropReason.MAX_TOKENS or drop.tokens is not None
     assert sorted([*report.kept_ids, *dropped]) == sorted(str(c.id) for c in candidates)
     originals = {str(c.id): c.page_content for c in candidates}
     for record in report.trimmed:  # a shortened chunk keeps whole sentences of its own
