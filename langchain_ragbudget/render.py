@@ -318,7 +318,8 @@ _LINE_BREAKS = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 def short_number(value: float) -> str:
     """`value` to two decimals without a leading zero (`.70`, `-.05`): 2 tokens less."""
-    text = f"{value:.2f}".removeprefix("-") if round(value, 2) == 0 else f"{value:.2f}"
+    text = f"{value:.2f}"
+    text = "0.00" if text == "-0.00" else text
     return text.replace("0.", ".", 1) if text.lstrip("-").startswith("0.") else text
 
 

@@ -28,5 +28,10 @@ class Sent(BaseCallbackHandler):
     ) -> Any:
         self.messages.append(list(messages[0]))
 
+    @property
+    def prompts(self) -> list[str]:
+        """Each call's messages as one text, a line per message."""
+        return ["\n".join(str(m.content) for m in call) for call in self.messages]
+
     def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
         self.reports.append(data)

@@ -4,15 +4,14 @@ citations, warnings) is the real code."""
 
 from collections.abc import Iterator
 from typing import Any
-from uuid import UUID
 
 import pytest
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.prompts import ChatPromptTemplate
+from sent_to_model import Sent
 
 from langchain_ragbudget._tokens import count_tokens
 from langchain_ragbudget.budget import ContextBudget
@@ -20,21 +19,6 @@ from langchain_ragbudget.chain import BudgetedAnswer, create_budgeted_stuff_chai
 from langchain_ragbudget.config import SurfaceSettings
 from langchain_ragbudget.ledger import CandidateList, Stage, StageSkip
 from langchain_ragbudget.render import ContextFormat
-
-
-class PromptRecorder(BaseCallbackHandler):
-    def __init__(self) -> None:
-        self.prompts: list[str] = []
-
-    def on_chat_model_start(
-        self,
-        serialized: Any,
-        messages: list[list[BaseMessage]],
-        *,
-        run_id: UUID,
-        **kwargs: Any,
-    ) -> Any:
-        self.prompts.append("\n".join(str(m.content) for m in messages[0]))
 
 
 class FakeChatModel(GenericFakeChatModel):
@@ -98,7 +82,7 @@ def test_seed_000_answer_packed_and_dropped_passage_named() -> None:
         count_tokens(ContextFormat().render_passage(d), "o200k_base") for d in docs
     ]
     stage = budget(max_tokens=sizes[0] * 3 + sizes[4] + 40)
-    recorder = PromptRecorder()
+    recorder = Sent()
     chain = stage | create_budgeted_stuff_chain(fake_llm())
     out = chain.invoke(
         {"question": "What is the international per diem?", "documents": docs},
@@ -136,7 +120,7 @@ def test_truncated_answer_is_flagged() -> None:
 
 @pytest.mark.needs_tiktoken
 def test_weak_evidence_in_prompt_and_output() -> None:
-    recorder = PromptRecorder()
+    recorder = Sent()
     stage = budget(
         500, weak_evidence={"thresholds": {"rerank_score": 0.5, "dense_score": 0.4}}
     )
@@ -167,7 +151,7 @@ def test_weak_evidence_in_prompt_and_output() -> None:
 
 @pytest.mark.needs_tiktoken
 def test_prompt_without_evidence_note_still_gets_it() -> None:
-    recorder = PromptRecorder()
+    recorder = Sent()
     prompt = ChatPromptTemplate.from_messages([("human", "{context}\nQ: {question}")])
     chain = budget(
         500, weak_evidence={"thresholds": {"dense_score": 0.9}}
@@ -217,7 +201,7 @@ def test_structured_answer_carries_everything() -> None:
 
 
 def test_empty_context_says_so() -> None:
-    recorder = PromptRecorder()
+    recorder = Sent()
     out = (
         budget(100) | create_budgeted_stuff_chain(fake_llm("I cannot answer."))
     ).invoke({"question": "q", "documents": []}, {"callbacks": [recorder]})

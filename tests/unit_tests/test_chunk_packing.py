@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import tiktoken
+from chunk_texts import numbered_texts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
@@ -21,8 +22,6 @@ from langchain_ragbudget.ledger import DropReason
 from langchain_ragbudget.render import ContextFormat
 
 pytestmark = pytest.mark.needs_tiktoken
-
-WORDS = ["alpha", "beta", "gamma", "delta", "river", "stone", "light", "cloud"]
 
 
 def chunks_of(
@@ -47,20 +46,10 @@ def budget(max_tokens: int, max_docs: int = 100, **extra: object) -> ContextBudg
     return ContextBudget(settings=surface)
 
 
-@st.composite
-def texts(draw: st.DrawFn, tag: str) -> str:
-    sentences = []
-    for number in range(draw(st.integers(2, 12))):  # numbered: no two chunks alike
-        words = draw(st.lists(st.sampled_from(WORDS), min_size=2, max_size=12))
-        sentences.append(f"{' '.join(words).capitalize()} {tag}{number}.")
-        sentences.append(draw(st.sampled_from([" ", " ", "\n", "\n\n"])))
-    return "".join(sentences).strip()
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    texts("a"),
-    texts("b"),
+    numbered_texts("a", 12, 12),
+    numbered_texts("b", 12, 12),
     st.sampled_from([24, 40]),
     st.sampled_from([0, 12]),
     st.randoms(use_true_random=False),

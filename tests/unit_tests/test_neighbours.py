@@ -9,6 +9,7 @@ import re
 
 import pytest
 import tiktoken
+from chunk_texts import WORDS, numbered_texts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
@@ -23,8 +24,6 @@ from langchain_ragbudget.render import ContextFormat, quote
 
 pytestmark = pytest.mark.needs_tiktoken
 
-WORDS = ["alpha", "beta", "gamma", "delta", "river", "stone", "light", "cloud"]
-
 
 def chunks_of(text: str, size: int, overlap: int) -> list[Document]:
     settings = IndexSettings(chunk_size=size, chunk_overlap=overlap)
@@ -36,19 +35,9 @@ def chunks_of(text: str, size: int, overlap: int) -> list[Document]:
     return chunks
 
 
-@st.composite
-def texts(draw: st.DrawFn) -> str:
-    sentences = []
-    for number in range(draw(st.integers(2, 16))):  # numbered: no two chunks alike
-        words = draw(st.lists(st.sampled_from(WORDS), min_size=2, max_size=14))
-        sentences.append(f"{' '.join(words).capitalize()} {number}.")
-        sentences.append(draw(st.sampled_from([" ", " ", "\n", "\n\n"])))
-    return "".join(sentences).strip()
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    texts(),
+    numbered_texts(),
     st.sampled_from([24, 40, 64]),
     st.sampled_from([0, 12]),
     st.randoms(use_true_random=False),
