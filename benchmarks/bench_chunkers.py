@@ -7,12 +7,17 @@ size, the chunked evaluation (`evaluate_chunked`, the same as `make eval`'s chun
 tables; indexes cached, ~10 min each to build on a quiet 2-core machine): document
 nDCG@10, evidence kept by each policy at each budget, and `trim`'s overhead share.
 
+With `--neighbours N` (repeatable), each run once per setting of
+`retrieval.neighbours` (the chunks either side of each retrieved one that the
+index's retriever adds; 0: none).
+
     python benchmarks/bench_chunkers.py [--chunk-size N ...] [--chunker C ...]
-        [--no-join] [--ceiling-only] [--limit N]
+        [--neighbours N ...] [--no-join] [--ceiling-only] [--limit N]
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 
 from _common import parser_with_data, print_machine
@@ -61,6 +66,7 @@ def main() -> None:
     parser.add_argument(
         "--chunker", choices=["recursive", "sentences"], action="append"
     )
+    parser.add_argument("--neighbours", type=int, action="append")
     parser.add_argument("--no-join", action="store_true")
     parser.add_argument("--ceiling-only", action="store_true")
     parser.add_argument("--limit", type=int)
@@ -75,21 +81,23 @@ def main() -> None:
     if args.ceiling_only:
         return
     config = load_config()
-    for size in sizes:
-        for chunker in chunkers:
-            index = config.index.model_copy(update={"chunker": chunker})
-            started = time.perf_counter()
-            result = evaluate_chunked(
-                dataset,
-                config.model_copy(update={"index": index}),
-                size,
-                limit=args.limit,
-                join_neighbours=not args.no_join,
-            )
-            seconds = time.perf_counter() - started
-            out.print(f"\n{chunked_caption(result)} ({seconds:.0f} s)")
-            for row in budget_rows(result.evidence_survival) + overhead_rows(result):
-                out.print(" | ".join(row))
+    for size, chunker, neighbours in itertools.product(
+        sizes, chunkers, args.neighbours or [config.retrieval.neighbours]
+    ):
+        index = config.index.model_copy(update={"chunker": chunker})
+        retrieval = config.retrieval.model_copy(update={"neighbours": neighbours})
+        started = time.perf_counter()
+        result = evaluate_chunked(
+            dataset,
+            config.model_copy(update={"index": index, "retrieval": retrieval}),
+            size,
+            limit=args.limit,
+            join_neighbours=not args.no_join,
+        )
+        seconds = time.perf_counter() - started
+        out.print(f"\n{chunked_caption(result)} ({seconds:.0f} s)")
+        for row in budget_rows(result.evidence_survival) + overhead_rows(result):
+            out.print(" | ".join(row))
     print_machine(out, load_average=True)
 
 

@@ -42,6 +42,7 @@ CHUNK_START = "chunk_start"  # a chunk's first character in its document's text
 CHUNK_END = "chunk_end"  # one past its last character
 CHUNK_GAP = "chunk_gap"  # the text between the previous chunk and a non-overlapping one
 SENTENCE_SPLIT = "sentence_split"  # the chunk holds part of a sentence over a chunk
+NEIGHBOUR_OF = "neighbour_of"  # a chunk added next to this retrieved one (hybrid)
 _SCORE = "_score"
 _RANK = "_rank"
 _NORMALISED = "_normalised"

@@ -1,4 +1,8 @@
-"""Neighbouring chunks of one document, joined into one quoted run.
+"""Neighbouring chunks of one document: fetched next to a hit, joined into one run.
+
+`around` finds the chunks next to retrieved ones in the index's chunk store, so
+evidence that runs on past a retrieved chunk can reach the prompt (measured on
+SciFact in BENCHMARKS.md; `retrieval.neighbours`).
 
 Chunks that carry their place in the document (`chunk_start`, `chunk_end`, and
 `chunk_gap`, the whitespace before a chunk that does not overlap its predecessor)
@@ -11,7 +15,7 @@ document, so the tokens the packer adds up are those of the rendered context.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -29,6 +33,53 @@ def place(document: Document) -> tuple[int, int, int] | None:
         position, start, end = values
         return position, start, end  # type: ignore[return-value]
     return None
+
+
+def around(
+    documents: Sequence[Document], chunks: Mapping[str, Document], reach: int
+) -> list[tuple[str, Document, str]]:
+    """Chunks within `reach` places of each of `documents` in its own document.
+
+    Looked up by the index's chunk ids (`<doc_id>::<position>`, `index._chunking`)
+    and kept only when the chunk found says the same document and place, so a
+    store with other ids adds nothing. Chunks among `documents`, or found twice,
+    come once; the best-ranked document's first, nearer ones first, the next before
+    the previous.
+
+    Returns:
+        (the chunk's id, the chunk, the id of the document it neighbours).
+    """
+    taken = {str(d.metadata.get("chunk_id", d.id)) for d in documents}
+    found: list[tuple[str, Document, str]] = []
+    for document in documents:
+        doc_id, position = (
+            document.metadata.get("doc_id"),
+            document.metadata.get("position"),
+        )
+        if not isinstance(doc_id, str) or type(position) is not int:
+            continue
+        for near in _places_near(position, reach):
+            key = f"{doc_id}::{near}"
+            chunk = chunks.get(key)
+            if chunk is None or key in taken:
+                continue
+            if chunk.metadata.get("doc_id") == doc_id and _at(chunk, near):
+                taken.add(key)
+                found.append((key, chunk, str(document.id)))
+    return found
+
+
+def _places_near(position: int, reach: int) -> Iterator[int]:
+    """The places within `reach` of `position`, nearer first, the next first."""
+    for distance in range(1, reach + 1):
+        yield position + distance
+        if position - distance >= 0:
+            yield position - distance
+
+
+def _at(chunk: Document, position: int) -> bool:
+    found = chunk.metadata.get("position")
+    return type(found) is int and found == position
 
 
 def joins(first: Document, second: Document) -> bool:

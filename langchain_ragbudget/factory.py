@@ -244,7 +244,8 @@ def hybrid_retriever(
         config: The configuration (weights, fetch sizes, k, fusion, rrf_c,
             id_key): a loaded one, a YAML file, or None for the shipped defaults.
         docstore: Passages by id, so a Chroma store is asked for ids and distances
-            only (the sparse side already holds the texts).
+            only (the sparse side already holds the texts), and the neighbours
+            of retrieved chunks come from it (`retrieval.neighbours`).
         **overrides: HybridRetriever fields to set instead (e.g. `k`).
 
     Returns:
@@ -264,6 +265,8 @@ def hybrid_retriever(
         "fusion": retrieval.fusion,
         "rrf_c": retrieval.rrf_c,
         "id_key": retrieval.id_key,
+        "chunk_store": docstore,
+        "neighbours": retrieval.neighbours,
     }
     return HybridRetriever(**{**settings, **overrides})
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, cast, runtime_checkable
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -26,17 +26,19 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, SkipValidation, model_validator
 
 from langchain_ragbudget._identity import distinct_keys, document_key
 from langchain_ragbudget._metadata_keys import (
     FUSED_RANK,
     FUSED_SCORE,
     FUSION_METHOD,
+    NEIGHBOUR_OF,
     normalised_key,
     rank_key,
     score_key,
 )
+from langchain_ragbudget._neighbours import around
 from langchain_ragbudget._overrides import known_keywords
 from langchain_ragbudget._validation import check_documents, check_query, finite_score
 from langchain_ragbudget.config import (
@@ -103,6 +105,14 @@ class HybridRetriever(BaseRetriever):
         id_key: The metadata key that identifies a passage when `Document.id` is
             unset.
         score_key: The metadata key each retriever writes its score to.
+        chunk_store: Chunks by id (`<doc_id>::<position>`, as an index makes
+            them), to add the neighbours of the fused candidates from (None:
+            none are added).
+        neighbours: With a `chunk_store`, the chunks either side of each of the
+            top `k` to add after them, from the same document (0: none). Each
+            carries `neighbour_of` (the key of the candidate it neighbours) and
+            its place in the list as `fused_rank`, but no score: no retriever
+            scored it.
 
     Example:
         .. code-block:: python
@@ -141,6 +151,9 @@ class HybridRetriever(BaseRetriever):
     )
     id_key: str | None = default_of(RetrievalSettings, "id_key")
     score_key: str = "score"
+    # not validated: an index's store holds every chunk, and would be copied
+    chunk_store: Annotated[Mapping[str, Document] | None, SkipValidation] = None
+    neighbours: int = Field(default_of(RetrievalSettings, "neighbours"), ge=0, le=100)
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -393,12 +406,32 @@ class HybridRetriever(BaseRetriever):
             document = self._merge(item, rank, firsts, labels, reference)
             entered[item.key] = document
             kept.append(document)
+        added = self._add_neighbours(kept, reference)
+        entered.update((str(document.id), document) for document in added)
         # Recorded when first read, each cut candidate's merged document later still.
-        cut_off = _FusionCut(self, fused, firsts, labels, reference, k)
+        cut_off = _FusionCut(
+            self, fused, firsts, labels, reference, k, frozenset(entered)
+        )
         drops = DeferredRecords(partial(cut_off.records, upstream.drops))
         ledger.add(drops, upstream.skipped, issues)
         file_in_scope(ledger)
         return CandidateList(kept, drops, upstream.skipped, issues)
+
+    def _add_neighbours(self, kept: list[Document], reference: str) -> list[Document]:
+        """The neighbours of the `kept` candidates, appended to them (`neighbours`)."""
+        if not self.neighbours or self.chunk_store is None:
+            return []
+        added = []
+        for key, chunk, of in around(kept, self.chunk_store, self.neighbours):
+            metadata = {
+                **chunk.metadata,
+                NEIGHBOUR_OF: of,
+                FUSED_RANK: len(kept) + 1,
+                LEDGER_KEY: reference,
+            }
+            kept.append(chunk.model_copy(update={"id": key, "metadata": metadata}))
+            added.append(kept[-1])
+        return added
 
     def _merge(
         self,
@@ -454,6 +487,7 @@ class _FusionCut:
     labels: list[_Labels]
     reference: str
     k: int
+    listed: frozenset[str]  # keys in the list after all, as neighbours
 
     def document(self, rank: int) -> Document:
         """The merged document of the candidate fused at `rank`."""
@@ -472,6 +506,7 @@ class _FusionCut:
                 item.key, Stage.FUSION, DropReason.FUSION_CUT, rank, self
             )
             for rank, item in enumerate(self.fused[self.k :], self.k + 1)
+            if item.key not in self.listed
         ]
         return upstream + cut
 

@@ -3,8 +3,9 @@
 A document's evidence may then be spread over several chunks: it survives a policy
 and budget when each of its evidence sentences is whole in a kept chunk. Also
 measured per chunking: document-level nDCG@10 of the retrieved chunks, the ceiling
-(gold documents whose every evidence sentence is whole in a retrieved chunk) and the
-share of the context spent on headers, quote marks and markers.
+(gold documents whose every evidence sentence is whole in a retrieved chunk, or in
+a neighbour the retriever added) and the share of the context spent on headers,
+quote marks and markers.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from langchain_core.documents import Document
 
 from langchain_ragbudget._disk import atomic_write_text, cache_root
+from langchain_ragbudget._metadata_keys import NEIGHBOUR_OF
 from langchain_ragbudget._tokens import count_tokens
 from langchain_ragbudget.config import RagBudgetConfig
 from langchain_ragbudget.evaluation._beir import BeirDataset, judged_id
@@ -56,6 +58,9 @@ class ChunkedSurvival:
         overhead: Per budget policy, the share of the context's tokens spent on
             citation headers, quote marks and omission markers, at each budget.
         joined: Whether neighbouring chunks of a document were joined in the prompt.
+        neighbours: `retrieval.neighbours`: chunks either side of each retrieved
+            one that the index's retriever added (0: none).
+        neighbours_added: The chunks it added per query, on average.
     """
 
     chunk_size: int
@@ -69,6 +74,8 @@ class ChunkedSurvival:
     split_long: int = 0
     overhead: dict[str, list[float | None]] = field(default_factory=dict)
     joined: bool = True
+    neighbours: int = 0
+    neighbours_added: float = 0.0
 
 
 def chunk_k(k: int, chunk_size: int, reference: int = 256) -> int:
@@ -137,6 +144,8 @@ def evaluate_chunked(
             for policy, row in tally.spent.items()
         },
         joined=join_neighbours,
+        neighbours=retriever.neighbours,
+        neighbours_added=tally.added / len(queries) if queries else 0.0,
     )
 
 
@@ -155,7 +164,7 @@ class _Tally:
         self.hits = {policy: [0] * len(budgets) for policy in POLICIES}
         self.cuts = dict.fromkeys(POLICIES, 0)
         self.spent = {policy: [[0, 0] for _ in budgets] for policy in POLICIES[1:]}
-        self.gold = self.split = self.long = 0
+        self.gold = self.split = self.long = self.added = 0
         self.ndcg = 0.0
 
     def add(
@@ -171,6 +180,7 @@ class _Tally:
         relevant = {d for d, rel in qrels.items() if rel > 0}
         rationales = self.dataset.rationales.get(query_id, {})
         self.ndcg += ndcg_at_k([judged_id(d) for d in candidates], qrels, 10)
+        self.added += sum(NEIGHBOUR_OF in d.metadata for d in candidates)
         needs, split = _evidence_by_chunk(candidates, relevant, rationales)
         self.gold += len(needs) + len(split)
         self.split += len(split)

@@ -124,9 +124,14 @@ def chunked_caption(item: ChunkedSurvival) -> str:
     """What a chunked evidence table measured: chunker, k, nDCG, gold, ceiling, cuts."""
     ndcg = "-" if item.ndcg_at_10 is None else f"{item.ndcg_at_10:.3f}"
     joined = "" if item.joined else ", neighbours not joined"
+    added = (
+        f" + {item.neighbours_added:.1f} neighbours ({item.neighbours} either side)"
+        if item.neighbours
+        else ""
+    )
     return (
         f"{item.chunk_size}-token chunks ({item.chunker}{joined}), {item.k} "
-        f"retrieved, document nDCG@10 {ndcg}: evidence kept of "
+        f"retrieved{added}, document nDCG@10 {ndcg}: evidence kept of "
         f"{item.evidence_gold} gold documents found ({item.split_evidence} with an "
         f"evidence sentence no retrieved chunk holds whole, {item.split_long} of "
         "them longer than a chunk); cut mid-sentence: "
