@@ -179,7 +179,8 @@ def pack(
     (`group`) or retriever already has `max_per_source` or `max_per_retriever`
     kept passages is dropped before `max_docs` is checked. `joined_cost(index,
     kept)` is what a whole passage adds to the passages `kept` whole of its group
-    when it renders joined to one of them (None: it does not).
+    when it renders joined to one of them (None: it does not); joined, it
+    lengthens a passage and takes no `max_docs` slot.
     """
     packing = _Packing(
         items, max_tokens, policy, _Caps(max_per_source, max_per_retriever)
@@ -187,16 +188,16 @@ def pack(
     queue = _Queue(items)
     for index in queue:
         item = items[index]
-        full = len(packing.kept) >= max_docs
+        added = None
+        if joined_cost is not None and item.group in packing.whole:
+            added = joined_cost(index, packing.whole[item.group])
+        full = added is None and packing.slots >= max_docs
         if early := _early_drop(
             item, packing.contents, packing.capped, full, packing.stopped
         ):
             packing.dropped.append((index, early))
             continue
         header = 0 if item.group in packing.groups else item.group_tokens
-        added = None
-        if joined_cost is not None and item.group in packing.whole:
-            added = joined_cost(index, packing.whole[item.group])
         tokens = item.tokens if added is None else added
         cost = tokens + header
         chosen: tuple[int, ...] | None = ()
@@ -205,10 +206,15 @@ def pack(
             room = min(room, max_passage_tokens)
         if index in packing.planned:  # shortened together with the passage before
             chosen, cost = packing.planned.pop(index)
-        elif queue.must_wait(index, slots=max_docs - len(packing.kept)):
+        elif added is None and queue.must_wait(index, max_docs - packing.slots):
             continue  # it would take the slot of a better-ranked passage
-        elif tokens > room > 0 and policy == "trim" and sentences_of is not None:
-            slots = max_docs - len(packing.kept) if max_sentences is None else 0
+        elif (
+            tokens > room > 0
+            and policy == "trim"
+            and sentences_of is not None
+            and packing.slots < max_docs  # shortened, it joins nothing
+        ):
+            slots = max_docs - packing.slots if max_sentences is None else 0
             chosen, shortened = packing.shorten(
                 queue,
                 index,
@@ -317,6 +323,11 @@ class _Packing:
     used: int = 0
     over_budget: bool = False
     stopped: bool = False
+
+    @property
+    def slots(self) -> int:
+        """The `max_docs` slots taken: a chunk joined to a kept run takes none."""
+        return len(self.kept) - len(self.joined)
 
     def keep(
         self, index: int, cost: int, chosen: tuple[int, ...], added: int | None

@@ -28,6 +28,7 @@ from langchain_ragbudget._metadata_keys import (
     FUSED_RANK,
     FUSED_SCORE,
     HEADER_TOKENS,
+    NEIGHBOUR_OF,
     RERANK_SCORE,
     SPARSE,
     score_key,
@@ -74,7 +75,8 @@ class CandidateRow:
         outcome: `kept`, `shortened` or `dropped`.
         stage: The stage that dropped it; None when kept.
         reason: Why it was dropped or shortened; None when kept whole.
-        detail: The record's explanation (e.g. the tokens it needed and had).
+        detail: The record's explanation (e.g. the tokens it needed and had), and
+            for a chunk the index added next to a retrieved one, which one.
         in_answer: Whether the answer cites it.
     """
 
@@ -113,6 +115,9 @@ def candidate_rows(
     ) -> CandidateRow:
         meta = document.metadata
         key = document_key(document)
+        if NEIGHBOUR_OF in meta:  # added next to a retrieved chunk, unscored
+            beside = f"neighbour of {meta[NEIGHBOUR_OF]}"
+            outcome["detail"] = "; ".join(filter(None, (outcome.get("detail"), beside)))
         return CandidateRow(
             key=key,
             source=document_source(document),

@@ -25,8 +25,9 @@ from langchain_ragbudget import (
 )
 from langchain_ragbudget._neighbours import around
 from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.config import SurfaceSettings
+from langchain_ragbudget.config import IndexSettings, SurfaceSettings
 from langchain_ragbudget.index._hybrid_index import HybridIndex
+from langchain_ragbudget.index._sentence_chunks import SentenceChunker
 from langchain_ragbudget.ledger import LEDGER_KEY, ledgers_of
 
 
@@ -213,3 +214,71 @@ def test_an_index_adds_neighbours_the_budget_joins_or_drops_on_the_record(
         assert context.text.count("[1]") == 1  # one citation for the document
         if not expect_dropped:  # all of it, joined: the document's text once
             assert text in context.text.replace("\n> ", " ").replace("> ", "")
+
+
+@pytest.mark.needs_tiktoken
+@pytest.mark.parametrize(("max_docs", "outcome"), [(10, "kept"), (2, "dropped")])
+def test_the_evidence_table_says_which_chunk_a_neighbour_is_next_to(
+    max_docs: int, outcome: str
+) -> None:
+    from langchain_ragbudget.cli._views import candidate_rows
+
+    found = hybrid(HITS, k=2, neighbours=1).invoke("q")
+    settings = SurfaceSettings(
+        max_tokens=10_000, max_docs=max_docs, min_docs=0, packing="skip"
+    )
+    context = ContextBudget(settings=settings).fit(found, question="q")
+    rows = {row.key: row for row in candidate_rows(context, retrievers=["list"])[0]}
+    assert rows["a::3"].outcome == outcome
+    assert rows["a::3"].detail.endswith("neighbour of a::2")
+    assert rows["b::4"].detail.endswith("neighbour of b::5")
+    assert "neighbour" not in rows["a::2"].detail
+
+
+def sentence_chunks(doc_id: str, text: str) -> list[Document]:
+    settings = IndexSettings(chunk_size=32, chunk_overlap=0)
+    return SentenceChunker(settings).split(
+        Document(page_content=text, metadata={"source": f"{doc_id}.md"}), doc_id
+    )
+
+
+ALPHA = " ".join(  # two sentences a chunk
+    f"Alpha {n} lies in the wide river valley near the old town."
+    for n in ("one", "two", "three", "four", "five", "six")
+)
+
+
+@pytest.mark.needs_tiktoken
+def test_a_neighbour_joined_to_a_kept_run_takes_no_max_docs_slot() -> None:
+    a = sentence_chunks("a", ALPHA)
+    b = sentence_chunks("b", " ".join(ALPHA.replace("Alpha", "Beta").split(" ")[:44]))
+    assert len(a) == 3 and len(b) == 2
+    # retrieved a::1 and b::0; the rest came as neighbours, after them
+    found = [a[1], b[0], a[2], a[0], b[1]]
+    settings = SurfaceSettings(max_tokens=4000, max_docs=2, min_docs=0, packing="trim")
+    context = ContextBudget(settings=settings).fit(found, question="alpha")
+    assert sorted(context.report.kept_ids) == sorted(str(c.id) for c in found)
+    assert ALPHA in context.text.replace("\n> ", " ")
+    # with one slot, b's chunks have none: a's run fills it, b is dropped on the record
+    settings = settings.model_copy(update={"max_docs": 1})
+    context = ContextBudget(settings=settings).fit(found, question="alpha")
+    assert sorted(context.report.kept_ids) == ["a::0", "a::1", "a::2"]
+    reasons = {r.key: r.reason for r in context.report.drops}
+    assert reasons == {"b::0": DropReason.MAX_DOCS, "b::1": DropReason.MAX_DOCS}
+
+
+@pytest.mark.needs_tiktoken
+def test_a_neighbour_that_must_be_shortened_needs_a_slot() -> None:
+    a = sentence_chunks("a", ALPHA)
+    found = [a[1], a[2], a[0]]
+    whole = ContextBudget(
+        settings=SurfaceSettings(max_tokens=4000, max_docs=1, min_docs=0)
+    ).fit([a[1]], question="alpha")
+    room = whole.report.tokens_used + 18  # a::1 and its header, and one sentence
+    settings = SurfaceSettings(max_tokens=room, max_docs=1, min_docs=0, packing="trim")
+    context = ContextBudget(settings=settings).fit(found, question="alpha")
+    assert context.report.kept_ids == ["a::1"] and context.report.trimmed == []
+    assert {r.key: r.reason for r in context.report.drops} == {
+        "a::2": DropReason.MAX_TOKENS,
+        "a::0": DropReason.MAX_TOKENS,
+    }
