@@ -42,6 +42,7 @@ from langchain_ragbudget._metadata_keys import (
     CONTEXT_TOKENS,
     FUSED_RANK,
     HEADER_TOKENS,
+    NEIGHBOUR_OF,
     best_retriever,
 )
 from langchain_ragbudget._neighbours import neighbour_costs
@@ -372,8 +373,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         `earlier` holds the records of the stages before (read from the input as
         given, before its candidates got their entry keys) and the scope's ledgers.
         """
-        settings = self.settings
-        encoding = settings.encoding_name
+        settings, encoding = self.settings, self.settings.encoding_name
         tokens_used = sum(count_tokens(block, encoding) for block in blocks)
         (upstream, skipped, issues), scoped = earlier
         budget_drops = [
@@ -419,6 +419,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
                     ),
                     content_key=document.page_content,
                     retriever=best_retriever(document) if by_retriever else None,
+                    neighbour=NEIGHBOUR_OF in document.metadata,
                 )
             )
         return items
@@ -429,10 +430,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         upstream: Sequence[DropRecord],
         scoped: Sequence[RunLedger],
     ) -> list[DropRecord]:
-        """Records for candidates that entered the run and vanished with no record.
-
-        Only a step this package did not write can do that (a slice, a filter).
-        """
+        """Records for candidates that vanished unrecorded: a user's slice, a filter."""
         ledgers = {id(ledger): ledger for ledger in [*ledgers_of(documents), *scoped]}
         present = {document_key(doc, self.id_key) for doc in documents}
         present.update(record.key for record in upstream)

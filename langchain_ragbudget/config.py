@@ -108,16 +108,17 @@ class RetrievalSettings(StrictModel):
     `fusion` is `rrf` (by rank, with `rrf_c`), `minmax` or `dbsf` (by score,
     normalised per query); `ragbudget tune` picks one on labelled queries.
     `neighbours`: the chunks either side of each of the `k` that an index's
-    retriever adds after them, from the same document (0: none), so evidence
-    that runs on past a retrieved chunk can reach the prompt; the budget weighs
-    them with their document and drops them on the record when room runs out.
+    retriever adds after them, from the same document (0, the default: none), so
+    evidence that runs on past a retrieved chunk can reach the prompt; the budget
+    gives them only the room the retrieved passages leave, and drops them on the
+    record when there is none.
     """
 
     k: StrictInt = Field(10, ge=1)
     fusion: FusionMethod = "rrf"
     rrf_c: StrictFloat = Field(60.0, gt=0)
     id_key: StrictStr | None = "chunk_id"
-    neighbours: StrictInt = Field(2, ge=0, le=100)
+    neighbours: StrictInt = Field(0, ge=0, le=100)
     sparse: RetrieverSettings = RetrieverSettings()
     dense: RetrieverSettings = RetrieverSettings()
 

@@ -39,9 +39,18 @@ class PackItem:
     candidate past `max_docs`, a duplicate, or one after `stop` is never counted.
     `group` is also the source document `max_per_source` counts; `retriever` the
     retriever `max_per_retriever` counts (None: not counted against any).
+    `neighbour`: a chunk added next to a retrieved one, not retrieved itself
+    (`retrieval.neighbours`): weighed at its own rank, never with its document.
     """
 
-    __slots__ = ("_group_tokens", "_tokens", "content_key", "group", "retriever")
+    __slots__ = (
+        "_group_tokens",
+        "_tokens",
+        "content_key",
+        "group",
+        "neighbour",
+        "retriever",
+    )
 
     def __init__(
         self,
@@ -50,12 +59,14 @@ class PackItem:
         group_tokens: Count,
         content_key: str,
         retriever: str | None = None,
+        neighbour: bool = False,
     ) -> None:
         self._tokens = tokens
         self.group = group
         self._group_tokens = group_tokens
         self.content_key = content_key
         self.retriever = retriever
+        self.neighbour = neighbour
 
     @property
     def tokens(self) -> int:
@@ -142,12 +153,15 @@ def document_order(items: Sequence[PackItem]) -> list[int]:
     SciFact in 64 to 256-token chunks (BENCHMARKS.md): weighed by rank alone, or
     with only a chunk's near neighbours moved up, evidence spread over chunks of
     one abstract is lost where the naive slice, which shows them together, keeps
-    it. `max_per_source` caps what one document may take.
+    it. `max_per_source` caps what one document may take. A neighbour (not
+    retrieved) stays at its rank, so it only takes room the retrieved ones leave.
     """
     members: dict[str, list[int]] = {}
     for index, item in enumerate(items):
-        members.setdefault(item.group, []).append(index)
-    return [index for group in members.values() for index in group]
+        if not item.neighbour:
+            members.setdefault(item.group, []).append(index)
+    grouped = [index for group in members.values() for index in group]
+    return grouped + [index for index, item in enumerate(items) if item.neighbour]
 
 
 def pack(
@@ -188,10 +202,9 @@ def pack(
     queue = _Queue(items)
     for index in queue:
         item = items[index]
-        added = None
-        if joined_cost is not None and item.group in packing.whole:
-            added = joined_cost(index, packing.whole[item.group])
-        full = added is None and packing.slots >= max_docs
+        added = packing.join_cost(index, joined_cost)
+        slots_left = max_docs - packing.slots  # a passage joined to a run takes none
+        full = added is None and slots_left <= 0
         if early := _early_drop(
             item, packing.contents, packing.capped, full, packing.stopped
         ):
@@ -206,22 +219,16 @@ def pack(
             room = min(room, max_passage_tokens)
         if index in packing.planned:  # shortened together with the passage before
             chosen, cost = packing.planned.pop(index)
-        elif added is None and queue.must_wait(index, max_docs - packing.slots):
+        elif added is None and queue.must_wait(index, slots_left):
             continue  # it would take the slot of a better-ranked passage
-        elif (
-            tokens > room > 0
-            and policy == "trim"
-            and sentences_of is not None
-            and packing.slots < max_docs  # shortened, it joins nothing
-        ):
-            slots = max_docs - packing.slots if max_sentences is None else 0
+        elif tokens > room > 0 and slots_left > 0 and policy == "trim" and sentences_of:
             chosen, shortened = packing.shorten(
                 queue,
                 index,
                 room,
                 sentences_of,
                 max_sentences,
-                pair_slots=slots,
+                pair_slots=slots_left if max_sentences is None else 0,
                 pays_header=header > 0,
             )
             cost = header + shortened if chosen else cost
@@ -323,6 +330,17 @@ class _Packing:
     used: int = 0
     over_budget: bool = False
     stopped: bool = False
+
+    def join_cost(
+        self,
+        index: int,
+        joined_cost: Callable[[int, tuple[int, ...]], int | None] | None,
+    ) -> int | None:
+        """What whole passage `index` adds to a kept run of its group (None: none)."""
+        group = self.items[index].group
+        if joined_cost is None or group not in self.whole:
+            return None
+        return joined_cost(index, self.whole[group])
 
     @property
     def slots(self) -> int:

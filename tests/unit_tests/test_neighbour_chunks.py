@@ -184,8 +184,12 @@ def test_an_index_adds_neighbours_the_budget_joins_or_drops_on_the_record(
     tmp_path: Path,
 ) -> None:
     config = load_config()
+    assert config.retrieval.neighbours == 0  # opt-in
     config = config.model_copy(
-        update={"index": config.index.model_copy(update={"chunk_size": 24})}
+        update={
+            "index": config.index.model_copy(update={"chunk_size": 24}),
+            "retrieval": config.retrieval.model_copy(update={"neighbours": 2}),
+        }
     )
     text = " ".join(
         f"Finding {i} concerns the {word} of the enzyme in mice."
@@ -282,3 +286,30 @@ def test_a_neighbour_that_must_be_shortened_needs_a_slot() -> None:
         "a::2": DropReason.MAX_TOKENS,
         "a::0": DropReason.MAX_TOKENS,
     }
+
+
+@pytest.mark.needs_tiktoken
+def test_a_neighbour_only_takes_room_the_retrieved_passages_leave() -> None:
+    a = sentence_chunks("a", ALPHA)
+    b = sentence_chunks("b", ALPHA.replace("Alpha", "Beta"))
+    added = a[2].model_copy(
+        update={"metadata": {**a[2].metadata, "neighbour_of": str(a[1].id)}}
+    )
+    alone = SurfaceSettings(max_tokens=4000, max_docs=9, min_docs=0, packing="skip")
+    room = ContextBudget(settings=alone).fit([a[1], b[0]]).report.tokens_used + 5
+    settings = alone.model_copy(update={"max_tokens": room})
+    # retrieved, a::2 would be weighed with its document, ahead of b::0
+    retrieved = ContextBudget(settings=settings).fit([a[1], b[0], a[2]])
+    assert retrieved.report.kept_ids == ["a::1", "a::2"]
+    # added next to a::1, it waits for the retrieved b::0, and there is no room left
+    context = ContextBudget(settings=settings).fit([a[1], b[0], added])
+    assert context.report.kept_ids == ["a::1", "b::0"]
+    assert [(r.key, r.reason) for r in context.report.drops] == [
+        ("a::2", DropReason.MAX_TOKENS)
+    ]
+    # with room, it joins a::1's run, shown under a's citation, before b
+    settings = alone.model_copy(update={"max_docs": 2})
+    context = ContextBudget(settings=settings).fit([a[1], b[0], added])
+    assert context.report.kept_ids == ["a::1", "b::0", "a::2"]
+    assert context.text.index("Alpha four") < context.text.index("Alpha five")
+    assert context.text.index("Alpha six") < context.text.index("Beta")
