@@ -23,6 +23,7 @@ from langchain_core.documents import Document
 
 from langchain_ragbudget._metadata_keys import CHUNK_END, CHUNK_GAP, CHUNK_START
 from langchain_ragbudget._tokens import count_tokens
+from langchain_ragbudget.errors import InvalidInputError
 
 
 def place(document: Document) -> tuple[int, int, int] | None:
@@ -48,6 +49,9 @@ def around(
 
     Returns:
         (the chunk's id, the chunk, the id of the document it neighbours).
+
+    Raises:
+        InvalidInputError: A value found in `chunks` is not a Document.
     """
     taken = {str(d.metadata.get("chunk_id", d.id)) for d in documents}
     found: list[tuple[str, Document, str]] = []
@@ -63,6 +67,10 @@ def around(
             chunk = chunks.get(key)
             if chunk is None or key in taken:
                 continue
+            if not isinstance(chunk, Document):
+                raise InvalidInputError(
+                    f"chunk_store[{key!r}] is a {type(chunk).__name__}, not a Document"
+                )
             if chunk.metadata.get("doc_id") == doc_id and _at(chunk, near):
                 taken.add(key)
                 found.append((key, chunk, str(document.id)))

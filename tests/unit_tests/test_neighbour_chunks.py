@@ -21,6 +21,7 @@ from langchain_ragbudget import (
     ConfigError,
     DropReason,
     HybridRetriever,
+    InvalidInputError,
     load_config,
 )
 from langchain_ragbudget._neighbours import around
@@ -102,11 +103,11 @@ def test_no_negative_place_is_looked_up() -> None:
 
 
 def hybrid(listed: list[Document], **kwargs: object) -> HybridRetriever:
+    settings: dict[str, object] = {"chunk_store": STORE, **kwargs}
     return HybridRetriever(
         retrievers=[ListRetriever(documents=listed)],
         names=["list"],
-        chunk_store=STORE,
-        **kwargs,  # type: ignore[arg-type]
+        **settings,  # type: ignore[arg-type]
     )
 
 
@@ -313,3 +314,9 @@ def test_a_neighbour_only_takes_room_the_retrieved_passages_leave() -> None:
     assert context.report.kept_ids == ["a::1", "b::0", "a::2"]
     assert context.text.index("Alpha four") < context.text.index("Alpha five")
     assert context.text.index("Alpha six") < context.text.index("Beta")
+
+
+def test_a_store_holding_something_else_is_named() -> None:
+    store = {**STORE, "a::4": "Sentence 4 of a."}
+    with pytest.raises(InvalidInputError, match=r"chunk_store\['a::4'\] is a str"):
+        hybrid(HITS, k=2, neighbours=2, chunk_store=store).invoke("q")
