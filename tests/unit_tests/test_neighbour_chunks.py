@@ -41,8 +41,7 @@ def chunk(doc_id: str, position: int, **metadata: object) -> Document:
     )
 
 
-STORE = {c.id: c for d in ("a", "b") for c in (chunk(d, p) for p in range(6))}
-assert all(key is not None for key in STORE)
+STORE = {str(c.id): c for d in ("a", "b") for c in (chunk(d, p) for p in range(6))}
 
 
 def found(pairs: list[tuple[str, Document, str]]) -> list[tuple[str, str]]:
@@ -107,7 +106,7 @@ def hybrid(listed: list[Document], **kwargs: object) -> HybridRetriever:
     return HybridRetriever(
         retrievers=[ListRetriever(documents=listed)],
         names=["list"],
-        **settings,  # type: ignore[arg-type]
+        **settings,
     )
 
 
