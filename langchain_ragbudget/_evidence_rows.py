@@ -27,6 +27,7 @@ from langchain_ragbudget._metadata_keys import (
     is_score_key,
     score_label,
     scores_of,
+    with_neighbour,
 )
 from langchain_ragbudget._names import display_name
 
@@ -121,6 +122,7 @@ def _cells(
     if status == SHORTENED and trim is not None:
         stage = trim.get("stage")
         detail = f"{trim.get('detail')}; {trim.get('omitted_tokens')} tokens left out"
+    detail = with_neighbour(detail, entry)
     cells: list[object] = [
         status,
         _number(entry.get(FUSED_RANK)),

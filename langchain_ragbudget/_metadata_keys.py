@@ -11,6 +11,7 @@ stage writes is caught where the configuration is wired (`factory.build_budget`)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.documents import Document
@@ -43,6 +44,7 @@ CHUNK_END = "chunk_end"  # one past its last character
 CHUNK_GAP = "chunk_gap"  # the text between the previous chunk and a non-overlapping one
 SENTENCE_SPLIT = "sentence_split"  # the chunk holds part of a sentence over a chunk
 NEIGHBOUR_OF = "neighbour_of"  # a chunk added next to this retrieved one (hybrid)
+_HOW_IT_CAME = (FUSION_METHOD, NEIGHBOUR_OF)
 _SCORE = "_score"
 _RANK = "_rank"
 _NORMALISED = "_normalised"
@@ -77,12 +79,23 @@ def normalised_key(retriever: str) -> str:
 
 
 def scores_of(document: Document) -> dict[str, Any]:
-    """The rank and score fields of a document's metadata, for tables and reports."""
+    """The rank and score fields of a document's metadata, for tables and reports.
+
+    With `neighbour_of` for a chunk added next to a retrieved one (it has none).
+    """
     return {
         key: value
         for key, value in document.metadata.items()
-        if key.endswith((_SCORE, _RANK, _NORMALISED)) or key == FUSION_METHOD
+        if key.endswith((_SCORE, _RANK, _NORMALISED)) or key in _HOW_IT_CAME
     }
+
+
+def with_neighbour(detail: str | None, fields: Mapping[str, Any]) -> str | None:
+    """`detail`, and for a chunk added next to a retrieved one, which one."""
+    if NEIGHBOUR_OF not in fields:
+        return detail
+    beside = f"neighbour of {fields[NEIGHBOUR_OF]}"
+    return f"{detail}; {beside}" if detail else beside
 
 
 def best_retriever(document: Document) -> str | None:

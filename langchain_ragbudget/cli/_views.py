@@ -28,10 +28,10 @@ from langchain_ragbudget._metadata_keys import (
     FUSED_RANK,
     FUSED_SCORE,
     HEADER_TOKENS,
-    NEIGHBOUR_OF,
     RERANK_SCORE,
     SPARSE,
     score_key,
+    with_neighbour,
 )
 from langchain_ragbudget._names import display_name
 from langchain_ragbudget._warnings import likely_lost_entries
@@ -115,9 +115,7 @@ def candidate_rows(
     ) -> CandidateRow:
         meta = document.metadata
         key = document_key(document)
-        if NEIGHBOUR_OF in meta:  # added next to a retrieved chunk, unscored
-            beside = f"neighbour of {meta[NEIGHBOUR_OF]}"
-            outcome["detail"] = "; ".join(filter(None, (outcome.get("detail"), beside)))
+        outcome["detail"] = with_neighbour(outcome.get("detail"), meta) or ""
         return CandidateRow(
             key=key,
             source=document_source(document),

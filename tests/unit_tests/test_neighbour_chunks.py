@@ -319,3 +319,20 @@ def test_a_store_holding_something_else_is_named() -> None:
     store = {**STORE, "a::4": "Sentence 4 of a."}
     with pytest.raises(InvalidInputError, match=r"chunk_store\['a::4'\] is a str"):
         hybrid(HITS, k=2, neighbours=2, chunk_store=store).invoke("q")
+
+
+@pytest.mark.needs_tiktoken
+def test_the_notebook_table_says_which_chunk_a_neighbour_is_next_to() -> None:
+    from langchain_ragbudget._evidence_rows import document_entry, evidence_rows
+
+    found = hybrid(HITS, k=2, neighbours=1).invoke("q")
+    settings = SurfaceSettings(max_tokens=10_000, max_docs=2, min_docs=0)
+    context = ContextBudget(settings=settings).fit(found, question="q")
+    kept = [document_entry(d) for d in context.documents]
+    dropped = [r.to_entry() for r in context.report.drops]
+    rows = evidence_rows(kept, dropped)
+    detail = rows.headers.index("detail")
+    by_id = {str(row[2]): str(row[detail]) for row in rows.rows}
+    assert by_id["a::3"].endswith("neighbour of a::2")  # dropped, max_docs
+    assert by_id["b::4"].endswith("neighbour of b::5")
+    assert "neighbour" not in by_id["a::2"]
