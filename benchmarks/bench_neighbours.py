@@ -3,8 +3,8 @@
 Three ways, on the same retrieved lists: no neighbours; N either side of each
 retrieved chunk, weighed at their own rank after the retrieved ones (what the
 package does); and the same N weighed with their document, ahead of lower-ranked
-documents (not shipped: `packing.document_order` patched, as the issue asked to
-measure it).
+documents (not shipped: the neighbours unmarked, so the budget weighs them as it
+weighs retrieved chunks; the issue asked to measure it).
 
 SciFact (test claims, the cached chunk index of `evaluate_chunked`; built on a first
 run, ~10 minutes): the gold documents whose every evidence sentence is in a kept
@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from bench_relevance_docs import PROBES
 from langchain_core.documents import Document
 from rich.console import Console
 
-from langchain_ragbudget import packing
+from langchain_ragbudget._metadata_keys import NEIGHBOUR_OF
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.config import RagBudgetConfig, SurfaceSettings, load_config
 from langchain_ragbudget.evaluation import load_beir
@@ -45,22 +44,16 @@ SAMPLE_BUDGETS = (300, 450, 600, 1280)
 Lists = Mapping[str, Sequence[Document]]
 
 
-@contextmanager
-def grouped_neighbours() -> Iterator[None]:
-    """Neighbours weighed with their document (the order before they had a rank)."""
-
-    def order(items: Sequence[packing.PackItem]) -> list[int]:
-        members: dict[str, list[int]] = {}
-        for index, item in enumerate(items):
-            members.setdefault(item.group, []).append(index)
-        return [index for group in members.values() for index in group]
-
-    original = packing.document_order
-    packing.document_order = order
-    try:
-        yield
-    finally:
-        packing.document_order = original
+def as_retrieved(documents: Sequence[Document]) -> list[Document]:
+    """The list with its neighbours unmarked: weighed as retrieved chunks are."""
+    unmarked = [
+        {key: value for key, value in d.metadata.items() if key != NEIGHBOUR_OF}
+        for d in documents
+    ]
+    return [
+        d.model_copy(update={"metadata": metadata})
+        for d, metadata in zip(documents, unmarked, strict=True)
+    ]
 
 
 WAYS: tuple[tuple[str, bool, bool], ...] = (
@@ -114,14 +107,15 @@ def table(
     for way, added, grouped in WAYS:
         retriever = index.as_retriever(k=k, neighbours=neighbours if added else 0)
         lists = {key: retriever.invoke(text) for key, text in queries.items()}
+        if grouped:
+            lists = {key: as_retrieved(found) for key, found in lists.items()}
         for max_docs in (chat.max_docs, 1000):
             cells = []
             for tokens in budgets:
                 settings: SurfaceSettings = chat.model_copy(
                     update={"max_tokens": tokens, "max_docs": max_docs}
                 )
-                with grouped_neighbours() if grouped else nullcontext():
-                    result = kept(lists, ContextBudget(settings=settings))
+                result = kept(lists, ContextBudget(settings=settings))
                 cells.append(f"{tokens}: {result}")
             cap = "no cap" if max_docs == 1000 else f"max_docs {max_docs}"
             out.print(f"{way:>19}, {cap:>10} | " + " | ".join(cells))

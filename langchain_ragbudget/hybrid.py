@@ -406,7 +406,8 @@ class HybridRetriever(BaseRetriever):
             document = self._merge(item, rank, firsts, labels, reference)
             entered[item.key] = document
             kept.append(document)
-        added = self._add_neighbours(kept, reference)
+        added = self._neighbours_of(kept, reference)
+        kept += added
         entered.update((str(document.id), document) for document in added)
         # Recorded when first read, each cut candidate's merged document later still.
         cut_off = _FusionCut(
@@ -417,21 +418,25 @@ class HybridRetriever(BaseRetriever):
         file_in_scope(ledger)
         return CandidateList(kept, drops, upstream.skipped, issues)
 
-    def _add_neighbours(self, kept: list[Document], reference: str) -> list[Document]:
-        """The neighbours of the `kept` candidates, appended to them (`neighbours`)."""
+    def _neighbours_of(self, kept: list[Document], reference: str) -> list[Document]:
+        """The neighbours of the `kept` candidates, ranked after them (`neighbours`)."""
         if not self.neighbours or self.chunk_store is None:
             return []
-        added = []
-        for key, chunk, of in around(kept, self.chunk_store, self.neighbours):
-            metadata = {
-                **chunk.metadata,
-                NEIGHBOUR_OF: of,
-                FUSED_RANK: len(kept) + 1,
-                LEDGER_KEY: reference,
-            }
-            kept.append(chunk.model_copy(update={"id": key, "metadata": metadata}))
-            added.append(kept[-1])
-        return added
+        found = around(kept, self.chunk_store, self.neighbours)
+        return [
+            chunk.model_copy(
+                update={
+                    "id": key,
+                    "metadata": {
+                        **chunk.metadata,
+                        NEIGHBOUR_OF: of,
+                        FUSED_RANK: rank,
+                        LEDGER_KEY: reference,
+                    },
+                }
+            )
+            for rank, (key, chunk, of) in enumerate(found, len(kept) + 1)
+        ]
 
     def _merge(
         self,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Literal, Protocol
 
 from langchain_ragbudget.ledger import DropReason
@@ -27,6 +27,7 @@ Policy = Literal["skip", "stop", "trim"]
 
 
 Count = int | Callable[[], int]
+JoinedCost = Callable[[int, tuple[int, ...]], int | None]
 
 
 class PackItem:
@@ -176,7 +177,7 @@ def pack(
     max_passage_tokens: int | None = None,
     max_per_source: int | None = None,
     max_per_retriever: int | None = None,
-    joined_cost: Callable[[int, tuple[int, ...]], int | None] | None = None,
+    joined_cost: JoinedCost | None = None,
 ) -> PackResult:
     """Keep items while they fit, a document's passages together; the rest get a reason.
 
@@ -202,14 +203,14 @@ def pack(
     queue = _Queue(items)
     for index in queue:
         item = items[index]
-        added = packing.join_cost(index, joined_cost)
         slots_left = max_docs - packing.slots  # a passage joined to a run takes none
-        full = added is None and slots_left <= 0
+        full = partial(packing.full, index, max_docs, joined_cost)
         if early := _early_drop(
             item, packing.contents, packing.capped, full, packing.stopped
         ):
             packing.dropped.append((index, early))
             continue
+        added = packing.join_cost(index, joined_cost)  # counted once (NeighbourCosts)
         header = 0 if item.group in packing.groups else item.group_tokens
         tokens = item.tokens if added is None else added
         cost = tokens + header
@@ -331,16 +332,16 @@ class _Packing:
     over_budget: bool = False
     stopped: bool = False
 
-    def join_cost(
-        self,
-        index: int,
-        joined_cost: Callable[[int, tuple[int, ...]], int | None] | None,
-    ) -> int | None:
+    def join_cost(self, index: int, joined_cost: JoinedCost | None) -> int | None:
         """What whole passage `index` adds to a kept run of its group (None: none)."""
         group = self.items[index].group
         if joined_cost is None or group not in self.whole:
             return None
         return joined_cost(index, self.whole[group])
+
+    def full(self, index: int, max_docs: int, joined_cost: JoinedCost | None) -> bool:
+        """No `max_docs` slot for passage `index`: none free, and it joins no run."""
+        return self.slots >= max_docs and self.join_cost(index, joined_cost) is None
 
     @property
     def slots(self) -> int:
@@ -467,14 +468,18 @@ class _Pair:
 
 
 def _early_drop(
-    item: PackItem, contents: set[str], capped: _Caps, full: bool, stopped: bool
+    item: PackItem,
+    contents: set[str],
+    capped: _Caps,
+    full: Callable[[], bool],
+    stopped: bool,
 ) -> DropReason | None:
     """Why `item` is dropped before it is weighed, in the order checked; or None."""
     if item.content_key in contents:
         return DropReason.DUPLICATE
     if over_cap := capped.reason(item):
         return over_cap
-    if full:
+    if full():
         return DropReason.MAX_DOCS
     return DropReason.MAX_TOKENS if stopped else None
 
