@@ -165,6 +165,11 @@ class HybridRetriever(BaseRetriever):
 
     @model_validator(mode="after")
     def _check_lengths(self) -> HybridRetriever:
+        if self.chunk_store is not None and not isinstance(self.chunk_store, Mapping):
+            raise ValueError(
+                "chunk_store must map chunk ids to Documents, got a "
+                f"{type(self.chunk_store).__name__}"
+            )
         n = len(self.retrievers)
         validate_weights(self.resolved_weights, n)
         if self.names is not None and (

@@ -336,3 +336,8 @@ def test_the_notebook_table_says_which_chunk_a_neighbour_is_next_to() -> None:
     assert by_id["a::3"].endswith("neighbour of a::2")  # dropped, max_docs
     assert by_id["b::4"].endswith("neighbour of b::5")
     assert "neighbour" not in by_id["a::2"]
+
+
+def test_a_store_that_is_no_mapping_is_refused_by_name() -> None:
+    with pytest.raises(ValidationError, match="chunk_store must map chunk ids"):
+        hybrid(HITS, neighbours=1, chunk_store=list(STORE.values()))
