@@ -1,4 +1,4 @@
-"""The two sentence scorers on another genre: the bundled sample corpus (company docs).
+"""The sentence scorers on another genre: the bundled sample corpus (company docs).
 
 SciFact, the only data set here with marked evidence sentences, is one genre:
 abstracts, which state their findings late. The `fitted` scorer learned that. This
@@ -16,9 +16,14 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Sequence
 
-# The script compares the two scorers of the private `_sentence_scoring` module, on
+# The script compares the scorers of the private `_sentence_scoring` module, on
 # sentences split by `_sentences.sentences`, exactly as the budget stage splits them.
-from langchain_ragbudget._sentence_scoring import fitted_relevance, overlap_relevance
+from langchain_ragbudget._sentence_scoring import (
+    FITTED_SHARE,
+    blended_relevance,
+    fitted_relevance,
+    overlap_relevance,
+)
 from langchain_ragbudget._sentences import sentences
 from langchain_ragbudget.sample import load_sample_corpus
 
@@ -152,11 +157,12 @@ def rank_of_answer(scorer: Scorer, question: str, parts: list[str], answer: int)
 
 def main() -> None:
     texts = {str(doc.id): doc.page_content for doc in load_sample_corpus()}
-    ranks: dict[str, list[int]] = {"overlap": [], "fitted": []}
     scorers: dict[str, Scorer] = {
         "overlap": overlap_relevance,
         "fitted": fitted_relevance,
+        "blend": blended_relevance,
     }
+    ranks: dict[str, list[int]] = {name: [] for name in scorers}
     positions = []
     for passage, question, phrase in PROBES:
         parts = sentences(texts[passage])
@@ -169,6 +175,7 @@ def main() -> None:
         f"relative position in its passage: median {statistics.median(positions):.2f}"
         " (0 first, 1 last)"
     )
+    print(f"blend: overlap with {FITTED_SHARE} of the fitted score")
     print(f"{'scorer':8} {'top 1':>6} {'top 2':>6} {'MRR':>6}")
     for name, found in ranks.items():
         top1 = sum(r == 1 for r in found)

@@ -4,12 +4,17 @@ passages to whole sentences").
 
 Every variant runs on the same fused top-10 lists of SciFact's test queries (the
 corpus index comes from the evaluation cache); only gold passages whose evidence
-sentences the dataset marks count. The default relevance is IDF-weighted overlap
-(`relevance: overlap`); the `relevance:` rows swap in other sentence scorers, first
-the option `relevance: fitted`, the model fitted on SciFact's train claims
-(`benchmarks/fit_sentence_relevance.py`).
+sentences the dataset marks count. The default relevance is `blend`: IDF-weighted
+overlap (`relevance: overlap`) with 0.3 of the score of `relevance: fitted`, the
+model fitted on SciFact's train claims (`benchmarks/fit_sentence_relevance.py`).
+The caps and shares rows use the default; the `relevance:` rows swap other sentence
+scorers in for the overlap, with no fitted share.
 
-    python benchmarks/bench_trim_variants.py [--dense]
+`--split train` runs the same rows on SciFact's train claims (the ones the fitted
+model learned from): a choice among scorers made there is not made on the test
+claims the targets are read on.
+
+    python benchmarks/bench_trim_variants.py [--dense] [--split train]
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from bm25s.stopwords import STOPWORDS_EN
 from fit_sentence_relevance import REGULARISATION, training_rows
 from langchain_core.documents import Document
 
+from langchain_ragbudget import _sentence_scoring as scoring
 from langchain_ragbudget import budget as budget_module
 from langchain_ragbudget import packing
 
@@ -39,6 +45,7 @@ from langchain_ragbudget._sentence_scoring import (
     fitted_relevance,
     overlap_relevance,
     sentence_features,
+    shipped_model,
     terms,
 )
 from langchain_ragbudget.budget import ContextBudget
@@ -78,11 +85,11 @@ def cases(dataset: BeirDataset) -> list[Case]:
     return out
 
 
-def evidence_hits(case: Case, **kwargs: Any) -> list[int]:
-    """Gold passages of one query whose evidence `trim` keeps, per budget."""
+def evidence_hits(case: Case, policy: str = "trim", **kwargs: Any) -> list[int]:
+    """Gold passages of one query whose evidence `policy` keeps, per budget."""
     text, documents, evidence = case
     result = policy_survival(
-        documents, "trim", BUDGETS, ENCODING, question=text, evidence=evidence, **kwargs
+        documents, policy, BUDGETS, ENCODING, question=text, evidence=evidence, **kwargs
     )
     return [len(kept) for kept in result.evidence]
 
@@ -96,20 +103,34 @@ def evidence_kept(all_cases: list[Case], **kwargs: Any) -> list[float]:
     return percent(all_cases, [evidence_hits(case, **kwargs) for case in all_cases])
 
 
-@contextmanager
-def patched(name: str, value: Any) -> Iterator[None]:
-    """`budget.<name>` replaced by `value` for the block.
+Scorer = Callable[[str | None, Sequence[str]], list[float]]
 
-    The variants swap the budget stage's packer or sentence scorer, and
+
+@contextmanager
+def patched(name: str, value: Any, module: Any = budget_module) -> Iterator[None]:
+    """`module.<name>` replaced by `value` for the block.
+
+    The variants swap the budget stage's packer or a sentence scorer, and
     `ContextBudget` takes neither as a parameter (its surface settings choose
     among the shipped ones): the names the stage looks up are replaced instead.
     """
-    original = getattr(budget_module, name)
-    setattr(budget_module, name, value)
+    original = getattr(module, name)
+    setattr(module, name, value)
     try:
         yield
     finally:
-        setattr(budget_module, name, original)
+        setattr(module, name, original)
+
+
+def as_overlap(scorer: Scorer) -> Any:
+    """`scorer` in the place of `relevance: overlap`'s, for a `trim, overlap` row."""
+    return patched("overlap_relevance", scorer, scoring)
+
+
+def kept_by(all_cases: list[Case], scorer: Scorer) -> list[float]:
+    """Evidence kept by `trim` with `scorer` alone choosing the sentences."""
+    with as_overlap(scorer):
+        return evidence_kept(all_cases, policy="trim, overlap")
 
 
 def share_of_budget(fraction: float) -> Callable[..., packing.PackResult]:
@@ -138,9 +159,6 @@ def corpus_idf(dataset: BeirDataset) -> dict[str, float]:
         frequency.update(terms(document.page_content))
     n = len(dataset.corpus)
     return {t: math.log(1 + (n - df + 0.5) / (df + 0.5)) for t, df in frequency.items()}
-
-
-Scorer = Callable[[str | None, Sequence[str]], list[float]]
 
 
 def corpus_overlap(idf: dict[str, float]) -> Scorer:
@@ -220,6 +238,32 @@ def lexical_only_model(folder: str) -> Scorer:
     return partial(fitted_relevance, model=model)
 
 
+def blended(weight: float) -> Scorer:
+    """`weight` times the fitted score plus `1 - weight` times the overlap score
+    scaled to a top of 1: the overlap's word on ties the model leaves close."""
+
+    def scored(question: str | None, sentences: Sequence[str]) -> list[float]:
+        model = fitted_relevance(question, sentences)
+        own = overlap_relevance(question, sentences)
+        top = max(own, default=0.0) or 1.0
+        return [
+            weight * m + (1 - weight) * x / top for m, x in zip(model, own, strict=True)
+        ]
+
+    return scored
+
+
+def position_scaled(factor: float) -> Scorer:
+    """The fitted model with its position weights (`position`, `last`) times
+    `factor`: between `fitted, no position` (0) and the shipped model (1)."""
+    shipped = shipped_model()
+    weights = list(shipped.coefficients)
+    for name in ("position", "last"):
+        weights[FEATURES.index(name)] *= factor
+    model = SentenceModel(tuple(weights), shipped.intercept)
+    return partial(fitted_relevance, model=model)
+
+
 def with_list_idf(all_cases: list[Case]) -> list[float]:
     """`trim` with the IDF over the candidate list, not the passage's sentences."""
     hits = []
@@ -241,8 +285,8 @@ def with_list_idf(all_cases: list[Case]) -> list[float]:
                 for s in sentences
             ]
 
-        with patched("overlap_relevance", scored):
-            hits.append(evidence_hits(case))
+        with as_overlap(scored):
+            hits.append(evidence_hits(case, "trim, overlap"))
     return percent(all_cases, hits)
 
 
@@ -259,8 +303,8 @@ def with_oracle_relevance(all_cases: list[Case]) -> list[float]:
         ) -> list[float]:
             return [float(any(m in s or s in m for m in marked)) for s in sentences]
 
-        with patched("overlap_relevance", scored):
-            hits.append(evidence_hits(case))
+        with as_overlap(scored):
+            hits.append(evidence_hits(case, "trim, overlap"))
     return percent(all_cases, hits)
 
 
@@ -372,13 +416,22 @@ def main() -> None:
         action="store_true",
         help="also score sentences by embedding each one (slow: minutes)",
     )
+    parser.add_argument(
+        "--split",
+        default="test",
+        choices=("test", "train"),
+        help="the claims to measure on (default: test)",
+    )
     args = parser.parse_args()
-    dataset = load_beir(args.data)
+    dataset = load_beir(args.data, split=args.split)
     all_cases = cases(dataset)
     total = sum(len(evidence) for _, _, evidence in all_cases)
-    print(f"{total} gold passages with marked evidence; evidence kept (%) at")
+    print(
+        f"SciFact {args.split}: {total} gold passages with marked evidence; "
+        "evidence kept (%) at"
+    )
     row("budget", [float(b) for b in BUDGETS])
-    row("trim (the default)", evidence_kept(all_cases))
+    row("trim (the default, blend)", evidence_kept(all_cases))
     for cap in (1, 2, 3, 4):
         row(
             f"  at most {cap} sentence(s) a passage",
@@ -390,6 +443,7 @@ def main() -> None:
     idf = corpus_idf(dataset)
     old, corpus = overlap_relevance, corpus_overlap(idf)
     for name, scorer in (
+        ("  relevance: overlap (the option)", old),
         ("  relevance: fitted (the option)", fitted_relevance),
         ("  relevance: term overlap", overlap),
         ("  relevance: + later prior", later_prior),
@@ -400,24 +454,28 @@ def main() -> None:
         ("  relevance: old + 0.25 neighbours", with_neighbours(old, 0.25)),
         ("  relevance: corpus + 0.1 neighbours", with_neighbours(corpus, 0.1)),
         ("  relevance: fitted, no position", lexical_only_model(args.data)),
+        *(
+            (f"  relevance: fitted, position x {factor}", position_scaled(factor))
+            for factor in (0.5, 0.75, 1.25)
+        ),
+        *(
+            (f"  relevance: fitted x {w} + overlap", blended(w))
+            for w in (0.1, 0.2, 0.35, 0.5, 0.65, 0.8)
+        ),
     ):
-        with patched("overlap_relevance", scorer):
-            row(name, evidence_kept(all_cases))
+        row(name, kept_by(all_cases, scorer))
     row("  relevance: IDF over the list", with_list_idf(all_cases))
     row("  relevance: oracle (ceiling)", with_oracle_relevance(all_cases))
     if args.dense:
         vector = sentence_vectors()
         for alpha in (1.0, 0.8, 0.5):
-            with patched(
-                "overlap_relevance", dense_relevance(vector, alpha, old, True)
-            ):
-                row(f"  relevance: dense x {alpha}", evidence_kept(all_cases))
+            scorer = dense_relevance(vector, alpha, old, True)
+            row(f"  relevance: dense x {alpha}", kept_by(all_cases, scorer))
         for alpha in (0.3, 0.5):
             scorer = dense_relevance(vector, alpha, fitted_relevance, False)
-            with patched("overlap_relevance", scorer):
-                row(f"  relevance: fitted + dense x {alpha}", evidence_kept(all_cases))
-        with patched("overlap_relevance", dense_model(vector, args.data)):
-            row("  relevance: fitted, dense features", evidence_kept(all_cases))
+            row(f"  relevance: fitted + dense x {alpha}", kept_by(all_cases, scorer))
+        scorer = dense_model(vector, args.data)
+        row("  relevance: fitted, dense features", kept_by(all_cases, scorer))
     for budget in (384, 1024):
         print(f"where the evidence goes at {budget} tokens:")
         for what, n in sorted(where_lost(all_cases, budget).items()):

@@ -47,7 +47,7 @@ from langchain_ragbudget._metadata_keys import (
 )
 from langchain_ragbudget._neighbours import neighbour_costs
 from langchain_ragbudget._overrides import field_names, known_keywords, refuse_unknown
-from langchain_ragbudget._sentence_scoring import fitted_relevance, overlap_relevance
+from langchain_ragbudget._sentence_scoring import relevance_named
 from langchain_ragbudget._shortening import Shortener
 from langchain_ragbudget._surface_switch import requested_surface, surface_settings
 from langchain_ragbudget._tokens import count_tokens
@@ -308,7 +308,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             settings.encoding_name,
             documents,
             question,
-            overlap_relevance if settings.relevance == "overlap" else fitted_relevance,
+            relevance_named(settings.relevance),
         )
 
     def _pack(self, documents: Sequence[Document], shorten: Shortener) -> _Packed:

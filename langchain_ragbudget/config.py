@@ -70,7 +70,7 @@ from langchain_ragbudget.weak_model import TreeNode as TreeNode
 BM25Method = Literal["robertson", "atire", "bm25l", "bm25+", "lucene"]
 QueryPrecision = Literal["float32", "int8"]
 FusionMethod = Literal["rrf", "minmax", "dbsf"]  # fusion.py says what each does
-Relevance = Literal["overlap", "fitted"]  # how `trim` scores sentences
+Relevance = Literal["blend", "overlap", "fitted"]  # how `trim` scores sentences
 PLACEHOLDERS = (
     "__debezium_unavailable_value",
     "placeholder",
@@ -263,7 +263,10 @@ class SurfaceSettings(StrictModel):
             overlap with the question, which assumes nothing about where a passage
             puts its point; `fitted`, a logistic model fitted on SciFact abstracts,
             which learned that abstracts state their findings late (better on
-            abstracts, and worse wherever the point comes first).
+            abstracts, and worse wherever the point comes first); `blend` (the
+            default), the overlap with 0.3 of the model's score, which ranks
+            answers on documentation as the overlap does and keeps more
+            evidence on abstracts.
         order: `rank` shows citations best first; `edges` puts the best first and
             last and the weakest in the middle.
         weak_evidence: When the evidence is weak: thresholds on the top score, or
@@ -293,7 +296,7 @@ class SurfaceSettings(StrictModel):
     min_docs: StrictInt = Field(1, ge=0)
     packing: Literal["skip", "stop", "trim"] = "skip"
     max_sentences: StrictInt | None = Field(None, ge=1)
-    relevance: Relevance = "overlap"
+    relevance: Relevance = "blend"
     order: Literal["rank", "edges"] = "rank"
     weak_evidence: WeakEvidenceSettings = WeakEvidenceSettings()
     max_per_source: StrictInt | None = Field(None, ge=1)

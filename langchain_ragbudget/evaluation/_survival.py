@@ -24,13 +24,14 @@ from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.config import Relevance, SurfaceSettings
 from langchain_ragbudget.render import ContextFormat, group_citations
 
-POLICIES = ("naive slice", "stop", "skip", "trim", "trim, fitted")
+POLICIES = ("naive slice", "stop", "skip", "trim", "trim, overlap", "trim, fitted")
 DEFAULT_BUDGETS = (256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
 # packing and sentence relevance of each policy the budget runs
 _BUDGET_POLICIES: dict[str, tuple[Literal["stop", "skip", "trim"], Relevance]] = {
     "stop": ("stop", "overlap"),
     "skip": ("skip", "overlap"),
-    "trim": ("trim", "overlap"),
+    "trim": ("trim", "blend"),  # the default relevance
+    "trim, overlap": ("trim", "overlap"),
     "trim, fitted": ("trim", "fitted"),
 }
 

@@ -8,14 +8,18 @@ from hypothesis import strategies as st
 
 from langchain_ragbudget._sentence_scoring import (
     FEATURES,
+    FITTED_SHARE,
     MODEL_FILE,
     SentenceModel,
+    blended_relevance,
     fitted_relevance,
     overlap_relevance,
+    relevance_named,
     sentence_features,
     shipped_model,
     terms,
 )
+from langchain_ragbudget.config import SurfaceSettings, load_config
 from langchain_ragbudget.errors import ConfigError
 
 PASSAGE = [
@@ -167,3 +171,59 @@ def test_a_late_sentence_without_question_terms_never_beats_the_answer() -> None
     scores = fitted_relevance(question, passage, model=late)
     assert max(range(3), key=scores.__getitem__) == 0
     assert scores[2] > scores[1]  # among the rest, the model's order stands
+
+
+def test_blend_is_the_overlap_scaled_plus_a_share_of_the_model() -> None:
+    own = overlap_relevance(QUESTION, PASSAGE)
+    model = fitted_relevance(QUESTION, PASSAGE)
+    expected = [
+        (1 - FITTED_SHARE) * x / max(own) + FITTED_SHARE * f
+        for x, f in zip(own, model, strict=True)
+    ]
+    assert blended_relevance(QUESTION, PASSAGE) == pytest.approx(expected)
+    assert 0 < FITTED_SHARE < 0.5  # the overlap leads
+
+
+def test_blend_without_a_question_keeps_leading_sentences() -> None:
+    assert blended_relevance(None, PASSAGE) == [0.0] * 4
+    assert blended_relevance("", PASSAGE) == [0.0] * 4
+    assert blended_relevance(QUESTION, []) == []
+
+
+def test_blend_keeps_an_answer_stated_first_where_the_model_alone_does_not() -> None:
+    # the case the default must get right on documentation (test_trim.py pins the
+    # budget's behaviour; this pins the scores): the overlap's clear lead stands
+    question = "How long are application logs kept?"
+    passage = [
+        "Application logs are kept for 90 days.",
+        "Metrics live longer.",
+        "Audit logs are kept for a year.",
+    ]
+    model = fitted_relevance(question, passage)
+    assert model[2] > model[0]  # the position bias the blend must not inherit
+    scores = blended_relevance(question, passage)
+    assert max(range(3), key=scores.__getitem__) == 0
+
+
+@given(
+    st.text(max_size=60),
+    st.lists(st.text(min_size=1, max_size=80), min_size=1, max_size=8),
+)
+def test_blend_never_puts_a_sentence_without_question_terms_first(
+    question: str, passage: list[str]
+) -> None:
+    scores = blended_relevance(question, passage)
+    assert len(scores) == len(passage)
+    holds = [bool(terms(question) & terms(s)) for s in passage]
+    with_terms = [s for s, has in zip(scores, holds, strict=True) if has]
+    without = [s for s, has in zip(scores, holds, strict=True) if not has]
+    assert all(0.0 <= s < FITTED_SHARE for s in without)
+    assert all(s > FITTED_SHARE for s in with_terms)
+
+
+def test_each_relevance_setting_names_its_scorer() -> None:
+    assert relevance_named("overlap") is overlap_relevance
+    assert relevance_named("fitted") is fitted_relevance
+    assert relevance_named("blend") is blended_relevance
+    assert SurfaceSettings(max_docs=1, max_tokens=10).relevance == "blend"
+    assert {s.relevance for s in load_config().surfaces.values()} == {"blend"}

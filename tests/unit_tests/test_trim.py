@@ -50,6 +50,7 @@ def test_choose_sentences_prefers_relevance_and_keeps_order() -> None:
     ("relevance", "kept"),
     [
         ("overlap", "Application logs are kept for 90 days."),
+        ("blend", "Application logs are kept for 90 days."),  # the default
         ("fitted", "Audit logs are kept for a year."),
     ],
 )
@@ -69,7 +70,7 @@ def test_the_surface_chooses_how_sentences_are_scored(
     (record,) = context.report.trimmed
     assert record.kept_sentences == 1
     assert kept in context.text
-    assert ("90 days" in context.text) == (relevance == "overlap")
+    assert ("90 days" in context.text) == (relevance != "fitted")
 
 
 def test_omission_points_mark_gaps_and_cut_ends() -> None:
