@@ -190,6 +190,14 @@ def test_blend_without_a_question_keeps_leading_sentences() -> None:
     assert blended_relevance(QUESTION, []) == []
 
 
+def test_blend_of_a_passage_without_question_terms_keeps_leading_sentences() -> None:
+    # the model alone orders such a passage by position (late first); the
+    # default keeps the leading sentences there, as `overlap` does
+    assert len(set(fitted_relevance("what is the", PASSAGE))) > 1
+    assert blended_relevance("what is the", PASSAGE) == [0.0] * 4
+    assert blended_relevance("volcanoes erupt", PASSAGE) == [0.0] * 4
+
+
 def test_blend_keeps_an_answer_stated_first_where_the_model_alone_does_not() -> None:
     # the case the default must get right on documentation (test_trim.py pins the
     # budget's behaviour; this pins the scores): the overlap's clear lead stands
@@ -217,8 +225,11 @@ def test_blend_never_puts_a_sentence_without_question_terms_first(
     holds = [bool(terms(question) & terms(s)) for s in passage]
     with_terms = [s for s, has in zip(scores, holds, strict=True) if has]
     without = [s for s, has in zip(scores, holds, strict=True) if not has]
-    assert all(0.0 <= s < FITTED_SHARE for s in without)
     assert all(s > FITTED_SHARE for s in with_terms)
+    if with_terms:
+        assert all(0.0 <= s < FITTED_SHARE for s in without)
+    else:
+        assert scores == [0.0] * len(passage)
 
 
 def test_each_relevance_setting_names_its_scorer() -> None:
