@@ -155,13 +155,18 @@ def _outputs(notebook: NotebookNode) -> list[NotebookNode]:
 
 
 def _printed(outputs: list[NotebookNode]) -> str:
-    parts = []
+    """The text the notebook printed and displayed.
+
+    Stream pieces are joined as they came: a kernel under load can send one
+    `print("healthy?", True)` as two messages ("healthy?", then " True").
+    """
+    text = ""
     for output in outputs:
         if output.output_type == "stream":
-            parts.append(output.text)
+            text += output.text
         elif "text/plain" in output.get("data", {}):
-            parts.append(output.data["text/plain"])
-    return "\n".join(parts)
+            text += f"\n{output.data['text/plain']}\n"
+    return text
 
 
 def _run(path: Path, workdir: Path) -> NotebookNode:
