@@ -239,13 +239,16 @@ def lexical_only_model(folder: str) -> Scorer:
 
 
 def blended(weight: float) -> Scorer:
-    """`weight` times the fitted score plus `1 - weight` times the overlap score
-    scaled to a top of 1: the overlap's word on ties the model leaves close."""
+    """`relevance: blend` with `weight` as its fitted share: `weight` times the
+    fitted score plus `1 - weight` times the overlap scaled to a top of 1 (0
+    throughout a passage where no sentence holds a question term)."""
 
     def scored(question: str | None, sentences: Sequence[str]) -> list[float]:
-        model = fitted_relevance(question, sentences)
         own = overlap_relevance(question, sentences)
-        top = max(own, default=0.0) or 1.0
+        top = max(own, default=0.0)
+        if not top:
+            return [0.0] * len(sentences)
+        model = fitted_relevance(question, sentences)
         return [
             weight * m + (1 - weight) * x / top for m, x in zip(model, own, strict=True)
         ]
