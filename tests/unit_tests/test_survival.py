@@ -4,7 +4,10 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_ragbudget._tokens import get_encoding
+from langchain_ragbudget.config import SurfaceSettings, load_config
 from langchain_ragbudget.evaluation._survival import (
+    _BUDGET_POLICIES,
+    POLICIES,
     is_whole_sentences,
     naive_slice,
     policy_survival,
@@ -91,3 +94,13 @@ def test_whole_sentences_check() -> None:
     assert is_whole_sentences("Second one.\nThird one.", original)
     assert not is_whole_sentences("First one. Second", original)
     assert not is_whole_sentences("Third one. First one.", original)  # order
+
+
+def test_the_trim_row_is_the_shipped_default_and_overlap_stays_beside_it() -> None:
+    # make eval's "trim" row must measure what users get; the old default stays
+    # measured beside it so a change of default shows in the same table
+    default = SurfaceSettings.model_fields["relevance"].default
+    assert _BUDGET_POLICIES["trim"] == ("trim", default)
+    assert load_config().surfaces["chat"].relevance == default
+    assert _BUDGET_POLICIES["trim, overlap"] == ("trim", "overlap")
+    assert set(POLICIES) == {"naive slice", *_BUDGET_POLICIES}
