@@ -42,6 +42,7 @@ from langchain_ragbudget import packing
 from langchain_ragbudget._sentence_scoring import (
     FEATURES,
     SentenceModel,
+    blended_relevance,
     fitted_relevance,
     overlap_relevance,
     sentence_features,
@@ -238,22 +239,9 @@ def lexical_only_model(folder: str) -> Scorer:
     return partial(fitted_relevance, model=model)
 
 
-def blended(weight: float) -> Scorer:
-    """`relevance: blend` with `weight` as its fitted share: `weight` times the
-    fitted score plus `1 - weight` times the overlap scaled to a top of 1 (0
-    throughout a passage where no sentence holds a question term)."""
-
-    def scored(question: str | None, sentences: Sequence[str]) -> list[float]:
-        own = overlap_relevance(question, sentences)
-        top = max(own, default=0.0)
-        if not top:
-            return [0.0] * len(sentences)
-        model = fitted_relevance(question, sentences)
-        return [
-            weight * m + (1 - weight) * x / top for m, x in zip(model, own, strict=True)
-        ]
-
-    return scored
+def blend_at(share: float) -> Scorer:
+    """`relevance: blend` with another fitted share than the shipped one."""
+    return partial(blended_relevance, share=share)
 
 
 def position_scaled(factor: float) -> Scorer:
@@ -462,8 +450,8 @@ def main() -> None:
             for factor in (0.5, 0.75, 1.25)
         ),
         *(
-            (f"  relevance: fitted x {w} + overlap", blended(w))
-            for w in (0.1, 0.2, 0.35, 0.5, 0.65, 0.8)
+            (f"  relevance: fitted x {share} + overlap", blend_at(share))
+            for share in (0.1, 0.2, 0.35, 0.5, 0.65, 0.8)
         ),
     ):
         row(name, kept_by(all_cases, scorer))

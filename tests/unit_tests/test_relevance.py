@@ -29,6 +29,8 @@ PASSAGE = [
     "Funding came from a national agency.",
 ]
 QUESTION = "Salt intake lowers blood pressure."
+QUESTIONS = st.text(max_size=60)
+PASSAGES = st.lists(st.text(min_size=1, max_size=80), min_size=1, max_size=8)
 
 
 def column(rows: list[list[float]], name: str) -> list[float]:
@@ -140,10 +142,7 @@ def test_overlap_relevance_prefers_the_rarer_term() -> None:
     assert scores[2] > scores[0] == scores[1] > 0
 
 
-@given(
-    st.text(max_size=60),
-    st.lists(st.text(min_size=1, max_size=80), min_size=1, max_size=8),
-)
+@given(QUESTIONS, PASSAGES)
 def test_scores_are_one_per_sentence_and_question_terms_come_first(
     question: str, passage: list[str]
 ) -> None:
@@ -213,10 +212,7 @@ def test_blend_keeps_an_answer_stated_first_where_the_model_alone_does_not() -> 
     assert max(range(3), key=scores.__getitem__) == 0
 
 
-@given(
-    st.text(max_size=60),
-    st.lists(st.text(min_size=1, max_size=80), min_size=1, max_size=8),
-)
+@given(QUESTIONS, PASSAGES)
 def test_blend_never_puts_a_sentence_without_question_terms_first(
     question: str, passage: list[str]
 ) -> None:
