@@ -9,6 +9,7 @@ import pytest
 from test_chunked_cache import sample_dataset
 
 from langchain_ragbudget import load_config
+from langchain_ragbudget.evaluation._beir import BeirDataset
 from langchain_ragbudget.evaluation._chunked import evaluate_chunked
 from langchain_ragbudget.evaluation._tables import chunked_caption, overhead_rows
 
@@ -48,3 +49,30 @@ def test_both_chunkers_measured_side_by_side(
         join_neighbours=False,
     )
     assert not unjoined.joined and "not joined" in chunked_caption(unjoined)
+
+
+def test_document_ndcg_ranks_ten_documents_however_few_chunks_are_packed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nDCG@10 reads a deep chunk ranking, not only the chunks handed to the budget.
+
+    Every document is judged relevant, so any ranking of 10 documents scores 1;
+    the 4 chunks packed at `k` 1 (64-token chunks) hold fewer than 10.
+    """
+    monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(tmp_path))
+    base = load_config()
+    sample = sample_dataset()
+    everything = {doc.id: 1 for doc in sample.corpus if doc.id}
+    dataset = BeirDataset(
+        sample.name,
+        sample.corpus,
+        sample.queries,
+        dict.fromkeys(sample.queries, everything),
+        sample.rationales,
+    )
+    config = base.model_copy(
+        update={"retrieval": base.retrieval.model_copy(update={"k": 1})}
+    )
+    result = evaluate_chunked(dataset, config, 64, budgets=[256])
+    assert result.k == 4
+    assert result.ndcg_at_10 == pytest.approx(1.0)
