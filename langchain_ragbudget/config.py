@@ -134,6 +134,9 @@ class SparseSettings(StrictModel):
 
     `provider` names a LangChain retriever class as "package.module:Class" (BM25 on
     Elasticsearch or OpenSearch, say); fusion, rerank and budget stay as they are.
+    `index_title`: bm25s indexes a passage's `title` metadata ahead of its text when
+    the text does not contain it, so a chunk far into a document still matches the
+    document's name (the passage returned is unchanged).
     """
 
     provider: RetrieverProvider = Field("bm25s", pattern=_SPARSE_PROVIDER)
@@ -143,6 +146,7 @@ class SparseSettings(StrictModel):
     method: BM25Method = "lucene"
     stemmer: StrictStr | None = "english"
     stopwords: StrictStr | list[StrictStr] | None = "en"
+    index_title: StrictBool = True
 
 
 class EmbeddingSettings(StrictModel):

@@ -182,14 +182,21 @@ def build_sparse_retriever(
             "class-path sparse retriever is used by build_hybrid_retriever",
         )
     return BM25Retriever.from_documents(
-        documents,
-        k=config.retrieval.sparse.fetch_k,
-        k1=config.sparse.k1,
-        b=config.sparse.b,
-        method=config.sparse.method,
-        stemmer_language=config.sparse.stemmer,
-        stopwords=config.sparse.stopwords,
+        documents, k=config.retrieval.sparse.fetch_k, **bm25_settings(config)
     )
+
+
+def bm25_settings(config: RagBudgetConfig) -> dict[str, Any]:
+    """The `BM25Retriever` fields the configuration's `sparse` section sets."""
+    sparse = config.sparse
+    return {
+        "k1": sparse.k1,
+        "b": sparse.b,
+        "method": sparse.method,
+        "stemmer_language": sparse.stemmer,
+        "stopwords": sparse.stopwords,
+        "index_title": sparse.index_title,
+    }
 
 
 def build_sparse_side(

@@ -10,6 +10,7 @@ quote marks and markers.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from langchain_ragbudget.evaluation._survival import (
     every_policy,
     shares,
 )
-from langchain_ragbudget.factory import build_budget
+from langchain_ragbudget.factory import bm25_settings, build_budget
 from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.index._hybrid_index import HybridIndex
 from langchain_ragbudget.progress import ProgressCallback, StageProgress, prefixed
@@ -309,6 +310,10 @@ def _chunk_index(
     name = "chunks" if settings.chunker == "recursive" else "sentences"
     folder = cache_root() / f"{dataset.name}-{name}{chunk_size}-{key}"
     complete = folder / "ragbudget_complete"
+    # BM25 settings stay out of the key too (no vector depends on them): an index
+    # saved with others is opened once as its writer, which saves BM25 anew
+    bm25 = folder / "ragbudget_bm25.json"
+    wanted = json.dumps(bm25_settings(chunked), sort_keys=True)
     if not complete.is_file():
         with HybridIndex.open(folder / "index", chunked, write=True) as building:
             building.upsert(
@@ -316,4 +321,8 @@ def _chunk_index(
                 progress=prefixed(progress, f"{chunk_size}-token chunks: "),
             )
             atomic_write_text(complete, str(building.chunk_count))
+    elif not bm25.is_file() or bm25.read_text(encoding="utf-8") != wanted:
+        with HybridIndex.open(folder / "index", chunked, write=True) as building:
+            building.upsert([])  # nothing changes but BM25, saved as configured
+    atomic_write_text(bm25, wanted)
     return HybridIndex.open(folder / "index", chunked)

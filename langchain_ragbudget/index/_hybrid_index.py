@@ -63,6 +63,7 @@ from langchain_ragbudget.index._reports import (
 from langchain_ragbudget.index._sentence_chunks import make_chunker
 from langchain_ragbudget.index._versions import (
     MANIFEST,
+    _as_configured,
     _check_manifest,
     _committed_version,
     _holds_index,
@@ -305,9 +306,8 @@ class HybridIndex:
         embeddings = self.vectorstore.embeddings
         _close_store(self.vectorstore)
         version, _ = _committed_version(self.directory, recover=True)
-        self._records, self._sparse, _ = _load_sparse(
-            self.directory, version, self.config
-        )
+        self._records, sparse, _ = _load_sparse(self.directory, version, self.config)
+        self._sparse = _as_configured(self.directory, sparse, self.config)
         self._chunks = (
             {str(c.id): c for c in self._sparse.documents} if self._sparse else {}
         )

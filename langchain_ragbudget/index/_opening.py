@@ -33,6 +33,7 @@ from langchain_ragbudget.index._lock import (
 from langchain_ragbudget.index._versions import (
     CURRENT,
     MANIFEST,
+    _as_configured,
     _committed_version,
     _holds_index,
     _load_manifest,
@@ -105,6 +106,7 @@ def _load(
         _remove_superseded(path, version)
     records, sparse, copy = _load_sparse(path, version, config)
     manifest = _load_manifest(path, expected, copy)
+    sparse = _as_configured(path, sparse, config)
     chunks = {str(c.id): c for c in sparse.documents} if sparse else {}
     vectorstore = _open_dense(
         path,

@@ -39,6 +39,7 @@ from langchain_core.documents import Document
 from langchain_ragbudget._disk import atomic_write_text, publish_folder
 from langchain_ragbudget.config import RagBudgetConfig
 from langchain_ragbudget.errors import IndexLoadError
+from langchain_ragbudget.factory import bm25_settings, build_sparse_retriever
 from langchain_ragbudget.index._chroma import CHROMA_DIR
 from langchain_ragbudget.sparse import BM25Retriever
 
@@ -422,6 +423,41 @@ def _read_sparse_tolerant(directory: Path, config: RagBudgetConfig) -> _SparseRe
         except IndexLoadError as exc:
             read.problems.append(str(exc))
     return read
+
+
+def _as_configured(
+    directory: Path, sparse: BM25Retriever | None, config: RagBudgetConfig
+) -> BM25Retriever | None:
+    """`sparse`, rebuilt in memory if it was saved with other BM25 settings.
+
+    BM25 is saved with each version, so a setting changed since (`sparse.k1`,
+    `sparse.index_title`...) would otherwise be ignored until the next commit.
+    The chunks are all there, so no vector is touched; the rebuild is named in a
+    warning, with what it cost, since every open repeats it until then.
+    """
+    if sparse is None:
+        return None
+    wanted = bm25_settings(config)
+    differ = {
+        name: (getattr(sparse, name), value)
+        for name, value in wanted.items()
+        if getattr(sparse, name) != value
+    }
+    if not differ:
+        return sparse
+    started = time.perf_counter()
+    rebuilt = build_sparse_retriever(sparse.documents, config)
+    logger.warning(
+        "%s: its BM25 side was saved with %s, the configuration says %s; "
+        "rebuilt in memory (%d chunks, %.1f s); the next write saves it "
+        "(`ragbudget index` again: nothing is re-embedded)",
+        directory,
+        ", ".join(f"{name} {saved!r}" for name, (saved, _) in differ.items()),
+        ", ".join(f"{name} {value!r}" for name, (_, value) in differ.items()),
+        len(rebuilt.documents),
+        time.perf_counter() - started,
+    )
+    return rebuilt
 
 
 def _save_sparse(

@@ -207,6 +207,8 @@ BAD_CONFIGS: list[tuple[str, str | bytes, str, str]] = [
     ("bool-for-float", "retrieval:\n  sparse:\n    weight: true\n",
      "retrieval.sparse.weight", "True"),
     ("int-for-bool", "rerank:\n  enabled: 1\n", "rerank.enabled", "1"),
+    ("str-for-bool", "sparse:\n  index_title: 'yes'\n", "sparse.index_title",
+     "'yes'"),
     ("int-for-str", "llm:\n  model: 123\n", "llm.model", "123"),
     ("bytes-for-str", "rerank:\n  model: !!binary aGVsbG8=\n", "rerank.model",
      "b'hello'"),

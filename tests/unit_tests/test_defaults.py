@@ -94,6 +94,7 @@ def default(model: type[BaseModel], name: str) -> Any:
         (BM25Retriever, "method", SparseSettings, "method"),
         (BM25Retriever, "stemmer_language", SparseSettings, "stemmer"),
         (BM25Retriever, "stopwords", SparseSettings, "stopwords"),
+        (BM25Retriever, "index_title", SparseSettings, "index_title"),
         (HybridRetriever, "k", RetrievalSettings, "k"),
         (HybridRetriever, "fusion", RetrievalSettings, "fusion"),
         (HybridRetriever, "rrf_c", RetrievalSettings, "rrf_c"),

@@ -304,3 +304,43 @@ def test_every_file_is_flushed_before_the_rename_that_publishes_it(
     position = events.index(("rename", current_staging))
     assert ("fsync", current_staging) in events[:position]
     assert ("fsync", directory) in events[position:]
+
+
+def sparse_config(**sparse_settings: object) -> RagBudgetConfig:
+    config = load_config()
+    return config.model_copy(
+        update={"sparse": config.sparse.model_copy(update=sparse_settings)}
+    )
+
+
+def test_bm25_saved_with_other_settings_is_rebuilt_as_configured(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A BM25 setting changed since the last commit applies at once, and is named."""
+    report = Document(
+        id="report.md",
+        page_content="Rates rose by a tenth in the second quarter.",
+        metadata={"source": "report.md", "title": "Cobalt pricing"},
+    )
+    index = HybridIndex.open(tmp_path / "ix", sparse_config(index_title=False))
+    index.upsert([report])
+    index.close()
+
+    def opened(config: RagBudgetConfig) -> tuple[BM25Retriever, list[str]]:
+        caplog.clear()
+        with caplog.at_level("WARNING"):
+            reopened = HybridIndex.open(tmp_path / "ix", config)
+        bm25 = reopened.as_retriever().retrievers[0]
+        assert isinstance(bm25, BM25Retriever)
+        reopened.close()
+        return bm25, [r.getMessage() for r in caplog.records]
+
+    bm25, warned = opened(sparse_config(index_title=False))
+    assert bm25.invoke("cobalt") == [] and warned == []
+    bm25, warned = opened(load_config())  # the default indexes titles
+    assert [d.id for d in bm25.invoke("cobalt")] == ["report.md::0"]
+    assert len(warned) == 1
+    assert "index_title False" in warned[0] and "index_title True" in warned[0]
+    assert "rebuilt in memory (1 chunks" in warned[0]
+    bm25, warned = opened(sparse_config(index_title=False, k1=1.2))
+    assert bm25.k1 == 1.2 and "k1 1.5" in warned[0] and "k1 1.2" in warned[0]

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from langchain_core.documents import Document
 
 from langchain_ragbudget import BM25Retriever
-from langchain_ragbudget.sparse import TOKEN_PATTERN, top_positive
+from langchain_ragbudget.sparse import TOKEN_PATTERN, indexed_text, top_positive
 
 TEXTS = [
     "Runners were running in the marathon on Sunday.",
@@ -90,6 +90,64 @@ def test_save_and_load_round_trip_without_pickle(
     for query in ("marathon", "qubits bits", "bread"):
         assert loaded.invoke(query) == retriever.invoke(query)
     assert BM25Retriever.load(tmp_path / "bm25", k=1).k == 1
+
+
+CHAPTERS = [
+    Document(
+        page_content="Rates rose by a tenth in the second quarter.",
+        metadata={"title": "Cobalt pricing"},
+        id="later-chunk",
+    ),
+    Document(
+        page_content="Cobalt pricing\nA survey of what cobalt costs.",
+        metadata={"title": "Cobalt pricing"},
+        id="first-chunk",
+    ),
+    Document(page_content="Nickel is cheaper this year.", id="untitled"),
+]
+
+
+def test_a_chunk_matches_its_documents_title_it_does_not_repeat() -> None:
+    titled = BM25Retriever.from_documents(CHAPTERS, k=5)
+    plain = BM25Retriever.from_documents(CHAPTERS, k=5, index_title=False)
+    assert {d.id for d in titled.invoke("cobalt pricing")} == {
+        "later-chunk",
+        "first-chunk",
+    }
+    assert [d.id for d in plain.invoke("cobalt pricing")] == ["first-chunk"]
+    returned = next(d for d in titled.invoke("pricing") if d.id == "later-chunk")
+    assert returned.page_content == CHAPTERS[0].page_content  # shown as stored
+
+
+def test_a_title_already_in_the_text_is_not_counted_twice() -> None:
+    """Only the untitled text changes what BM25 counts: here none does."""
+    in_text = CHAPTERS[1:]
+    titled = BM25Retriever.from_documents(in_text, k=5)
+    plain = BM25Retriever.from_documents(in_text, k=5, index_title=False)
+    query = "cobalt pricing survey nickel"
+    assert [(d.id, d.metadata["score"]) for d in titled.invoke(query)] == [
+        (d.id, d.metadata["score"]) for d in plain.invoke(query)
+    ]
+
+
+@pytest.mark.parametrize("title", [None, "", "   ", 7, ["a"]])
+def test_a_missing_blank_or_odd_title_adds_nothing(title: object) -> None:
+    document = Document(page_content="Some text.", metadata={"title": title})
+    assert indexed_text(document, with_title=True) == "Some text."
+
+
+def test_index_title_survives_save_and_an_older_save_read_without_it(
+    tmp_path: Path,
+) -> None:
+    BM25Retriever.from_documents(CHAPTERS, index_title=False).save(tmp_path / "a")
+    assert BM25Retriever.load(tmp_path / "a").index_title is False
+    BM25Retriever.from_documents(CHAPTERS).save(tmp_path / "b")
+    assert BM25Retriever.load(tmp_path / "b").index_title is True
+    settings = tmp_path / "b" / "ragbudget_bm25.json"
+    saved = json.loads(settings.read_text())
+    del saved["index_title"]  # as a save from before the setting existed
+    settings.write_text(json.dumps(saved))
+    assert BM25Retriever.load(tmp_path / "b").index_title is False
 
 
 def test_unsaveable_metadata_is_named(tmp_path: Path) -> None:
