@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from test_chunked_cache import sample_dataset
 
-from langchain_ragbudget import load_config
+from langchain_ragbudget import BM25Retriever, load_config
 from langchain_ragbudget.evaluation._beir import BeirDataset
-from langchain_ragbudget.evaluation._chunked import evaluate_chunked
+from langchain_ragbudget.evaluation._chunked import _chunk_index, evaluate_chunked
 from langchain_ragbudget.evaluation._tables import chunked_caption, overhead_rows
 
 pytestmark = [pytest.mark.needs_embedding_model, pytest.mark.needs_tiktoken]
@@ -76,3 +76,25 @@ def test_document_ndcg_ranks_ten_documents_however_few_chunks_are_packed(
     result = evaluate_chunked(dataset, config, 64, budgets=[256])
     assert result.k == 4
     assert result.ndcg_at_10 == pytest.approx(1.0)
+
+
+def test_a_cached_chunk_index_saves_bm25_anew_when_its_settings_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No vector depends on BM25's settings: the cache is kept, its BM25 re-saved."""
+    monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(tmp_path))
+    base = load_config()
+    plain = base.model_copy(
+        update={"sparse": base.sparse.model_copy(update={"index_title": False})}
+    )
+    _chunk_index(sample_dataset(), plain, 64, None).close()
+    with caplog.at_level("WARNING"):
+        titled = _chunk_index(sample_dataset(), base, 64, None)  # saved once, here
+    bm25 = titled.as_retriever().retrievers[0]
+    titled.close()
+    assert isinstance(bm25, BM25Retriever) and bm25.index_title
+    assert len(list(tmp_path.iterdir())) == 1  # the same cache, not a new one
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        _chunk_index(sample_dataset(), base, 64, None).close()
+    assert not caplog.records  # read as saved: nothing rebuilt
