@@ -302,6 +302,8 @@ class BM25Retriever(ScoredRetriever):
             )
         try:
             settings = json.loads(settings_file.read_text(encoding="utf-8"))
+            if not isinstance(settings, dict):
+                raise TypeError(f"{_SETTINGS_FILE} does not hold a JSON object")
             settings.setdefault("index_title", False)  # saved before it existed
             retriever = cls(**{**settings, **overrides})
             retriever._index = bm25s.BM25.load(

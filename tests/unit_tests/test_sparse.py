@@ -158,6 +158,18 @@ def test_unsaveable_metadata_is_named(tmp_path: Path) -> None:
         retriever.save(tmp_path)
 
 
+@pytest.mark.parametrize("saved", ["[]", "7", '"k1"', "null", '{"k1": "x"}'])
+def test_settings_that_are_not_an_object_of_fields_are_named(
+    documents: list[Document], tmp_path: Path, saved: str
+) -> None:
+    from langchain_ragbudget import IndexLoadError
+
+    BM25Retriever.from_documents(documents).save(tmp_path)
+    (tmp_path / "ragbudget_bm25.json").write_text(saved)
+    with pytest.raises(IndexLoadError, match="damaged or incomplete"):
+        BM25Retriever.load(tmp_path)
+
+
 def test_load_from_an_empty_folder_is_a_clear_error(tmp_path: Path) -> None:
     from langchain_ragbudget import IndexLoadError
 
