@@ -163,12 +163,7 @@ def evaluate_chunked(
 
 
 def document_ndcg(
-    dataset: BeirDataset,
-    config: RagBudgetConfig,
-    chunk_size: int,
-    *,
-    limit: int | None = None,
-    progress: ProgressCallback | None = None,
+    dataset: BeirDataset, config: RagBudgetConfig, chunk_size: int
 ) -> list[float]:
     """Per query, document nDCG@10 from the index in `chunk_size`-token chunks.
 
@@ -176,9 +171,9 @@ def document_ndcg(
     where its best chunk does), per query so that two chunkers can be compared
     query by query (`paired_bootstrap`), without the evidence tables' cost.
     """
-    index = _chunk_index(dataset, config, chunk_size, progress)
+    index = _chunk_index(dataset, config, chunk_size, None)
     ranking = _ranking(index, chunk_k(config.retrieval.k, chunk_size))
-    queries = list(dataset.queries.items())[:limit]
+    queries = dataset.queries.items()
     scores = [_document_ndcg(dataset, q, ranking.invoke(text)) for q, text in queries]
     index.close()
     return scores
@@ -314,6 +309,7 @@ def _chunk_index(
     # saved with others is opened once as its writer, which saves BM25 anew
     bm25 = folder / "ragbudget_bm25.json"
     wanted = json.dumps(bm25_settings(chunked), sort_keys=True)
+    saved = bm25.read_text(encoding="utf-8") if bm25.is_file() else None
     if not complete.is_file():
         with HybridIndex.open(folder / "index", chunked, write=True) as building:
             building.upsert(
@@ -321,8 +317,9 @@ def _chunk_index(
                 progress=prefixed(progress, f"{chunk_size}-token chunks: "),
             )
             atomic_write_text(complete, str(building.chunk_count))
-    elif not bm25.is_file() or bm25.read_text(encoding="utf-8") != wanted:
+    elif saved != wanted:
         with HybridIndex.open(folder / "index", chunked, write=True) as building:
             building.upsert([])  # nothing changes but BM25, saved as configured
-    atomic_write_text(bm25, wanted)
+    if saved != wanted:
+        atomic_write_text(bm25, wanted)
     return HybridIndex.open(folder / "index", chunked)

@@ -10,7 +10,11 @@ from test_chunked_cache import sample_dataset
 
 from langchain_ragbudget import BM25Retriever, load_config
 from langchain_ragbudget.evaluation._beir import BeirDataset
-from langchain_ragbudget.evaluation._chunked import _chunk_index, evaluate_chunked
+from langchain_ragbudget.evaluation._chunked import (
+    _chunk_index,
+    document_ndcg,
+    evaluate_chunked,
+)
 from langchain_ragbudget.evaluation._tables import chunked_caption, overhead_rows
 
 pytestmark = [pytest.mark.needs_embedding_model, pytest.mark.needs_tiktoken]
@@ -76,6 +80,18 @@ def test_document_ndcg_ranks_ten_documents_however_few_chunks_are_packed(
     result = evaluate_chunked(dataset, config, 64, budgets=[256])
     assert result.k == 4
     assert result.ndcg_at_10 == pytest.approx(1.0)
+
+
+def test_per_query_ndcg_is_what_the_chunked_evaluation_averages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`bench_chunk_retrieval.py` compares the numbers `make eval` reports."""
+    monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(tmp_path))
+    config = load_config()
+    per_query = document_ndcg(sample_dataset(), config, 64)
+    result = evaluate_chunked(sample_dataset(), config, 64, budgets=[256])
+    assert len(per_query) == len(sample_dataset().queries)
+    assert result.ndcg_at_10 == pytest.approx(sum(per_query) / len(per_query))
 
 
 def test_a_cached_chunk_index_saves_bm25_anew_when_its_settings_change(
