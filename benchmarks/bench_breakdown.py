@@ -48,13 +48,13 @@ from langchain_core.retrievers import BaseRetriever
 from rich.table import Table
 
 from langchain_ragbudget import build_embeddings, build_hybrid_retriever
-from langchain_ragbudget.config import load_config
-from langchain_ragbudget.dense import DenseRetriever
-from langchain_ragbudget.embeddings import FastEmbedEmbeddings
+from langchain_ragbudget.config._settings import load_config
 from langchain_ragbudget.evaluation import load_beir
-from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.progress import ProgressBars
-from langchain_ragbudget.sparse import BM25Retriever
+from langchain_ragbudget.retrieval._dense import DenseRetriever
+from langchain_ragbudget.retrieval._embeddings import FastEmbedEmbeddings
+from langchain_ragbudget.retrieval._hybrid import HybridRetriever
+from langchain_ragbudget.retrieval._sparse import BM25Retriever
 
 FETCH = 100
 FLOOR_TARGET = 1.25

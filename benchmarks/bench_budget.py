@@ -21,20 +21,21 @@ from _common import console, parser_with_data, print_machine
 from langchain_core.documents import Document
 from rich.table import Table
 
+from langchain_ragbudget.budget._context_budget import ContextBudget
+from langchain_ragbudget.budget._render import ContextFormat, quote
+from langchain_ragbudget.config._settings import load_config
+from langchain_ragbudget.config._tokens import count_tokens
+from langchain_ragbudget.evaluation import load_corpus
+from langchain_ragbudget.evidence._sentence_scoring import terms
+from langchain_ragbudget.evidence._sentences import sentence_spans
+
 # The cold column clears the per-text caches of the budget stage, and they live in
 # the runtime's private modules (token counts, sentence spans, sentence terms,
 # surrogate checks, escaped names) and on `ContextFormat` (rendered headers): there
 # is no public way to empty them, so this script reaches them by name. It imports
 # nothing else private.
-from langchain_ragbudget._names import display_name
-from langchain_ragbudget._sentence_scoring import terms
-from langchain_ragbudget._sentences import sentence_spans
-from langchain_ragbudget._tokens import count_tokens
-from langchain_ragbudget._validation import _surrogate_at
-from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.config import load_config
-from langchain_ragbudget.evaluation import load_corpus
-from langchain_ragbudget.render import ContextFormat, quote
+from langchain_ragbudget.ledger._names import display_name
+from langchain_ragbudget.ledger._validation import _surrogate_at
 
 out = console(160)
 

@@ -21,7 +21,7 @@ from _common import parser_with_data, print_machine
 from rich.console import Console
 from rich.table import Table
 
-from langchain_ragbudget.config import RagBudgetConfig, load_config
+from langchain_ragbudget.config._settings import RagBudgetConfig, load_config
 from langchain_ragbudget.evaluation import load_beir, paired_bootstrap
 from langchain_ragbudget.evaluation._chunked import document_ndcg
 

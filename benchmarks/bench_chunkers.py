@@ -23,8 +23,8 @@ import time
 from _common import parser_with_data, print_machine
 from rich.console import Console
 
-from langchain_ragbudget._tokens import count_tokens
-from langchain_ragbudget.config import IndexSettings, load_config
+from langchain_ragbudget.config._settings import IndexSettings, load_config
+from langchain_ragbudget.config._tokens import count_tokens
 from langchain_ragbudget.evaluation import load_beir
 from langchain_ragbudget.evaluation._beir import BeirDataset
 from langchain_ragbudget.evaluation._chunked import evaluate_chunked

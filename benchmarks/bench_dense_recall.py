@@ -33,7 +33,7 @@ from _common import cached_store, parser_with_data
 from chromadb.config import Settings
 
 from langchain_ragbudget import build_embeddings
-from langchain_ragbudget.config import load_config
+from langchain_ragbudget.config._settings import load_config
 from langchain_ragbudget.evaluation import load_beir, vector_store_folder
 from langchain_ragbudget.progress import ProgressBars
 

@@ -21,7 +21,7 @@ import numpy as np
 from _common import console, machine, parser_with_data, rotated
 from rich.table import Table
 
-from langchain_ragbudget.config import load_config
+from langchain_ragbudget.config._settings import load_config
 from langchain_ragbudget.evaluation import (
     FusionSetting,
     QueryLists,
@@ -33,7 +33,7 @@ from langchain_ragbudget.evaluation import (
     retrieve_lists,
     search,
 )
-from langchain_ragbudget.fusion import FUSION_METHODS, fuse
+from langchain_ragbudget.retrieval._fusion import FUSION_METHODS, fuse
 
 out = console(120)
 

@@ -33,7 +33,7 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from rich.table import Table
 
 from langchain_ragbudget import ContextBudget, build_hybrid_retriever, load_config
-from langchain_ragbudget.chain import DEFAULT_PROMPT
+from langchain_ragbudget.chain._stuff import DEFAULT_PROMPT
 from langchain_ragbudget.evaluation import judged_id, load_beir
 from langchain_ragbudget.progress import ProgressBars
 

@@ -21,12 +21,12 @@ from typing import Any
 from _common import console, parser_with_data, print_machine, timing
 from rich.table import Table
 
-from langchain_ragbudget.config import load_config
+from langchain_ragbudget.config._settings import load_config
 from langchain_ragbudget.evaluation import load_corpus
-from langchain_ragbudget.factory import build_embeddings
 from langchain_ragbudget.index import Chunker, HybridIndex
 from langchain_ragbudget.progress import ProgressBars
-from langchain_ragbudget.sparse import BM25Retriever
+from langchain_ragbudget.retrieval._factory import build_embeddings
+from langchain_ragbudget.retrieval._sparse import BM25Retriever
 
 out = console(120)
 spent: dict[str, float] = {"chunking": 0.0, "embedding": 0.0, "bm25 build + save": 0.0}

@@ -34,8 +34,8 @@ import numpy as np
 from _common import console, print_machine
 from rich.table import Table
 
-from langchain_ragbudget._memory_score import best, score_all
-from langchain_ragbudget.memory import MemoryRetriever, MemoryStore
+from langchain_ragbudget.memory._retriever import MemoryRetriever, MemoryStore
+from langchain_ragbudget.memory._score import best, score_all
 
 DIMENSION = 384
 NOW = datetime(2026, 12, 1, tzinfo=UTC)

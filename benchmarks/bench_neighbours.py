@@ -30,13 +30,17 @@ from bench_relevance_docs import PROBES
 from langchain_core.documents import Document
 from rich.console import Console
 
-from langchain_ragbudget._metadata_keys import NEIGHBOUR_OF
-from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.config import RagBudgetConfig, SurfaceSettings, load_config
+from langchain_ragbudget.budget._context_budget import ContextBudget
+from langchain_ragbudget.config._settings import (
+    RagBudgetConfig,
+    SurfaceSettings,
+    load_config,
+)
 from langchain_ragbudget.evaluation import load_beir
 from langchain_ragbudget.evaluation._beir import BeirDataset, judged_id
 from langchain_ragbudget.evaluation._chunked import _chunk_index, chunk_k
 from langchain_ragbudget.index import HybridIndex
+from langchain_ragbudget.ledger._metadata_keys import NEIGHBOUR_OF
 
 out = Console(width=160)
 SCIFACT_BUDGETS = (512, 1024, 1280, 2048)

@@ -19,11 +19,11 @@ from _common import console, parser_with_data, print_machine
 from langchain_core.documents import Document
 from rich.table import Table
 
-from langchain_ragbudget import dense
-from langchain_ragbudget.config import load_config
-from langchain_ragbudget.embeddings import EMBEDDED_STEP
+from langchain_ragbudget.config._settings import load_config
 from langchain_ragbudget.evaluation import load_corpus
-from langchain_ragbudget.factory import build_embeddings, build_vector_store
+from langchain_ragbudget.retrieval import _dense as dense
+from langchain_ragbudget.retrieval._embeddings import EMBEDDED_STEP
+from langchain_ragbudget.retrieval._factory import build_embeddings, build_vector_store
 
 STEPS = (256, EMBEDDED_STEP)
 

@@ -18,13 +18,13 @@ from collections.abc import Callable, Sequence
 
 # The script compares the scorers of the private `_sentence_scoring` module, on
 # sentences split by `_sentences.sentences`, exactly as the budget stage splits them.
-from langchain_ragbudget._sentence_scoring import (
+from langchain_ragbudget.evidence._sentence_scoring import (
     FITTED_SHARE,
     blended_relevance,
     fitted_relevance,
     overlap_relevance,
 )
-from langchain_ragbudget._sentences import sentences
+from langchain_ragbudget.evidence._sentences import sentences
 from langchain_ragbudget.sample import load_sample_corpus
 
 Scorer = Callable[[str | None, Sequence[str]], list[float]]

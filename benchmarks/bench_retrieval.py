@@ -37,10 +37,10 @@ from langchain_core.vectorstores import VectorStore
 from rich.table import Table
 
 from langchain_ragbudget import DenseRetriever, build_hybrid_retriever
-from langchain_ragbudget.config import load_config
+from langchain_ragbudget.config._settings import load_config
 from langchain_ragbudget.evaluation import load_beir, ndcg_at_k, recall_at_k
-from langchain_ragbudget.factory import build_sparse_retriever
 from langchain_ragbudget.progress import ProgressBars, StageProgress
+from langchain_ragbudget.retrieval._factory import build_sparse_retriever
 
 FETCH = 100
 out = console(120)

@@ -48,19 +48,19 @@ from _common import cached_store, machine, parser_with_data, percentiles, rotate
 from langchain_core.documents import Document
 
 from langchain_ragbudget import DenseRetriever, build_embeddings
+from langchain_ragbudget.chain._factory import build_budget
 
 # The package's cache folder (RAGBUDGET_CACHE_DIR, else the user cache), where the
 # synthetic corpora are built once: no public module exports it.
-from langchain_ragbudget._disk import cache_root
-from langchain_ragbudget.config import load_config
+from langchain_ragbudget.config._disk import cache_root
+from langchain_ragbudget.config._settings import load_config
 from langchain_ragbudget.evaluation import load_beir
-from langchain_ragbudget.factory import (
-    build_budget,
+from langchain_ragbudget.retrieval._factory import (
     build_sparse_retriever,
     build_vector_store,
     hybrid_retriever,
 )
-from langchain_ragbudget.sparse import BM25Retriever
+from langchain_ragbudget.retrieval._sparse import BM25Retriever
 
 NOISE = 0.05
 SEED = 13

@@ -29,9 +29,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 from rich.table import Table
 
 from langchain_ragbudget import create_budgeted_rag_chain
-from langchain_ragbudget.config import load_config
+from langchain_ragbudget.chain._factory import build_budget
+from langchain_ragbudget.config._settings import load_config
 from langchain_ragbudget.evaluation import cached_sparse_retriever, load_beir
-from langchain_ragbudget.factory import build_budget, hybrid_retriever
+from langchain_ragbudget.retrieval._factory import hybrid_retriever
 
 
 class NothingHandler(BaseCallbackHandler):

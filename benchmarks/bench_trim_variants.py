@@ -33,13 +33,22 @@ from bm25s.stopwords import STOPWORDS_EN
 from fit_sentence_relevance import REGULARISATION, training_rows
 from langchain_core.documents import Document
 
-from langchain_ragbudget import _sentence_scoring as scoring
-from langchain_ragbudget import budget as budget_module
-from langchain_ragbudget import packing
+from langchain_ragbudget.budget import _context_budget as budget_module
+from langchain_ragbudget.budget import _packing as packing
+from langchain_ragbudget.budget._context_budget import ContextBudget
+from langchain_ragbudget.config._settings import SurfaceSettings, load_config
+from langchain_ragbudget.evaluation import (
+    BeirDataset,
+    cached_hybrid_retriever,
+    judged_id,
+    load_beir,
+    policy_survival,
+)
+from langchain_ragbudget.evidence import _sentence_scoring as scoring
 
 # The script compares sentence scorers, so it reads the one private runtime module
 # that scores sentences (its features, fitted model and the two shipped scorers).
-from langchain_ragbudget._sentence_scoring import (
+from langchain_ragbudget.evidence._sentence_scoring import (
     FEATURES,
     SentenceModel,
     blended_relevance,
@@ -49,17 +58,8 @@ from langchain_ragbudget._sentence_scoring import (
     shipped_model,
     terms,
 )
-from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.config import SurfaceSettings, load_config
-from langchain_ragbudget.evaluation import (
-    BeirDataset,
-    cached_hybrid_retriever,
-    judged_id,
-    load_beir,
-    policy_survival,
-)
-from langchain_ragbudget.factory import build_embeddings
 from langchain_ragbudget.progress import ProgressBars
+from langchain_ragbudget.retrieval._factory import build_embeddings
 
 BUDGETS = [256, 384, 512, 768, 1024]
 ENCODING = "o200k_base"

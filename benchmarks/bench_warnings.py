@@ -24,14 +24,19 @@ from rich.console import Console
 from rich.table import Table
 
 from langchain_ragbudget import RagBudgetConfig
-from langchain_ragbudget._triage import NEAR_CUT, Closeness, close_to_top, likely_lost
-from langchain_ragbudget._warnings import context_warnings
-from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.config import load_config
+from langchain_ragbudget.budget._context_budget import ContextBudget
+from langchain_ragbudget.chain._triage import (
+    NEAR_CUT,
+    Closeness,
+    close_to_top,
+    likely_lost,
+)
+from langchain_ragbudget.chain._warnings import context_warnings
+from langchain_ragbudget.config._settings import load_config
 from langchain_ragbudget.evaluation import BeirDataset, load_beir
 from langchain_ragbudget.evaluation._beir import judged_id
-from langchain_ragbudget.evaluation._stages import _Stages
-from langchain_ragbudget.ledger import CandidateList, DropReason, Stage
+from langchain_ragbudget.evaluation._stages import Stages
+from langchain_ragbudget.ledger._records import CandidateList, DropReason, Stage
 from langchain_ragbudget.sample import (
     demo_config_path,
     load_sample_corpus,
@@ -111,7 +116,7 @@ def run(
     dataset: BeirDataset, config: RagBudgetConfig, surface: str, limit: int | None
 ) -> tuple[Tally, Tally]:
     """Both cases of the first `limit` judged questions: (answerable, gold removed)."""
-    stages = _Stages.build(dataset, config, [surface], None, None)
+    stages = Stages.build(dataset, config, [surface], None, None)
     budget = stages.budgets[surface]
     answerable, removed = Tally(), Tally()
     for query_id, text in list(dataset.queries.items())[:limit]:

@@ -20,16 +20,17 @@ import sklearn
 from _common import parser_with_data
 from sklearn.linear_model import LogisticRegression
 
+from langchain_ragbudget.evaluation import BeirDataset, load_beir
+
 # The script refits the model the private `_sentence_scoring` module ships, so it
 # reads that module's feature list, file name and features; and it splits
 # sentences with `_sentences.sentences`, exactly as the budget stage splits them.
-from langchain_ragbudget._sentence_scoring import (
+from langchain_ragbudget.evidence._sentence_scoring import (
     FEATURES,
     MODEL_FILE,
     sentence_features,
 )
-from langchain_ragbudget._sentences import sentences
-from langchain_ragbudget.evaluation import BeirDataset, load_beir
+from langchain_ragbudget.evidence._sentences import sentences
 
 PACKAGE = Path(__file__).resolve().parent.parent / "langchain_ragbudget"
 REGULARISATION = 1.0  # scikit-learn's default C; 0.1 and 10 measured no better

@@ -9,20 +9,27 @@ wings: the index (`langchain_ragbudget.index`), the evaluation harness
 from __future__ import annotations
 
 import importlib
-import warnings
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from langchain_ragbudget.budget import BudgetedContext, BudgetReport, ContextBudget
-    from langchain_ragbudget.chain import BudgetedAnswer, create_budgeted_stuff_chain
+    from langchain_ragbudget.budget import (
+        BudgetedContext,
+        BudgetReport,
+        Citation,
+        ContextBudget,
+        ContextFormat,
+    )
+    from langchain_ragbudget.chain import (
+        BudgetedAnswer,
+        create_budgeted_rag_chain,
+        create_budgeted_stuff_chain,
+    )
     from langchain_ragbudget.config import (
         RagBudgetConfig,
         SurfaceSettings,
         load_config,
         load_surface,
     )
-    from langchain_ragbudget.dense import DenseRetriever
-    from langchain_ragbudget.embeddings import FastEmbedEmbeddings
     from langchain_ragbudget.errors import (
         ConfigError,
         IndexLoadError,
@@ -34,14 +41,6 @@ if TYPE_CHECKING:
         RagBudgetError,
     )
     from langchain_ragbudget.evidence import Calibration, Evidence, calibrate_threshold
-    from langchain_ragbudget.factory import (
-        build_embeddings,
-        build_hybrid_retriever,
-        build_reranker,
-        build_vector_store,
-    )
-    from langchain_ragbudget.fusion import weighted_rrf
-    from langchain_ragbudget.hybrid import HybridRetriever, ScoredSearch
     from langchain_ragbudget.ledger import (
         CandidateList,
         DropReason,
@@ -59,32 +58,41 @@ if TYPE_CHECKING:
         MemoryStoreError,
         open_memory_store,
     )
-    from langchain_ragbudget.pipeline import create_budgeted_rag_chain
-    from langchain_ragbudget.render import Citation, ContextFormat
-    from langchain_ragbudget.rerank import FlashRankRerank
-    from langchain_ragbudget.sparse import BM25Retriever
+    from langchain_ragbudget.retrieval import (
+        BM25Retriever,
+        DenseRetriever,
+        FastEmbedEmbeddings,
+        FlashRankRerank,
+        HybridRetriever,
+        ScoredSearch,
+        build_embeddings,
+        build_hybrid_retriever,
+        build_reranker,
+        build_vector_store,
+        weighted_rrf,
+    )
 
     __version__: str
 
 # Each public name and the module (under langchain_ragbudget) that defines it.
 _EXPORTS = {
-    "BM25Retriever": "sparse",
+    "BM25Retriever": "retrieval",
     "BudgetReport": "budget",
     "BudgetedAnswer": "chain",
     "BudgetedContext": "budget",
     "Calibration": "evidence",
     "CandidateList": "ledger",
-    "Citation": "render",
+    "Citation": "budget",
     "ConfigError": "errors",
     "ContextBudget": "budget",
-    "ContextFormat": "render",
-    "DenseRetriever": "dense",
+    "ContextFormat": "budget",
+    "DenseRetriever": "retrieval",
     "DropReason": "ledger",
     "DropRecord": "ledger",
     "Evidence": "evidence",
-    "FastEmbedEmbeddings": "embeddings",
-    "FlashRankRerank": "rerank",
-    "HybridRetriever": "hybrid",
+    "FastEmbedEmbeddings": "retrieval",
+    "FlashRankRerank": "retrieval",
+    "HybridRetriever": "retrieval",
     "IndexLoadError": "errors",
     "IndexLockedError": "errors",
     "IndexRepairError": "errors",
@@ -99,25 +107,23 @@ _EXPORTS = {
     "RagBudgetError": "errors",
     "RunLedger": "ledger",
     "ScoreIssue": "ledger",
-    "ScoredSearch": "hybrid",
+    "ScoredSearch": "retrieval",
     "Stage": "ledger",
     "StageSkip": "ledger",
     "SurfaceSettings": "config",
-    "build_embeddings": "factory",
-    "build_hybrid_retriever": "factory",
-    "build_reranker": "factory",
-    "build_vector_store": "factory",
+    "build_embeddings": "retrieval",
+    "build_hybrid_retriever": "retrieval",
+    "build_reranker": "retrieval",
+    "build_vector_store": "retrieval",
     "calibrate_threshold": "evidence",
-    "create_budgeted_rag_chain": "pipeline",
+    "create_budgeted_rag_chain": "chain",
     "create_budgeted_stuff_chain": "chain",
     "ledger_scope": "ledger",
     "load_config": "config",
     "load_surface": "config",
     "open_memory_store": "memory",
-    "weighted_rrf": "fusion",
+    "weighted_rrf": "retrieval",
 }
-# Names this package once exported from the top that now live in a wing.
-_MOVED = {"HybridIndex": "index"}
 
 __all__ = [
     "BM25Retriever",
@@ -177,15 +183,7 @@ def __getattr__(name: str) -> Any:
         return globals()[name]
     module = _EXPORTS.get(name)
     if module is None:
-        module = _MOVED.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        warnings.warn(
-            f"`from langchain_ragbudget import {name}` is deprecated; "
-            f"use `from langchain_ragbudget.{module} import {name}`",
-            DeprecationWarning,
-            stacklevel=2,
-        )
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     globals()[name] = value
     return value

@@ -28,14 +28,15 @@ def run_ask(args: argparse.Namespace, console: Console) -> None:
     config.surface(args.surface)
     check_question(args.question)
 
+    from langchain_ragbudget.chain._factory import build_budget
+    from langchain_ragbudget.chain._pipeline import explain
     from langchain_ragbudget.cli._demo import chat_model
     from langchain_ragbudget.cli._views import (
         explained_to_dict,
         pipeline_line,
         show_explained,
     )
-    from langchain_ragbudget.factory import build_budget, build_reranker
-    from langchain_ragbudget.pipeline import explain
+    from langchain_ragbudget.retrieval._factory import build_reranker
 
     budget = build_budget(config, surface=args.surface)
     index = open_index(args, console, create=False, config=config)

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 def run_config(args: argparse.Namespace, console: Console) -> None:
     """`ragbudget config`: the effective settings and where each one came from."""
     from langchain_ragbudget.cli._views import config_table
-    from langchain_ragbudget.config import explain_config
+    from langchain_ragbudget.config._settings import explain_config
 
     effective = explain_config(args.config)
     prefix = ""
@@ -56,7 +56,7 @@ def environment_overrides(config: Any) -> dict[str, tuple[str, str]]:
 
     `ragbudget config` shows the file's `null`; this says what is used.
     """
-    from langchain_ragbudget.embeddings import MODEL_PATH_ENV
+    from langchain_ragbudget.retrieval._embeddings import MODEL_PATH_ENV
 
     found: dict[str, tuple[str, str]] = {}
     folder = os.environ.get(MODEL_PATH_ENV)

@@ -13,16 +13,15 @@ from pathlib import Path
 from langchain_core.language_models import BaseChatModel
 from rich.console import Console
 
+from langchain_ragbudget.chain._factory import build_budget, build_chat_model
+from langchain_ragbudget.chain._pipeline import explain
 from langchain_ragbudget.cli._views import pipeline_line, show_explained
-from langchain_ragbudget.config import RagBudgetConfig, load_config
+from langchain_ragbudget.config._settings import RagBudgetConfig, load_config
 from langchain_ragbudget.errors import MissingExtraError
-from langchain_ragbudget.factory import (
-    build_budget,
-    build_chat_model,
+from langchain_ragbudget.retrieval._factory import (
     build_hybrid_retriever,
     build_reranker,
 )
-from langchain_ragbudget.pipeline import explain
 from langchain_ragbudget.sample import (
     demo_config_path,
     load_sample_corpus,

@@ -54,7 +54,7 @@ class Finding:
 
 def run_doctor(args: argparse.Namespace, console: Console) -> int:
     """`ragbudget doctor`: exit 0 when every model is found, 1 when one is missing."""
-    from langchain_ragbudget.config import explain_config
+    from langchain_ragbudget.config._settings import explain_config
 
     effective = explain_config(args.config)
     origins = {v.key: v.source(effective.file) for v in effective.values}
@@ -77,7 +77,7 @@ def run_doctor(args: argparse.Namespace, console: Console) -> int:
 
 
 def _embedding(config: Any, origins: dict[str, str]) -> list[Finding]:
-    from langchain_ragbudget.embeddings import MODEL_PATH_ENV
+    from langchain_ragbudget.retrieval._embeddings import MODEL_PATH_ENV
 
     settings = config.embedding
     rows = [Finding("embedding model", settings.model, origins["embedding.model"])]
@@ -130,7 +130,7 @@ def _holds_model(cache: Path, model: str) -> bool:
 
 
 def _rerank(config: Any, origins: dict[str, str]) -> list[Finding]:
-    from langchain_ragbudget._disk import cache_root
+    from langchain_ragbudget.config._disk import cache_root
 
     settings = config.rerank
     if not settings.enabled:
@@ -166,7 +166,7 @@ def _tokens(config: Any, origins: dict[str, str]) -> list[Finding]:
 
 
 def _caches(config: Any, origins: dict[str, str]) -> list[Finding]:
-    from langchain_ragbudget._disk import CACHE_DIR_ENV, cache_root
+    from langchain_ragbudget.config._disk import CACHE_DIR_ENV, cache_root
 
     where = (
         f"environment {CACHE_DIR_ENV}"

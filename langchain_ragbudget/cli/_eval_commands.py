@@ -23,7 +23,7 @@ from langchain_ragbudget.errors import InvalidInputError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from langchain_ragbudget.config import RagBudgetConfig
+    from langchain_ragbudget.config._settings import RagBudgetConfig
     from langchain_ragbudget.evaluation import BeirDataset, EvalReport
 
 
@@ -31,7 +31,7 @@ def run_eval(
     args: argparse.Namespace, console: Console, argv: Sequence[str] | None
 ) -> None:
     """`ragbudget eval`: run, print the tables, write JSON / plot / Markdown."""
-    from langchain_ragbudget.config import load_config
+    from langchain_ragbudget.config._settings import load_config
 
     config = load_config(args.config)
     _check_eval_arguments(args, config)
@@ -126,7 +126,7 @@ def _show_and_write(
     argv: Sequence[str] | None,
 ) -> None:
     """Print the tables; write the JSON, the plots, the model and the Markdown."""
-    from langchain_ragbudget._disk import atomic_write_text
+    from langchain_ragbudget.config._disk import atomic_write_text
     from langchain_ragbudget.evaluation._report import weak_evidence_yaml
     from langchain_ragbudget.evaluation._tables import (
         plot_calibration,
@@ -220,8 +220,8 @@ def run_tune(args: argparse.Namespace, console: Console) -> None:
     """
     from rich.console import Console
 
-    from langchain_ragbudget._disk import atomic_write_text
-    from langchain_ragbudget.config import load_config
+    from langchain_ragbudget.config._disk import atomic_write_text
+    from langchain_ragbudget.config._settings import load_config
     from langchain_ragbudget.evaluation._tables import tune_lines, tune_table
     from langchain_ragbudget.evaluation._tuning import check_split, tune, tuned_yaml
     from langchain_ragbudget.progress import ProgressBars

@@ -81,7 +81,7 @@ def open_index(
 
 def _config(args: argparse.Namespace) -> Any:
     """The configuration of `--config`, with `--lock-timeout` over it if given."""
-    from langchain_ragbudget.config import load_config
+    from langchain_ragbudget.config._settings import load_config
 
     config = load_config(args.config)
     timeout = getattr(args, "lock_timeout", None)
@@ -179,7 +179,7 @@ def interrupted_message(args: argparse.Namespace) -> str:
     what was committed last; the next run of the same command goes on from it
     (vectors already written are reused).
     """
-    from langchain_ragbudget.config import load_config
+    from langchain_ragbudget.config._settings import load_config
     from langchain_ragbudget.index._versions import committed_documents
 
     try:
@@ -207,7 +207,7 @@ def run_inspect(args: argparse.Namespace, console: Console) -> int:
     1 when the report names damage or a difference, 2 when there is no index.
     """
     from langchain_ragbudget.cli._views import inspection_report
-    from langchain_ragbudget.config import load_config
+    from langchain_ragbudget.config._settings import load_config
     from langchain_ragbudget.index import HybridIndex
 
     config = load_config(args.config)

@@ -14,8 +14,6 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
-from langchain_ragbudget._names import display_name
-from langchain_ragbudget._suggest import did_you_mean
 from langchain_ragbudget.cli._arguments import add_commands
 from langchain_ragbudget.cli._ask import run_ask
 from langchain_ragbudget.cli._config_command import run_config
@@ -36,7 +34,9 @@ from langchain_ragbudget.cli._index_commands import (
 )
 from langchain_ragbudget.cli._memory_commands import run_memory
 from langchain_ragbudget.cli._output import make_console
+from langchain_ragbudget.config._suggest import did_you_mean
 from langchain_ragbudget.errors import RagBudgetError
+from langchain_ragbudget.ledger._names import display_name
 
 _EPILOG = """\
 Put --debug before the command: ragbudget --debug ask "..."

@@ -20,7 +20,7 @@ from langchain_ragbudget.errors import InvalidInputError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from langchain_ragbudget.memory import MemoryStore
+    from langchain_ragbudget.memory._retriever import MemoryStore
 
 _JSON_HELP = "print one JSON object on stdout (messages go to stderr)"
 
@@ -60,15 +60,15 @@ def run_memory(args: argparse.Namespace, console: Console) -> int:
     `inspect` exits 1 when it found stale memories; a store that does not exist
     is an error (exit 2) for every command but `add`, which creates it.
     """
-    from langchain_ragbudget.config import load_config
-    from langchain_ragbudget.memory import open_memory_store
+    from langchain_ragbudget.config._settings import load_config
+    from langchain_ragbudget.memory._retriever import open_memory_store
 
     config = load_config(args.config)
     if args.memory_command != "add" and not args.store.is_file():
         raise InvalidInputError(f"no memory store at {args.store}")
     embeddings = None
     if args.memory_command == "add" or getattr(args, "query", None):
-        from langchain_ragbudget.factory import build_embeddings
+        from langchain_ragbudget.retrieval._factory import build_embeddings
 
         embeddings = build_embeddings(config.embedding)
     with open_memory_store(args.store, config, embeddings) as store:
@@ -108,7 +108,7 @@ def _add(args: argparse.Namespace, store: MemoryStore, console: Console) -> int:
 def _list(
     args: argparse.Namespace, store: MemoryStore, config: Any, console: Console
 ) -> int:
-    from langchain_ragbudget.memory import MemoryRetriever
+    from langchain_ragbudget.memory._retriever import MemoryRetriever
 
     retriever = MemoryRetriever.from_config(store, config)
     rows = []
@@ -152,7 +152,7 @@ def _factors(item: Any) -> dict[str, float]:
 def _table(rows: list[dict[str, Any]], half_life: float) -> Any:
     from rich.table import Table
 
-    from langchain_ragbudget._names import display_name
+    from langchain_ragbudget.ledger._names import display_name
 
     table = Table(
         title=f"score = similarity x importance x 0.5^(age since said / {half_life:g} "
@@ -185,7 +185,7 @@ def _table(rows: list[dict[str, Any]], half_life: float) -> Any:
 def _inspect(
     args: argparse.Namespace, store: MemoryStore, config: Any, console: Console
 ) -> int:
-    from langchain_ragbudget._memory_score import stale_reason
+    from langchain_ragbudget.memory._score import stale_reason
 
     memories = store.list()
     stale: list[dict[str, str]] | None = None

@@ -21,8 +21,20 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from langchain_ragbudget._identity import document_key, document_source
-from langchain_ragbudget._metadata_keys import (
+from langchain_ragbudget.budget._context_budget import BudgetedContext
+from langchain_ragbudget.chain._pipeline import Explained
+from langchain_ragbudget.chain._stuff import context_warnings
+from langchain_ragbudget.chain._warnings import likely_lost_entries
+from langchain_ragbudget.config._settings import (
+    DEFAULT_CONFIG_NAME,
+    ConfigValue,
+    EffectiveConfig,
+    Origin,
+    RagBudgetConfig,
+)
+from langchain_ragbudget.index import IndexInspection
+from langchain_ragbudget.ledger._identity import document_key, document_source
+from langchain_ragbudget.ledger._metadata_keys import (
     CONTEXT_TOKENS,
     DENSE,
     FUSED_RANK,
@@ -33,21 +45,9 @@ from langchain_ragbudget._metadata_keys import (
     score_key,
     with_neighbour,
 )
-from langchain_ragbudget._names import display_name
-from langchain_ragbudget._warnings import likely_lost_entries
-from langchain_ragbudget.budget import BudgetedContext
-from langchain_ragbudget.chain import context_warnings
-from langchain_ragbudget.config import (
-    DEFAULT_CONFIG_NAME,
-    ConfigValue,
-    EffectiveConfig,
-    Origin,
-    RagBudgetConfig,
-)
-from langchain_ragbudget.index import IndexInspection
-from langchain_ragbudget.ledger import Stage
-from langchain_ragbudget.pipeline import Explained
-from langchain_ragbudget.rerank import FlashRankRerank
+from langchain_ragbudget.ledger._names import display_name
+from langchain_ragbudget.ledger._records import Stage
+from langchain_ragbudget.retrieval._rerank import FlashRankRerank
 
 
 def _fmt(value: Any, digits: int) -> str:

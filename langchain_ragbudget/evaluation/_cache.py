@@ -19,23 +19,23 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
-from langchain_ragbudget._disk import atomic_write_text, cache_root
-from langchain_ragbudget.config import (
+from langchain_ragbudget.config._disk import atomic_write_text, cache_root
+from langchain_ragbudget.config._settings import (
     EmbeddingSettings,
     RagBudgetConfig,
     VectorStoreSettings,
 )
-from langchain_ragbudget.dense import add_documents
-from langchain_ragbudget.factory import (
+from langchain_ragbudget.progress import ProgressCallback, StageProgress
+from langchain_ragbudget.retrieval._dense import add_documents
+from langchain_ragbudget.retrieval._factory import (
     CHROMA_DEFAULT_EF_SEARCH,
     build_embeddings,
     build_hybrid_retriever,
     build_sparse_retriever,
     build_vector_store,
 )
-from langchain_ragbudget.hybrid import HybridRetriever
-from langchain_ragbudget.progress import ProgressCallback, StageProgress
-from langchain_ragbudget.sparse import BM25Retriever
+from langchain_ragbudget.retrieval._hybrid import HybridRetriever
+from langchain_ragbudget.retrieval._sparse import BM25Retriever
 
 _MANIFEST = "ragbudget_cache.json"
 _Built = TypeVar("_Built")

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 
 from langchain_core.documents import Document
 
-from langchain_ragbudget._disk import atomic_write_text, cache_root
-from langchain_ragbudget._metadata_keys import NEIGHBOUR_OF
-from langchain_ragbudget._tokens import count_tokens
-from langchain_ragbudget.config import RagBudgetConfig
+from langchain_ragbudget.budget._render import ContextFormat
+from langchain_ragbudget.chain._factory import build_budget
+from langchain_ragbudget.config._disk import atomic_write_text, cache_root
+from langchain_ragbudget.config._settings import RagBudgetConfig
+from langchain_ragbudget.config._tokens import count_tokens
 from langchain_ragbudget.evaluation._beir import BeirDataset, judged_id
 from langchain_ragbudget.evaluation._cache import corpus_fingerprint
 from langchain_ragbudget.evaluation._metrics import ndcg_at_k
@@ -30,11 +31,11 @@ from langchain_ragbudget.evaluation._survival import (
     every_policy,
     shares,
 )
-from langchain_ragbudget.factory import bm25_settings, build_budget
-from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.index._hybrid_index import HybridIndex
+from langchain_ragbudget.ledger._metadata_keys import NEIGHBOUR_OF
 from langchain_ragbudget.progress import ProgressCallback, StageProgress, prefixed
-from langchain_ragbudget.render import ContextFormat
+from langchain_ragbudget.retrieval._factory import bm25_settings
+from langchain_ragbudget.retrieval._hybrid import HybridRetriever
 
 
 @dataclass(frozen=True)

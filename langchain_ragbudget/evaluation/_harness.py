@@ -21,16 +21,8 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from langchain_ragbudget._html import (
-    display,
-    element,
-    key_values,
-    png_image,
-    table,
-)
-from langchain_ragbudget._identity import document_key
-from langchain_ragbudget.budget import BudgetedContext, ContextBudget
-from langchain_ragbudget.config import RagBudgetConfig
+from langchain_ragbudget.budget._context_budget import BudgetedContext, ContextBudget
+from langchain_ragbudget.config._settings import RagBudgetConfig
 from langchain_ragbudget.errors import MissingExtraError
 from langchain_ragbudget.evaluation._beir import BeirDataset, judged_id
 from langchain_ragbudget.evaluation._chunked import ChunkedSurvival
@@ -41,7 +33,7 @@ from langchain_ragbudget.evaluation._metrics import (
     recall_at_k,
     without_query_itself,
 )
-from langchain_ragbudget.evaluation._stages import _Stages
+from langchain_ragbudget.evaluation._stages import Stages
 from langchain_ragbudget.evaluation._survival import (
     DEFAULT_BUDGETS,
     POLICIES,
@@ -53,9 +45,17 @@ from langchain_ragbudget.evaluation._weak_evidence import (
     WeakEvidence,
     measure_weak_evidence,
 )
-from langchain_ragbudget.ledger import CandidateList
+from langchain_ragbudget.ledger._html import (
+    display,
+    element,
+    key_values,
+    png_image,
+    table,
+)
+from langchain_ragbudget.ledger._identity import document_key
+from langchain_ragbudget.ledger._records import CandidateList
 from langchain_ragbudget.progress import ProgressCallback, StageProgress
-from langchain_ragbudget.rerank import FlashRankRerank
+from langchain_ragbudget.retrieval._rerank import FlashRankRerank
 
 
 @dataclass(frozen=True)
@@ -268,7 +268,7 @@ def evaluate(
             configured reranker's cannot and `rerank.on_unavailable` is `error`.
     """
     surfaces = list(surfaces or config.surfaces)
-    stages = _Stages.build(dataset, config, surfaces, reranker, progress)
+    stages = Stages.build(dataset, config, surfaces, reranker, progress)
     queries = list(dataset.queries.items())[:limit]
     acc = _Accumulator(
         policy_hits={policy: [0] * len(budgets) for policy in POLICIES},
@@ -300,7 +300,7 @@ def evaluate(
 
 
 def _measure_query(
-    stages: _Stages,
+    stages: Stages,
     acc: _Accumulator,
     text: str,
     relevant: dict[str, int],
@@ -328,7 +328,7 @@ def _measure_query(
 def _report(
     dataset: BeirDataset,
     config: RagBudgetConfig,
-    stages: _Stages,
+    stages: Stages,
     acc: _Accumulator,
     k: int,
     n_queries: int,

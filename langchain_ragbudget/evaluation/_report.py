@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from langchain_ragbudget._disk import atomic_write_text
+from langchain_ragbudget.config._disk import atomic_write_text
 from langchain_ragbudget.evaluation._tables import weak_caption
 from langchain_ragbudget.evaluation._weak_evidence import WeakEvidence
 

@@ -13,19 +13,20 @@ from dataclasses import dataclass
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.config import RagBudgetConfig
+from langchain_ragbudget.budget._context_budget import ContextBudget
+from langchain_ragbudget.chain._factory import build_budget
+from langchain_ragbudget.config._settings import RagBudgetConfig
 from langchain_ragbudget.evaluation._beir import BeirDataset, judged_id
 from langchain_ragbudget.evaluation._cache import cached_hybrid_retriever
-from langchain_ragbudget.factory import build_budget, build_reranker
-from langchain_ragbudget.hybrid import HybridRetriever
-from langchain_ragbudget.ledger import CandidateList
+from langchain_ragbudget.ledger._records import CandidateList
 from langchain_ragbudget.progress import ProgressCallback
-from langchain_ragbudget.rerank import FlashRankRerank
+from langchain_ragbudget.retrieval._factory import build_reranker
+from langchain_ragbudget.retrieval._hybrid import HybridRetriever
+from langchain_ragbudget.retrieval._rerank import FlashRankRerank
 
 
 @dataclass
-class _Stages:
+class Stages:
     """The pipeline, taken apart so each stage's ranking can be measured."""
 
     hybrid: HybridRetriever
@@ -40,7 +41,7 @@ class _Stages:
         surfaces: Sequence[str],
         reranker: FlashRankRerank | None,
         progress: ProgressCallback | None,
-    ) -> _Stages:
+    ) -> Stages:
         budgets: dict[str, ContextBudget] = {}
         for name in surfaces:
             budget = build_budget(config, surface=name)

@@ -17,12 +17,12 @@ from typing import Literal
 
 from langchain_core.documents import Document
 
-from langchain_ragbudget._identity import document_key
-from langchain_ragbudget._sentences import sentences
-from langchain_ragbudget._tokens import get_encoding
-from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.config import Relevance, SurfaceSettings
-from langchain_ragbudget.render import ContextFormat, group_citations
+from langchain_ragbudget.budget._context_budget import ContextBudget
+from langchain_ragbudget.budget._render import ContextFormat, group_citations
+from langchain_ragbudget.config._settings import Relevance, SurfaceSettings
+from langchain_ragbudget.config._tokens import get_encoding
+from langchain_ragbudget.evidence._sentences import sentences
+from langchain_ragbudget.ledger._identity import document_key
 
 POLICIES = ("naive slice", "stop", "skip", "trim", "trim, overlap", "trim, fitted")
 DEFAULT_BUDGETS = (256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)

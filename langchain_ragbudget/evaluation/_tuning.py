@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from langchain_ragbudget.config import FusionMethod, RagBudgetConfig
+from langchain_ragbudget.config._settings import FusionMethod, RagBudgetConfig
 from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.evaluation._beir import (
     BeirDataset,
@@ -34,9 +34,9 @@ from langchain_ragbudget.evaluation._beir import (
 )
 from langchain_ragbudget.evaluation._cache import cached_hybrid_retriever
 from langchain_ragbudget.evaluation._metrics import ndcg_at_k, without_query_itself
-from langchain_ragbudget.fusion import FUSION_METHODS, fuse
-from langchain_ragbudget.hybrid import HybridRetriever, hit_keys, hit_scores
 from langchain_ragbudget.progress import ProgressCallback
+from langchain_ragbudget.retrieval._fusion import FUSION_METHODS, fuse
+from langchain_ragbudget.retrieval._hybrid import HybridRetriever, hit_keys, hit_scores
 
 TEST_SPLIT = "test"
 SPARSE_SHARES = tuple(i / 20 for i in range(21))  # sparse weight; dense gets 1 - it

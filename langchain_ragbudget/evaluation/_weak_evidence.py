@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from langchain_ragbudget._weak_signal import signal_features
-from langchain_ragbudget.config import (
+from langchain_ragbudget.config._settings import (
     CombinedEvidence,
     RagBudgetConfig,
     TreeEvidence,
 )
+from langchain_ragbudget.config._weak_model import CalibratedWith
 from langchain_ragbudget.evaluation._beir import BeirDataset
-from langchain_ragbudget.evaluation._stages import _Stages
+from langchain_ragbudget.evaluation._stages import Stages
 from langchain_ragbudget.evaluation._weak_fit import (
     Cases,
     FlagQuality,
@@ -27,9 +27,9 @@ from langchain_ragbudget.evaluation._weak_fit import (
     reliability,
     threshold_for_precision,
 )
-from langchain_ragbudget.evidence import top_score
+from langchain_ragbudget.evidence._assess import top_score
+from langchain_ragbudget.evidence._signals import signal_features
 from langchain_ragbudget.progress import ProgressCallback
-from langchain_ragbudget.weak_model import CalibratedWith
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class WeakEvidence:
 
 
 def measure_weak_evidence(
-    stages: _Stages,
+    stages: Stages,
     config: RagBudgetConfig,
     surface: str,
     fit_on: BeirDataset,
@@ -138,7 +138,7 @@ def _present(scores: list[float | None], key: str) -> list[float]:
 
 
 def _cases(
-    stages: _Stages,
+    stages: Stages,
     dataset: BeirDataset,
     limit: int | None,
     thresholds: dict[str, float | None],

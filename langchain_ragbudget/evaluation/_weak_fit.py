@@ -20,18 +20,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_ragbudget._weak_signal import (
-    FEATURES,
-    combined_probability,
-    feature_rows,
-)
-from langchain_ragbudget.config import (
+from langchain_ragbudget.config._settings import (
     CombinedEvidence,
     Tree,
     TreeEvidence,
     TreeNode,
 )
 from langchain_ragbudget.errors import require
+from langchain_ragbudget.evidence._signals import (
+    FEATURES,
+    combined_probability,
+    feature_rows,
+)
 
 
 @dataclass(frozen=True)

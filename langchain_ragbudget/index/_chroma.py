@@ -5,7 +5,7 @@ server (`vector_store.host`) is used as configured. Opening checks what chromadb
 would crash on or fail late with: the database file, the HNSW segment files (a
 short header makes hnswlib segfault) and one read and query. Reads and deletes go
 in pages, under SQLite's limit on variables per statement. chromadb keeps a
-process-wide system per folder; `_release_chroma` stops it so the folder can be
+process-wide system per folder; `release_chroma` stops it so the folder can be
 moved aside.
 """
 
@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from langchain_ragbudget.config import RagBudgetConfig, VectorStoreSettings
-from langchain_ragbudget.dense import connect_chroma_server
+from langchain_ragbudget.config._settings import RagBudgetConfig, VectorStoreSettings
 from langchain_ragbudget.errors import IndexLoadError
-from langchain_ragbudget.factory import build_vector_store
+from langchain_ragbudget.retrieval._dense import connect_chroma_server
+from langchain_ragbudget.retrieval._factory import build_vector_store
 
 if TYPE_CHECKING:  # chromadb takes most of a second to import: only when used
     from langchain_chroma import Chroma
@@ -49,7 +49,7 @@ def _vector_settings(config: RagBudgetConfig, directory: Path) -> VectorStoreSet
     )
 
 
-def _open_dense(
+def open_dense(
     directory: Path,
     config: RagBudgetConfig,
     embeddings: Embeddings,
@@ -88,7 +88,7 @@ def _open_dense(
                 include=[],
             )
     except Exception as exc:
-        _close_store(store)
+        close_store(store)
         raise IndexLoadError(
             f"{database}: the vector store cannot be read "
             f"({type(exc).__name__}: {exc}); {repair}"
@@ -129,7 +129,7 @@ def _check_hnsw(chroma: Path) -> None:
                 )
 
 
-def _dense_documents(store: Chroma) -> dict[str, Document]:
+def dense_documents(store: Chroma) -> dict[str, Document]:
     """Every chunk the vector store holds, with its text and metadata."""
     try:
         found = _get_all(store, ["documents", "metadatas"])
@@ -145,7 +145,7 @@ def _dense_documents(store: Chroma) -> dict[str, Document]:
     }
 
 
-def _inspect_dense(
+def inspect_dense(
     directory: Path, config: RagBudgetConfig, problems: list[str], expected: bool
 ) -> dict[str, str | None] | None:
     """Text hash by chunk id on the vector side, read without writing to it.
@@ -163,7 +163,7 @@ def _inspect_dense(
         if config.vector_store.host is not None:
             client = connect_chroma_server(config.vector_store, settings)
             collection = client.get_collection(config.vector_store.collection)
-            return _content_hashes(collection)
+            return content_hashes(collection)
         if not database.is_file():
             if not expected:
                 return {}
@@ -174,10 +174,10 @@ def _inspect_dense(
             shutil.copytree(directory / CHROMA_DIR, copy)
             client = PersistentClient(path=str(copy), settings=settings)
             try:
-                return _content_hashes(client.get_collection(COLLECTION))
+                return content_hashes(client.get_collection(COLLECTION))
             finally:
                 _close_client(client)
-                _release_chroma(copy)
+                release_chroma(copy)
     except IndexLoadError as exc:
         problems.append(f"{str(exc).split('; run ')[0]}; {repair}")
     except Exception as exc:  # chromadb raises its own types for a broken store
@@ -188,7 +188,7 @@ def _inspect_dense(
     return None
 
 
-def _content_hashes(store: Any) -> dict[str, str | None]:
+def content_hashes(store: Any) -> dict[str, str | None]:
     """Text hash by chunk id of a Chroma store or a chromadb collection."""
     found = _get_all(store, ["metadatas"])
     return {
@@ -214,13 +214,13 @@ def _get_all(store: Chroma, include: list[str]) -> dict[str, list[Any]]:
         offset += GET_PAGE
 
 
-def _delete_all(store: Chroma, ids: list[str]) -> None:
+def delete_all(store: Chroma, ids: list[str]) -> None:
     """Delete `ids` in pages, for the same SQLite limit as `_get_all`."""
     for start in range(0, len(ids), GET_PAGE):
         store.delete(ids=ids[start : start + GET_PAGE])
 
 
-def _close_store(store: Any) -> None:
+def close_store(store: Any) -> None:
     _close_client(getattr(store, "_client", None))
 
 
@@ -233,7 +233,7 @@ def _close_client(client: Any) -> None:
             logger.debug("closing the Chroma client failed", exc_info=True)
 
 
-def _release_chroma(folder: Path) -> None:
+def release_chroma(folder: Path) -> None:
     """Stop any chromadb system still holding `folder` open in this process."""
     try:
         from chromadb.api.shared_system_client import SharedSystemClient

@@ -23,10 +23,10 @@ from collections.abc import Sequence
 from langchain_core.documents import Document
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-from langchain_ragbudget._metadata_keys import SECTION
-from langchain_ragbudget._tokens import count_tokens, get_encoding
-from langchain_ragbudget.config import IndexSettings
+from langchain_ragbudget.config._settings import IndexSettings
+from langchain_ragbudget.config._tokens import count_tokens, get_encoding
 from langchain_ragbudget.index._loaders import is_blank
+from langchain_ragbudget.ledger._metadata_keys import SECTION
 
 HEADINGS = "headings"  # document metadata (HTML): its h1-h6 texts, in order
 SECTION_CHARS = 120  # a heading longer than this is cut at a word boundary

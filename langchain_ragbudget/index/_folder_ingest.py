@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 
-from langchain_ragbudget._disk import atomic_write_text
+from langchain_ragbudget.config._disk import atomic_write_text
 from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.index._loaders import (
     DEFAULT_ENCODINGS,

@@ -27,58 +27,58 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from langchain_ragbudget._identity import content_hash
-from langchain_ragbudget.config import RagBudgetConfig, load_config
-from langchain_ragbudget.dense import add_documents
+from langchain_ragbudget.config._settings import RagBudgetConfig, load_config
 from langchain_ragbudget.errors import IndexLoadError, InvalidInputError
-from langchain_ragbudget.factory import (
-    build_sparse_retriever,
-    hybrid_retriever,
-)
-from langchain_ragbudget.hybrid import HybridRetriever
 from langchain_ragbudget.index._chroma import (
     CHROMA_DB,
     CHROMA_DIR,
-    _close_store,
-    _content_hashes,
-    _delete_all,
-    _dense_documents,
-    _inspect_dense,
-    _open_dense,
+    close_store,
+    content_hashes,
+    delete_all,
+    dense_documents,
+    inspect_dense,
+    open_dense,
 )
 from langchain_ragbudget.index._folder_ingest import ingest_folder as _ingest_folder
 from langchain_ragbudget.index._loaders import FileError, check_content
 from langchain_ragbudget.index._lock import WriterLock
 from langchain_ragbudget.index._opening import current_name as _current_name
 from langchain_ragbudget.index._opening import open_directory as _open_directory
-from langchain_ragbudget.index._repair import _merge, _Merged
+from langchain_ragbudget.index._repair import Merged, merge_sides
 from langchain_ragbudget.index._repair import repair_directory as _repair_directory
 from langchain_ragbudget.index._reports import (
     IndexInspection,
     IngestSummary,
     SyncReport,
-    _hashes,
-    _sync_report,
+    chunk_hashes,
+    compare_sides,
 )
 from langchain_ragbudget.index._sentence_chunks import make_chunker
 from langchain_ragbudget.index._versions import (
     MANIFEST,
-    _as_configured,
-    _check_manifest,
-    _committed_version,
-    _holds_index,
-    _inspect_manifest,
-    _load_sparse,
-    _manifest,
-    _read_sparse_tolerant,
-    _save_sparse,
-    _sizes,
-    _version_key,
-    _write_manifest,
+    as_configured,
+    check_manifest,
+    find_committed_version,
+    holds_index,
+    inspect_manifest,
+    load_sparse,
+    manifest_of,
+    read_sparse_tolerant,
+    save_sparse,
+    sizes_on_disk,
+    version_key,
+    write_manifest,
 )
 from langchain_ragbudget.index._write_errors import restored_on_disk_error
+from langchain_ragbudget.ledger._identity import content_hash
 from langchain_ragbudget.progress import ProgressCallback, StageProgress
-from langchain_ragbudget.sparse import BM25Retriever
+from langchain_ragbudget.retrieval._dense import add_documents
+from langchain_ragbudget.retrieval._factory import (
+    build_sparse_retriever,
+    hybrid_retriever,
+)
+from langchain_ragbudget.retrieval._hybrid import HybridRetriever
+from langchain_ragbudget.retrieval._sparse import BM25Retriever
 
 if TYPE_CHECKING:  # chromadb takes most of a second to import: only when used
     from langchain_chroma import Chroma
@@ -129,7 +129,7 @@ class HybridIndex:
     ) -> None:
         self.directory = directory
         self.config = config
-        self._manifest = manifest if manifest is not None else _manifest(config)
+        self._manifest = manifest if manifest is not None else manifest_of(config)
         self.vectorstore = vectorstore
         self._records = records
         self._chunks = chunks
@@ -212,17 +212,17 @@ class HybridIndex:
         """
         config = config or load_config()
         path = Path(directory)
-        if not _holds_index(path):
+        if not holds_index(path):
             raise IndexLoadError(f"{path}: no index here ({MANIFEST} not found)")
-        found = IndexInspection(path, sizes=_sizes(path))
-        sparse = _read_sparse_tolerant(path, config)
+        found = IndexInspection(path, sizes=sizes_on_disk(path))
+        sparse = read_sparse_tolerant(path, config)
         found.problems += sparse.notes + sparse.problems
         if sparse.version is not None:
             found.committed_version = sparse.version.name
         found.other_versions = sorted(
             entry.name
             for entry in path.iterdir()
-            if _version_key(entry.name) is not None
+            if version_key(entry.name) is not None
             and entry.name != found.committed_version
         )
         found.moved_aside = sorted(
@@ -232,17 +232,17 @@ class HybridIndex:
             found.documents = len(sparse.records)
         if sparse.chunks_complete:
             found.bm25_chunks = len(sparse.chunks)
-        found.manifest = _inspect_manifest(path, sparse.manifest_copy, found.problems)
+        found.manifest = inspect_manifest(path, sparse.manifest_copy, found.problems)
         if found.manifest:
             try:
-                _check_manifest(path / MANIFEST, found.manifest, _manifest(config))
+                check_manifest(path / MANIFEST, found.manifest, manifest_of(config))
             except IndexLoadError as exc:
                 found.problems.append(str(exc))
-        dense = _inspect_dense(path, config, found.problems, bool(sparse.chunks))
+        dense = inspect_dense(path, config, found.problems, bool(sparse.chunks))
         if dense is not None:
             found.vector_chunks = len(dense)
             if sparse.chunks_complete:
-                found.sync = _sync_report(dense, _hashes(sparse.chunks))
+                found.sync = compare_sides(dense, chunk_hashes(sparse.chunks))
         return found
 
     # Repair of a folder that no longer opens (the rules are `_repair`'s).
@@ -272,11 +272,11 @@ class HybridIndex:
     def set_root(self, root: str | Path) -> None:
         """Record the folder document ids are relative to (absolute) in the manifest."""
         self._manifest["root"] = str(Path(root).resolve())
-        _write_manifest(self.directory, self._manifest)
+        write_manifest(self.directory, self._manifest)
 
     def close(self) -> None:
         """Release the embedded Chroma client and the write lock, if held."""
-        _close_store(self.vectorstore)
+        close_store(self.vectorstore)
         self._lock.release()
 
     @contextmanager
@@ -304,16 +304,16 @@ class HybridIndex:
     def _reload(self) -> None:
         """Read the committed version and the vector store again (under the lock)."""
         embeddings = self.vectorstore.embeddings
-        _close_store(self.vectorstore)
-        version, _ = _committed_version(self.directory, recover=True)
-        self._records, sparse, _ = _load_sparse(self.directory, version, self.config)
-        self._sparse = _as_configured(self.directory, sparse, self.config)
+        close_store(self.vectorstore)
+        version, _ = find_committed_version(self.directory, recover=True)
+        self._records, sparse, _ = load_sparse(self.directory, version, self.config)
+        self._sparse = as_configured(self.directory, sparse, self.config)
         self._chunks = (
             {str(c.id): c for c in self._sparse.documents} if self._sparse else {}
         )
         self._version = version.name if version is not None else ""
         assert embeddings is not None
-        self.vectorstore = _open_dense(
+        self.vectorstore = open_dense(
             self.directory, self.config, embeddings, may_create=True
         )
         self.sync_report = self.sync_check()
@@ -461,7 +461,7 @@ class HybridIndex:
         stopped before it published) is not embedded again: that is the resume.
         """
         if self._pending_deletes:
-            _delete_all(self.vectorstore, self._pending_deletes)
+            delete_all(self.vectorstore, self._pending_deletes)
             for chunk_id in self._pending_deletes:
                 self._dense_hashes.pop(chunk_id, None)
             self._pending_deletes = []
@@ -490,7 +490,7 @@ class HybridIndex:
         self._flush(progress)
         chunks = list(self._chunks.values())
         self._sparse = build_sparse_retriever(chunks, self.config) if chunks else None
-        self._version = _save_sparse(
+        self._version = save_sparse(
             self.directory, self._records, self._sparse, self._manifest
         )
         self.sync_report = self._compare()
@@ -498,7 +498,7 @@ class HybridIndex:
     def sync_check(self) -> SyncReport:
         """Compare the chunk ids and text hashes of the two sides."""
         try:
-            self._dense_hashes = _content_hashes(self.vectorstore)
+            self._dense_hashes = content_hashes(self.vectorstore)
         except Exception as exc:  # chromadb raises its own types for a broken store
             raise IndexLoadError(
                 f"{self.directory / CHROMA_DIR / CHROMA_DB}: the vector store cannot "
@@ -509,7 +509,7 @@ class HybridIndex:
 
     def _compare(self) -> SyncReport:
         """Sync report from the vector-side hashes known to this process (no query)."""
-        return _sync_report(self._dense_hashes, _hashes(self._chunks))
+        return compare_sides(self._dense_hashes, chunk_hashes(self._chunks))
 
     def repair(self) -> SyncReport:
         """Bring the two sides together without losing data; returns what differed.
@@ -527,13 +527,13 @@ class HybridIndex:
         """
         with self._writing():
             report = self.sync_check()
-            dense = _dense_documents(self.vectorstore)
-            merged = _merge(self._records, self._chunks, dense)
+            dense = dense_documents(self.vectorstore)
+            merged = merge_sides(self._records, self._chunks, dense)
             self._apply(merged, dense)
         return report
 
     def _apply(
-        self, merged: _Merged, dense: dict[str, Document]
+        self, merged: Merged, dense: dict[str, Document]
     ) -> tuple[list[str], list[str]]:
         """Write a merge to both sides; returns (ids embedded, vectors removed)."""
         dense_hashes = dict(self._dense_hashes)
@@ -551,7 +551,7 @@ class HybridIndex:
             or chunk_id not in dense_hashes
         )
         if removed or stale:
-            _delete_all(self.vectorstore, removed + stale)
+            delete_all(self.vectorstore, removed + stale)
         add_documents(self.vectorstore, [merged.chunks[key] for key in written])
         self._records = merged.records
         self._chunks = merged.chunks

@@ -20,10 +20,9 @@ from typing import TYPE_CHECKING
 
 from langchain_core.embeddings import Embeddings
 
-from langchain_ragbudget.config import RagBudgetConfig, load_config
+from langchain_ragbudget.config._settings import RagBudgetConfig, load_config
 from langchain_ragbudget.errors import IndexLoadError
-from langchain_ragbudget.factory import build_embeddings
-from langchain_ragbudget.index._chroma import _open_dense
+from langchain_ragbudget.index._chroma import open_dense
 from langchain_ragbudget.index._lock import (
     WriterLock,
     describe_holder,
@@ -33,15 +32,16 @@ from langchain_ragbudget.index._lock import (
 from langchain_ragbudget.index._versions import (
     CURRENT,
     MANIFEST,
-    _as_configured,
-    _committed_version,
-    _holds_index,
-    _load_manifest,
-    _load_sparse,
-    _manifest,
-    _remove_superseded,
-    _write_manifest,
+    as_configured,
+    find_committed_version,
+    holds_index,
+    load_manifest,
+    load_sparse,
+    manifest_of,
+    remove_superseded,
+    write_manifest,
 )
+from langchain_ragbudget.retrieval._factory import build_embeddings
 
 if TYPE_CHECKING:
     from langchain_ragbudget.index._hybrid_index import HybridIndex
@@ -62,7 +62,7 @@ def open_directory(
     """`HybridIndex.open`: take the lock if writing, then read (again if replaced)."""
     config = config or load_config()
     path = Path(directory)
-    if not _holds_index(path) and not create:
+    if not holds_index(path) and not create:
         raise IndexLoadError(
             f"{path}: no index here ({MANIFEST} not found); check the path, "
             f"or create one with `ragbudget index FOLDER --index {path}`"
@@ -96,19 +96,19 @@ def _load(
     lock: WriterLock,
 ) -> HybridIndex:
     """One attempt of `open`: read the committed version and both sides."""
-    expected = _manifest(config)
+    expected = manifest_of(config)
     busy = not lock.held and writer_active(path)
-    if not _holds_index(path):
+    if not holds_index(path):
         path.mkdir(parents=True, exist_ok=True)
-        _write_manifest(path, expected)
-    version, recovered = _committed_version(path, recover=not busy)
+        write_manifest(path, expected)
+    version, recovered = find_committed_version(path, recover=not busy)
     if not recovered and not busy:  # after a recovery, committed is a guess
-        _remove_superseded(path, version)
-    records, sparse, copy = _load_sparse(path, version, config)
-    manifest = _load_manifest(path, expected, copy)
-    sparse = _as_configured(path, sparse, config)
+        remove_superseded(path, version)
+    records, sparse, copy = load_sparse(path, version, config)
+    manifest = load_manifest(path, expected, copy)
+    sparse = as_configured(path, sparse, config)
     chunks = {str(c.id): c for c in sparse.documents} if sparse else {}
-    vectorstore = _open_dense(
+    vectorstore = open_dense(
         path,
         config,
         embeddings or build_embeddings(config.embedding),

@@ -17,7 +17,7 @@ Repair never loses data. It reads what it can of both sides, then:
   moved aside (`damaged-*`), not deleted. If neither side can be read, repair raises
   `IndexRepairError` and changes nothing.
 
-`_merge` decides (and writes nothing); `HybridIndex._apply` writes its result to
+`merge_sides` decides (and writes nothing); `HybridIndex._apply` writes its result to
 both sides. `repair_directory` is `HybridIndex.repair_directory`, for an index whose
 files no longer open.
 """
@@ -33,29 +33,29 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from langchain_ragbudget._identity import content_hash
-from langchain_ragbudget.config import RagBudgetConfig, load_config
+from langchain_ragbudget.config._settings import RagBudgetConfig, load_config
 from langchain_ragbudget.errors import IndexLoadError, IndexRepairError
-from langchain_ragbudget.factory import build_embeddings
 from langchain_ragbudget.index._chroma import (
     CHROMA_DIR,
-    _close_store,
-    _dense_documents,
-    _open_dense,
-    _release_chroma,
+    close_store,
+    dense_documents,
+    open_dense,
+    release_chroma,
 )
 from langchain_ragbudget.index._lock import WriterLock
 from langchain_ragbudget.index._reports import RepairReport
 from langchain_ragbudget.index._versions import (
     MANIFEST,
-    _holds_index,
-    _manifest,
-    _manifest_tolerant,
-    _read_sparse_tolerant,
-    _SparseRead,
-    _write_manifest,
+    SparseRead,
+    holds_index,
+    manifest_of,
+    manifest_tolerant,
+    read_sparse_tolerant,
+    write_manifest,
 )
 from langchain_ragbudget.index._write_errors import disk_errors_named
+from langchain_ragbudget.ledger._identity import content_hash
+from langchain_ragbudget.retrieval._factory import build_embeddings
 
 if TYPE_CHECKING:  # chromadb takes most of a second to import: only when used
     from langchain_chroma import Chroma
@@ -94,7 +94,7 @@ def repair_directory(
     """
     config = config or load_config()
     path = Path(directory)
-    if not _holds_index(path):
+    if not holds_index(path):
         raise IndexLoadError(
             f"{path}: no index here ({MANIFEST} not found); nothing to repair"
         )
@@ -117,10 +117,10 @@ def _repair_locked(
 ) -> tuple[HybridIndex, RepairReport]:
     """`repair_directory` under the write lock."""
     report = RepairReport()
-    sparse = _read_sparse_tolerant(path, config)
+    sparse = read_sparse_tolerant(path, config)
     report.problems += sparse.notes + sparse.problems
-    manifest, rewrite = _manifest_tolerant(
-        path, _manifest(config), sparse.manifest_copy
+    manifest, rewrite = manifest_tolerant(
+        path, manifest_of(config), sparse.manifest_copy
     )
     if rewrite:
         report.problems.append(f"{path / MANIFEST} is missing or unreadable")
@@ -133,14 +133,14 @@ def _repair_locked(
             + "). Nothing was changed. Restore the folder from a backup, or "
             "index the files again into a new directory."
         )
-    merged = _merge(sparse.records, sparse.chunks, dense or {})
+    merged = merge_sides(sparse.records, sparse.chunks, dense or {})
     report.restored_to_bm25 = merged.restored_to_bm25
     report.needs_reingest = merged.needs_reingest
     if store is None:  # the vector side is unreadable: rebuild it aside
         store = _new_dense_side(path, config, embeddings, report)
     _move_damaged_version_aside(path, sparse, report)
     if rewrite:
-        _write_manifest(path, manifest)
+        write_manifest(path, manifest)
         report.manifest_rewritten = True
     index = cls(path, config, store, {}, {}, manifest)
     index.sync_check()
@@ -155,12 +155,12 @@ def _read_dense(
     """The open vector store and every chunk it holds; (None, None) if unreadable."""
     store: Chroma | None = None
     try:
-        store = _open_dense(path, config, embeddings, may_create=False)
-        return store, _dense_documents(store)
+        store = open_dense(path, config, embeddings, may_create=False)
+        return store, dense_documents(store)
     except IndexLoadError as exc:
         report.problems.append(str(exc))
         if store is not None:
-            _close_store(store)
+            close_store(store)
         return None, None
 
 
@@ -175,15 +175,15 @@ def _new_dense_side(
         )
     damaged = path / CHROMA_DIR
     if damaged.exists():
-        _release_chroma(damaged)
+        release_chroma(damaged)
         aside = path / f"damaged-{CHROMA_DIR}-{time.time_ns()}"
         os.rename(damaged, aside)
         report.moved_aside.append(str(aside))
-    return _open_dense(path, config, embeddings, may_create=True)
+    return open_dense(path, config, embeddings, may_create=True)
 
 
 def _move_damaged_version_aside(
-    path: Path, sparse: _SparseRead, report: RepairReport
+    path: Path, sparse: SparseRead, report: RepairReport
 ) -> None:
     """Move a BM25 version folder with damaged files to `damaged-<name>`."""
     if sparse.problems and sparse.version is not None and sparse.version.is_dir():
@@ -193,7 +193,7 @@ def _move_damaged_version_aside(
 
 
 @dataclass
-class _Merged:
+class Merged:
     """Records and chunks both sides will hold, and what was restored or lost."""
 
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -206,16 +206,16 @@ class _Merged:
 _Orphans = dict[str, dict[str, tuple[Document, bool]]]
 
 
-def _merge(
+def merge_sides(
     records: dict[str, dict[str, Any]] | None,
     sparse: dict[str, Document],
     dense: dict[str, Document],
-) -> _Merged:
+) -> Merged:
     """Both sides' chunks and the committed records into one consistent index.
 
     See the module docstring for the rules; nothing here writes.
     """
-    merged = _Merged()
+    merged = Merged()
     for doc_id, record in (records or {}).items():
         _keep_committed(merged, doc_id, record, sparse, dense)
     for doc_id, found in sorted(_orphans(merged, sparse, dense).items()):
@@ -227,7 +227,7 @@ def _merge(
 
 
 def _keep_committed(
-    merged: _Merged,
+    merged: Merged,
     doc_id: str,
     record: dict[str, Any],
     sparse: dict[str, Document],
@@ -259,7 +259,7 @@ def _keep_committed(
 
 
 def _orphans(
-    merged: _Merged, sparse: dict[str, Document], dense: dict[str, Document]
+    merged: Merged, sparse: dict[str, Document], dense: dict[str, Document]
 ) -> _Orphans:
     """Chunks no committed record claims, by the document their metadata names."""
     orphans: _Orphans = {}
@@ -275,7 +275,7 @@ def _orphans(
 
 
 def _adopt_orphans(
-    merged: _Merged,
+    merged: Merged,
     doc_id: str,
     found: dict[str, tuple[Document, bool]],
     sparse: dict[str, Document],

@@ -1,7 +1,7 @@
 """What the index reports: sync state, repair, ingest and inspection results.
 
 Plain dataclasses with the lines the command line prints and, for
-`IndexInspection`, the HTML a notebook shows. `_sync_report` compares two sides
+`IndexInspection`, the HTML a notebook shows. `compare_sides` compares two sides
 given as text hash by chunk id, wherever those hashes were read from.
 """
 
@@ -14,10 +14,10 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from langchain_ragbudget._html import display, key_values, table
-from langchain_ragbudget._names import display_name
 from langchain_ragbudget.index._loaders import FileError, Skipped
-from langchain_ragbudget.index._versions import MANIFEST, _version_key
+from langchain_ragbudget.index._versions import MANIFEST, version_key
+from langchain_ragbudget.ledger._html import display, key_values, table
+from langchain_ragbudget.ledger._names import display_name
 
 
 @dataclass(frozen=True)
@@ -191,7 +191,7 @@ class IndexInspection:
     @property
     def saved_at(self) -> str | None:
         """When the committed version was saved (UTC, ISO 8601), from its name."""
-        key = _version_key(self.committed_version or "")
+        key = version_key(self.committed_version or "")
         if key is None:
             return None
         return datetime.fromtimestamp(key[0] / 1e9, UTC).isoformat(timespec="seconds")
@@ -276,12 +276,12 @@ def _shown_pair(inspection: IndexInspection) -> str:
     return f"{_shown(inspection.bm25_chunks)} / {_shown(inspection.vector_chunks)}"
 
 
-def _hashes(chunks: dict[str, Document]) -> dict[str, str | None]:
+def chunk_hashes(chunks: dict[str, Document]) -> dict[str, str | None]:
     """Text hash by chunk id, as each chunk's metadata records it."""
     return {key: chunk.metadata.get("content_hash") for key, chunk in chunks.items()}
 
 
-def _sync_report(
+def compare_sides(
     dense: dict[str, str | None], sparse: dict[str, str | None]
 ) -> SyncReport:
     """Compare two sides given as text hash by chunk id."""

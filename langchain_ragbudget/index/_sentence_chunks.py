@@ -18,17 +18,17 @@ from collections.abc import Iterator
 from langchain_core.documents import Document
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-from langchain_ragbudget._metadata_keys import (
+from langchain_ragbudget.config._settings import IndexSettings
+from langchain_ragbudget.config._tokens import count_tokens, get_encoding
+from langchain_ragbudget.evidence._sentences import sentence_spans
+from langchain_ragbudget.index._chunking import Chunker
+from langchain_ragbudget.index._loaders import is_blank
+from langchain_ragbudget.ledger._metadata_keys import (
     CHUNK_END,
     CHUNK_GAP,
     CHUNK_START,
     SENTENCE_SPLIT,
 )
-from langchain_ragbudget._sentences import sentence_spans
-from langchain_ragbudget._tokens import count_tokens, get_encoding
-from langchain_ragbudget.config import IndexSettings
-from langchain_ragbudget.index._chunking import Chunker
-from langchain_ragbudget.index._loaders import is_blank
 
 _HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+\S|^[ \t]*<h[1-6][\s>]", re.I | re.M)
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")

@@ -15,7 +15,7 @@ until the next save. A missing or damaged `CURRENT` is recovered from the newest
 complete version folder that is not older than the one it named; a missing or
 damaged manifest from the copy in `records.json`. Any other missing or damaged file
 makes the strict reads raise `IndexLoadError` naming the file and `ragbudget
-repair`; the tolerant ones (`_read_sparse_tolerant`, for repair and inspection)
+repair`; the tolerant ones (`read_sparse_tolerant`, for repair and inspection)
 collect what they can and list the rest as problems.
 
 The manifest is read one way, `_read_manifest`; opening, repair and inspection
@@ -36,12 +36,12 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from langchain_ragbudget._disk import atomic_write_text, publish_folder
-from langchain_ragbudget.config import RagBudgetConfig
+from langchain_ragbudget.config._disk import atomic_write_text, publish_folder
+from langchain_ragbudget.config._settings import RagBudgetConfig
 from langchain_ragbudget.errors import IndexLoadError
-from langchain_ragbudget.factory import bm25_settings, build_sparse_retriever
 from langchain_ragbudget.index._chroma import CHROMA_DIR
-from langchain_ragbudget.sparse import BM25Retriever
+from langchain_ragbudget.retrieval._factory import bm25_settings, build_sparse_retriever
+from langchain_ragbudget.retrieval._sparse import BM25Retriever
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ BM25_DOCUMENTS = "documents.jsonl"
 _VERSION = re.compile(r"^\.?sparse-(\d+)-(\d+)(\.tmp)?$")
 
 
-def _manifest(config: RagBudgetConfig) -> dict[str, Any]:
+def manifest_of(config: RagBudgetConfig) -> dict[str, Any]:
     chunking = config.index.model_dump(
         include={"chunk_size", "chunk_overlap", "encoding", "chunker"}
     )
@@ -65,7 +65,7 @@ def _manifest(config: RagBudgetConfig) -> dict[str, Any]:
     }
 
 
-def _holds_index(path: Path) -> bool:
+def holds_index(path: Path) -> bool:
     """Whether `path` holds (part of) an index; a path that is a file is refused."""
     if path.exists() and not path.is_dir():
         raise IndexLoadError(
@@ -80,7 +80,7 @@ def _holds_index(path: Path) -> bool:
     )
 
 
-def _sizes(directory: Path) -> dict[str, int]:
+def sizes_on_disk(directory: Path) -> dict[str, int]:
     """Bytes on disk per top-level entry; links are counted, never followed."""
     sizes: dict[str, int] = {}
     for entry in sorted(directory.iterdir()):
@@ -111,12 +111,12 @@ def _read_manifest(directory: Path) -> dict[str, Any]:
     return dict(found)
 
 
-def _write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
+def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
     """Publish `manifest` as the folder's manifest (atomic rename)."""
     atomic_write_text(directory / MANIFEST, json.dumps(manifest, indent=2))
 
 
-def _load_manifest(
+def load_manifest(
     directory: Path, expected: dict[str, Any], copy: dict[str, Any] | None
 ) -> dict[str, Any]:
     """For opening: the manifest, restored from the committed copy if unreadable."""
@@ -130,13 +130,13 @@ def _load_manifest(
                 f"{expected['chunking']})"
             ) from exc
         logger.warning("%s; restored from the copy in %s", exc, RECORDS)
-        _write_manifest(directory, copy)
+        write_manifest(directory, copy)
         found = copy
-    _check_manifest(directory / MANIFEST, found, expected)
+    check_manifest(directory / MANIFEST, found, expected)
     return dict(found)
 
 
-def _manifest_tolerant(
+def manifest_tolerant(
     directory: Path, expected: dict[str, Any], copy: dict[str, Any] | None
 ) -> tuple[dict[str, Any], bool]:
     """For repair: (manifest, whether it must be rewritten); refuses another model.
@@ -148,11 +148,11 @@ def _manifest_tolerant(
     except IndexLoadError:
         manifest = dict(copy) if copy is not None else dict(expected)
         rewrite = True
-    _check_manifest(directory / MANIFEST, manifest, expected)
+    check_manifest(directory / MANIFEST, manifest, expected)
     return manifest, rewrite
 
 
-def _inspect_manifest(
+def inspect_manifest(
     directory: Path, copy: dict[str, Any] | None, problems: list[str]
 ) -> dict[str, Any]:
     """For inspection: the manifest, or its committed copy (noted in `problems`)."""
@@ -169,9 +169,7 @@ def _inspect_manifest(
     return {}
 
 
-def _check_manifest(
-    path: Path, found: dict[str, Any], expected: dict[str, Any]
-) -> None:
+def check_manifest(path: Path, found: dict[str, Any], expected: dict[str, Any]) -> None:
     if found.get("embedding_model") != expected["embedding_model"]:
         raise IndexLoadError(
             f"{path.parent} was built with embedding model "
@@ -224,7 +222,7 @@ def committed_documents(directory: Path) -> int | None:
         return None
 
 
-def _version_key(name: str) -> tuple[int, int] | None:
+def version_key(name: str) -> tuple[int, int] | None:
     match = _VERSION.match(name)
     return (int(match.group(1)), int(match.group(2))) if match else None
 
@@ -233,7 +231,7 @@ def _complete_versions(directory: Path) -> list[Path]:
     """Published version folders whose records parse, oldest first."""
     found = []
     for entry in directory.iterdir():
-        key = _version_key(entry.name)
+        key = version_key(entry.name)
         if key is None or entry.name.startswith(".") or not entry.is_dir():
             continue
         try:
@@ -244,7 +242,9 @@ def _complete_versions(directory: Path) -> list[Path]:
     return [entry for _, entry in sorted(found)]
 
 
-def _committed_version(directory: Path, *, recover: bool) -> tuple[Path | None, bool]:
+def find_committed_version(
+    directory: Path, *, recover: bool
+) -> tuple[Path | None, bool]:
     """The version folder `CURRENT` names; recovered if `CURRENT` is lost or damaged.
 
     Recovery takes the newest complete version not older than the one `CURRENT`
@@ -258,13 +258,13 @@ def _committed_version(directory: Path, *, recover: bool) -> tuple[Path | None, 
         named = current_file.read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):
         named = None
-    named_key = _version_key(named) if named else None
+    named_key = version_key(named) if named else None
     if named and named_key is not None and (directory / named).is_dir():
         return directory / named, False
     candidates = [
         version
         for version in _complete_versions(directory)
-        if named_key is None or _version_key(version.name) >= named_key  # type: ignore[operator]
+        if named_key is None or version_key(version.name) >= named_key  # type: ignore[operator]
     ]
     if not candidates:
         if named_key is not None:
@@ -274,7 +274,7 @@ def _committed_version(directory: Path, *, recover: bool) -> tuple[Path | None, 
                 "from the vector store."
             )
         if current_file.exists() and any(
-            _version_key(entry.name) for entry in directory.iterdir()
+            version_key(entry.name) for entry in directory.iterdir()
         ):
             raise IndexLoadError(
                 f"{current_file} is damaged and no complete version folder is left; "
@@ -293,19 +293,19 @@ def _committed_version(directory: Path, *, recover: bool) -> tuple[Path | None, 
     return version, True
 
 
-def _remove_superseded(directory: Path, committed: Path | None) -> None:
+def remove_superseded(directory: Path, committed: Path | None) -> None:
     """Remove version folders older than the committed one; leave newer ones alone."""
     if committed is None:
         return
-    committed_key = _version_key(committed.name)
+    committed_key = version_key(committed.name)
     assert committed_key is not None
     for entry in directory.iterdir():
-        key = _version_key(entry.name)
+        key = version_key(entry.name)
         if key is not None and key < committed_key and entry.is_dir():
             shutil.rmtree(entry)  # an interrupted or superseded save
 
 
-def _load_sparse(
+def load_sparse(
     directory: Path, version: Path | None, config: RagBudgetConfig
 ) -> tuple[dict[str, dict[str, Any]], BM25Retriever | None, dict[str, Any] | None]:
     """Records, BM25 index and manifest copy of the committed version.
@@ -361,7 +361,7 @@ def _load_sparse(
 
 
 @dataclass
-class _SparseRead:
+class SparseRead:
     version: Path | None = None
     records: dict[str, dict[str, Any]] | None = None
     chunks: dict[str, Document] = field(default_factory=dict)
@@ -371,11 +371,11 @@ class _SparseRead:
     notes: list[str] = field(default_factory=list)  # recovered without loss
 
 
-def _read_sparse_tolerant(directory: Path, config: RagBudgetConfig) -> _SparseRead:
+def read_sparse_tolerant(directory: Path, config: RagBudgetConfig) -> SparseRead:
     """Whatever can be read of the sparse side, and what could not (for repair)."""
-    read = _SparseRead()
+    read = SparseRead()
     try:
-        read.version, recovered = _committed_version(directory, recover=False)
+        read.version, recovered = find_committed_version(directory, recover=False)
     except IndexLoadError as exc:
         read.problems.append(str(exc))
         return read
@@ -419,13 +419,13 @@ def _read_sparse_tolerant(directory: Path, config: RagBudgetConfig) -> _SparseRe
         read.chunks[str(chunk.id)] = chunk
     if not read.problems:
         try:
-            _load_sparse(directory, read.version, config)
+            load_sparse(directory, read.version, config)
         except IndexLoadError as exc:
             read.problems.append(str(exc))
     return read
 
 
-def _as_configured(
+def as_configured(
     directory: Path, sparse: BM25Retriever | None, config: RagBudgetConfig
 ) -> BM25Retriever | None:
     """`sparse`, rebuilt in memory if it was saved with other BM25 settings.
@@ -460,7 +460,7 @@ def _as_configured(
     return rebuilt
 
 
-def _save_sparse(
+def save_sparse(
     directory: Path,
     records: dict[str, dict[str, Any]],
     sparse: BM25Retriever | None,
@@ -494,5 +494,5 @@ def _save_sparse(
         raise
     publish_folder(staging, directory / version)
     atomic_write_text(directory / CURRENT, version)
-    _remove_superseded(directory, directory / version)
+    remove_superseded(directory, directory / version)
     return version

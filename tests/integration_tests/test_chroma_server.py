@@ -20,7 +20,7 @@ from langchain_ragbudget import (
     build_vector_store,
     load_config,
 )
-from langchain_ragbudget.dense import add_documents
+from langchain_ragbudget.retrieval._dense import add_documents
 from langchain_ragbudget.sample import load_sample_corpus
 
 

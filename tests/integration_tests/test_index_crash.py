@@ -15,7 +15,7 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_ragbudget.index._hybrid_index import HybridIndex
-from langchain_ragbudget.sparse import BM25Retriever
+from langchain_ragbudget.retrieval._sparse import BM25Retriever
 
 pytestmark = [pytest.mark.needs_embedding_model, pytest.mark.needs_tiktoken]
 
@@ -33,11 +33,11 @@ def sparse_texts(index: HybridIndex) -> list[str]:
 CRASH_SCRIPT = """
 import sys, time
 from langchain_core.documents import Document
-from langchain_ragbudget import _disk as files_module
+from langchain_ragbudget.config import _disk as files_module
 from langchain_ragbudget.index import _versions as index_module
 from langchain_ragbudget.index._hybrid_index import HybridIndex
-from langchain_ragbudget.sparse import BM25Retriever
-from langchain_ragbudget.sparse import BM25Retriever
+from langchain_ragbudget.retrieval._sparse import BM25Retriever
+from langchain_ragbudget.retrieval._sparse import BM25Retriever
 
 where = sys.argv[2]
 if where == "mid-write":

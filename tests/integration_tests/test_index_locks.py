@@ -164,9 +164,9 @@ def test_a_reader_never_fails_while_a_writer_publishes(tmp_path: Path) -> None:
 # point of a first index, so the test can stop it exactly there.
 PAUSING_INDEX = """
 import sys, time
-from langchain_ragbudget import dense
+from langchain_ragbudget.retrieval import _dense as dense
 from langchain_ragbudget.index import _hybrid_index, _versions
-from langchain_ragbudget.sparse import BM25Retriever
+from langchain_ragbudget.retrieval._sparse import BM25Retriever
 
 where = sys.argv.pop(1)
 

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from langchain_ragbudget import ContextBudget, build_hybrid_retriever, load_config
-from langchain_ragbudget.chain import build_answer
+from langchain_ragbudget.chain._stuff import build_answer
 from langchain_ragbudget.evaluation import evaluate, load_beir
 from langchain_ragbudget.index import HybridIndex
-from langchain_ragbudget.ledger import CandidateList
+from langchain_ragbudget.ledger._records import CandidateList
 from langchain_ragbudget.sample import (
     demo_config_path,
     load_sample_corpus,

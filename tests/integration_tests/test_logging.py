@@ -11,7 +11,7 @@ def test_loading_flashrank_leaves_the_root_logger_alone(
 ) -> None:
     # pytest installs root handlers, which would hide the problem: use a fresh process.
     code = (
-        "import logging; from langchain_ragbudget.rerank import FlashRankRerank; "
+        "import logging; from langchain_ragbudget.retrieval import FlashRankRerank; "
         f"s = FlashRankRerank(cache_dir={str(tiny_flashrank_dir)!r}); "
         "assert s.available; "
         "root = logging.getLogger(); print(len(root.handlers), root.level)"

@@ -16,14 +16,14 @@ import sys
 import time
 from pathlib import Path
 
-from langchain_ragbudget.memory import MemoryStore
+from langchain_ragbudget.memory._retriever import MemoryStore
 
 WRITES = 150
 WORKER = """
 import json, sys, time
 from pathlib import Path
 import numpy as np
-from langchain_ragbudget.memory import MemoryRetriever, MemoryStore
+from langchain_ragbudget.memory._retriever import MemoryRetriever, MemoryStore
 
 path, name, writes, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
 while not go.exists():

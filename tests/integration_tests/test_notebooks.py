@@ -22,7 +22,7 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbformat import NotebookNode
 
-from langchain_ragbudget._html import ROOT_CLASS
+from langchain_ragbudget.ledger._html import ROOT_CLASS
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = ROOT / "notebooks"

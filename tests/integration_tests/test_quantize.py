@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 
 from langchain_ragbudget import FastEmbedEmbeddings, ModelUnavailableError, load_config
-from langchain_ragbudget._quantize import int8_model_folder
 from langchain_ragbudget.errors import ConfigError
-from langchain_ragbudget.factory import build_embeddings
+from langchain_ragbudget.retrieval._factory import build_embeddings
+from langchain_ragbudget.retrieval._quantize import int8_model_folder
 
 MODEL_PATH = os.environ.get("RAGBUDGET_EMBEDDING_MODEL_PATH", "")  # unset: tests skip
 QUERIES = [
@@ -101,7 +101,7 @@ def test_quantizing_leaves_the_root_logger_alone(tmp_path: Path) -> None:
     # hide that, so this runs in a fresh process.
     code = (
         "import logging; from pathlib import Path; "
-        "from langchain_ragbudget._quantize import int8_model_folder; "
+        "from langchain_ragbudget.retrieval._quantize import int8_model_folder; "
         f"int8_model_folder(Path({MODEL_PATH!r})); "
         "root = logging.getLogger(); print(len(root.handlers), root.level)"
     )

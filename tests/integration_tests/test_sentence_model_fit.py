@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from langchain_ragbudget._sentence_scoring import MODEL_FILE
+from langchain_ragbudget.evidence._sentence_scoring import MODEL_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 

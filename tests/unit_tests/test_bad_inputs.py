@@ -35,12 +35,12 @@ from langchain_ragbudget import (
     create_budgeted_rag_chain,
     create_budgeted_stuff_chain,
 )
-from langchain_ragbudget.chain import context_warnings
+from langchain_ragbudget.chain._stuff import context_warnings
 from langchain_ragbudget.errors import IndexLoadError, InvalidInputError
 from langchain_ragbudget.evaluation._beir import DatasetError
-from langchain_ragbudget.evidence import calibrate_threshold
-from langchain_ragbudget.fusion import weighted_rrf
-from langchain_ragbudget.ledger import CandidateList, DropReason
+from langchain_ragbudget.evidence._assess import calibrate_threshold
+from langchain_ragbudget.ledger._records import CandidateList, DropReason
+from langchain_ragbudget.retrieval._fusion import weighted_rrf
 
 pytestmark = pytest.mark.needs_tiktoken  # the budget counts tokens
 
@@ -198,7 +198,7 @@ def _beir_without_text() -> Any:
 
 
 def _reranker(**kwargs: Any) -> Any:
-    from langchain_ragbudget.rerank import FlashRankRerank
+    from langchain_ragbudget.retrieval._rerank import FlashRankRerank
 
     return FlashRankRerank(
         cache_dir=str(Path("/nonexistent-ragbudget")), download=False, **kwargs

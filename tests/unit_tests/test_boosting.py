@@ -12,9 +12,8 @@ import pytest
 from pydantic import ValidationError
 from sklearn.ensemble import GradientBoostingClassifier
 
-from langchain_ragbudget._trees import boosted_score, tree_value
-from langchain_ragbudget._weak_signal import combined_probability
-from langchain_ragbudget.config import (
+from langchain_ragbudget.chain._factory import build_budget
+from langchain_ragbudget.config._settings import (
     RagBudgetConfig,
     TreeEvidence,
     WeakEvidenceSettings,
@@ -29,7 +28,8 @@ from langchain_ragbudget.evaluation._weak_fit import (
     export_trees,
     fit_combined,
 )
-from langchain_ragbudget.factory import build_budget
+from langchain_ragbudget.evidence._signals import combined_probability
+from langchain_ragbudget.evidence._trees import boosted_score, tree_value
 
 NAMES = ["dense_top", "bm25_gap", "coverage"]
 

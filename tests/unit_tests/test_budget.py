@@ -12,12 +12,17 @@ from langchain_core.documents import Document
 from langchain_core.runnables import RunnableConfig
 
 from langchain_ragbudget import load_config
-from langchain_ragbudget._tokens import count_tokens
-from langchain_ragbudget.budget import REPORT_EVENT, ContextBudget
-from langchain_ragbudget.config import SurfaceSettings
+from langchain_ragbudget.budget._context_budget import REPORT_EVENT, ContextBudget
+from langchain_ragbudget.budget._render import ContextFormat, quote
+from langchain_ragbudget.config._settings import SurfaceSettings
+from langchain_ragbudget.config._tokens import count_tokens
 from langchain_ragbudget.errors import InvalidInputError
-from langchain_ragbudget.ledger import CandidateList, DropReason, DropRecord, Stage
-from langchain_ragbudget.render import ContextFormat, quote
+from langchain_ragbudget.ledger._records import (
+    CandidateList,
+    DropReason,
+    DropRecord,
+    Stage,
+)
 
 
 def passage(doc_id: str, n: int, text: str, **metadata: Any) -> Document:
@@ -289,7 +294,7 @@ def test_budget_is_exact_and_never_exceeded(
 
 @pytest.mark.needs_tiktoken
 def test_passage_and_header_tokens_add_up_and_a_drop_names_its_header() -> None:
-    from langchain_ragbudget._metadata_keys import CONTEXT_TOKENS, HEADER_TOKENS
+    from langchain_ragbudget.ledger._metadata_keys import CONTEXT_TOKENS, HEADER_TOKENS
 
     docs = [
         passage("handbook", 0, "Deploys happen on Tuesdays.", dense_score=0.9),

@@ -12,7 +12,10 @@ from langchain_ragbudget.evaluation._cache import (
     corpus_fingerprint,
     vector_store_folder,
 )
-from langchain_ragbudget.factory import CHROMA_DEFAULT_EF_SEARCH, build_embeddings
+from langchain_ragbudget.retrieval._factory import (
+    CHROMA_DEFAULT_EF_SEARCH,
+    build_embeddings,
+)
 
 DOCS = [
     Document(id="a", page_content="Solar panels make electricity."),

@@ -13,12 +13,12 @@ from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.prompts import ChatPromptTemplate
 from sent_to_model import Sent
 
-from langchain_ragbudget._tokens import count_tokens
-from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.chain import BudgetedAnswer, create_budgeted_stuff_chain
-from langchain_ragbudget.config import SurfaceSettings
-from langchain_ragbudget.ledger import CandidateList, Stage, StageSkip
-from langchain_ragbudget.render import ContextFormat
+from langchain_ragbudget.budget._context_budget import ContextBudget
+from langchain_ragbudget.budget._render import ContextFormat
+from langchain_ragbudget.chain._stuff import BudgetedAnswer, create_budgeted_stuff_chain
+from langchain_ragbudget.config._settings import SurfaceSettings
+from langchain_ragbudget.config._tokens import count_tokens
+from langchain_ragbudget.ledger._records import CandidateList, Stage, StageSkip
 
 
 class FakeChatModel(GenericFakeChatModel):

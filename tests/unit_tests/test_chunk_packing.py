@@ -12,15 +12,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
-from langchain_ragbudget._metadata_keys import CONTEXT_TOKENS
-from langchain_ragbudget._neighbours import runs
-from langchain_ragbudget._tokens import count_tokens
-from langchain_ragbudget.budget import BudgetedContext, ContextBudget
-from langchain_ragbudget.config import IndexSettings, SurfaceSettings
+from langchain_ragbudget.budget._context_budget import BudgetedContext, ContextBudget
+from langchain_ragbudget.budget._render import ContextFormat
+from langchain_ragbudget.config._settings import IndexSettings, SurfaceSettings
+from langchain_ragbudget.config._tokens import count_tokens
 from langchain_ragbudget.evaluation._survival import is_whole_sentences
 from langchain_ragbudget.index._sentence_chunks import SentenceChunker
-from langchain_ragbudget.ledger import DropReason
-from langchain_ragbudget.render import ContextFormat
+from langchain_ragbudget.ledger._metadata_keys import CONTEXT_TOKENS
+from langchain_ragbudget.ledger._records import DropReason
+from langchain_ragbudget.retrieval._neighbours import runs
 
 pytestmark = pytest.mark.needs_tiktoken
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from langchain_ragbudget import load_config
-from langchain_ragbudget._sentences import sentences
 from langchain_ragbudget.evaluation._beir import BeirDataset
 from langchain_ragbudget.evaluation._chunked import evaluate_chunked
+from langchain_ragbudget.evidence._sentences import sentences
 from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
 
 pytestmark = [pytest.mark.needs_embedding_model, pytest.mark.needs_tiktoken]
@@ -44,7 +44,8 @@ def sample_dataset() -> BeirDataset:
 
 KILLED_BUILD = f"""
 import os, signal
-from langchain_ragbudget import dense, load_config
+from langchain_ragbudget import load_config
+from langchain_ragbudget.retrieval import _dense as dense
 from langchain_ragbudget.index import _hybrid_index
 from langchain_ragbudget.evaluation._chunked import evaluate_chunked
 from tests.unit_tests.test_chunked_cache import sample_dataset

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from langchain_ragbudget.cli._main import main
-from langchain_ragbudget.config import DEFAULT_SURFACE
+from langchain_ragbudget.config._settings import DEFAULT_SURFACE
 from langchain_ragbudget.index._chroma import CHROMA_DIR
 from langchain_ragbudget.index._versions import CURRENT, MANIFEST, RECORDS
 from langchain_ragbudget.sample import load_sample_corpus

@@ -248,7 +248,9 @@ def test_a_library_warning_names_its_library(
     try:
         with pytest.raises(ValueError, match="unreadable PDF"):
             read_file(broken / "broken.pdf")
-        logging.getLogger("langchain_ragbudget.rerank").warning("rerank skipped")
+        logging.getLogger("langchain_ragbudget.retrieval._rerank").warning(
+            "rerank skipped"
+        )
     finally:
         logging.getLogger().removeHandler(handler)
     err = capsys.readouterr().err.splitlines()

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from langchain_ragbudget import ConfigError, load_config, load_surface
-from langchain_ragbudget.config import DEFAULT_SURFACE, Origin, explain_config
+from langchain_ragbudget.config._settings import DEFAULT_SURFACE, Origin, explain_config
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -422,7 +422,7 @@ def test_the_shipped_defaults_pass_the_strict_loader() -> None:
 def test_programmatic_settings_are_strict_too() -> None:
     from pydantic import ValidationError
 
-    from langchain_ragbudget.config import SurfaceSettings
+    from langchain_ragbudget.config._settings import SurfaceSettings
 
     with pytest.raises(ValidationError):
         SurfaceSettings(max_docs=True, max_tokens=10)

@@ -27,10 +27,9 @@ from langchain_ragbudget import (
     load_config,
     load_surface,
 )
+from langchain_ragbudget.chain._factory import build_budget, build_chat_model
 from langchain_ragbudget.errors import ConfigError
-from langchain_ragbudget.factory import (
-    build_budget,
-    build_chat_model,
+from langchain_ragbudget.retrieval._factory import (
     build_sparse_retriever,
     build_sparse_side,
     hybrid_retriever,

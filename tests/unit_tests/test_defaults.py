@@ -8,8 +8,8 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.config import (
+from langchain_ragbudget.budget._context_budget import ContextBudget
+from langchain_ragbudget.config._settings import (
     EmbeddingSettings,
     IndexSettings,
     LlmSettings,
@@ -21,11 +21,11 @@ from langchain_ragbudget.config import (
     VectorStoreSettings,
     load_config,
 )
-from langchain_ragbudget.embeddings import FastEmbedEmbeddings
-from langchain_ragbudget.hybrid import HybridRetriever
-from langchain_ragbudget.memory import MemoryRetriever, MemorySettings
-from langchain_ragbudget.rerank import FlashRankRerank
-from langchain_ragbudget.sparse import BM25Retriever
+from langchain_ragbudget.memory._retriever import MemoryRetriever, MemorySettings
+from langchain_ragbudget.retrieval._embeddings import FastEmbedEmbeddings
+from langchain_ragbudget.retrieval._hybrid import HybridRetriever
+from langchain_ragbudget.retrieval._rerank import FlashRankRerank
+from langchain_ragbudget.retrieval._sparse import BM25Retriever
 
 SHIPPED = yaml.safe_load(
     resources.files("langchain_ragbudget").joinpath("config_default.yml").read_text()
@@ -127,7 +127,8 @@ def test_the_loaded_defaults_are_the_shipped_file() -> None:
 
 def test_a_weak_evidence_key_no_stage_writes_fails_loudly() -> None:
     from langchain_ragbudget import ConfigError
-    from langchain_ragbudget.factory import RETRIEVER_NAMES, build_budget
+    from langchain_ragbudget.chain._factory import build_budget
+    from langchain_ragbudget.retrieval._factory import RETRIEVER_NAMES
 
     config = load_config()
     assert build_budget(config).settings.weak_evidence  # the default works
@@ -152,9 +153,9 @@ def test_every_max_docs_is_reachable_through_rerank_and_fusion(surface: str) -> 
 def largest_default_chunks(config: Any, encoding: str) -> list[int]:
     """Rendered costs of the sample corpus chunked as `ragbudget index` does,
     each with a citation header of its own (the worst case), largest first."""
-    from langchain_ragbudget._tokens import count_tokens
+    from langchain_ragbudget.budget._render import ContextFormat
+    from langchain_ragbudget.config._tokens import count_tokens
     from langchain_ragbudget.index._chunking import Chunker
-    from langchain_ragbudget.render import ContextFormat
     from langchain_ragbudget.sample import load_sample_corpus
 
     chunker, fmt = Chunker(config.index), ContextFormat()
@@ -192,7 +193,7 @@ def test_a_surface_holds_max_docs_default_chunks_whole(surface: str) -> None:
 def test_the_default_pipeline_counts_its_cuts_and_names_none(surface: str) -> None:
     from langchain_core.documents import Document
 
-    from langchain_ragbudget.chain import context_warnings
+    from langchain_ragbudget.chain._stuff import context_warnings
 
     config = load_config()
     settings = config.surface(surface)

@@ -10,10 +10,10 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from rich.console import Console
 
+from langchain_ragbudget.chain._factory import build_chat_model
 from langchain_ragbudget.cli import _demo as demo
 from langchain_ragbudget.cli._main import main
-from langchain_ragbudget.factory import build_chat_model
-from langchain_ragbudget.rerank import FlashRankRerank
+from langchain_ragbudget.retrieval._rerank import FlashRankRerank
 
 
 def run(
@@ -99,7 +99,7 @@ def test_openai_key_selects_gpt_4o_mini_with_a_timeout(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pytest.importorskip("langchain_openai")
-    from langchain_ragbudget.config import LlmSettings
+    from langchain_ragbudget.config._settings import LlmSettings
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")  # no request is made
     from langchain_openai import ChatOpenAI

@@ -16,11 +16,11 @@ from langchain_ragbudget import (
     build_hybrid_retriever,
     load_config,
 )
-from langchain_ragbudget.config import VectorStoreSettings
-from langchain_ragbudget.dense import add_documents
-from langchain_ragbudget.factory import build_embeddings, build_vector_store
-from langchain_ragbudget.hybrid import ScoredSearch
-from langchain_ragbudget.ledger import LEDGER_KEY, drops_of
+from langchain_ragbudget.config._settings import VectorStoreSettings
+from langchain_ragbudget.ledger._records import LEDGER_KEY, drops_of
+from langchain_ragbudget.retrieval._dense import add_documents
+from langchain_ragbudget.retrieval._factory import build_embeddings, build_vector_store
+from langchain_ragbudget.retrieval._hybrid import ScoredSearch
 from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
 
 DOCS = [

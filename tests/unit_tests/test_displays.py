@@ -21,17 +21,17 @@ from langchain_core.runnables import RunnableParallel, RunnablePassthrough
 from list_retriever import ListRetriever
 
 from langchain_ragbudget import HybridRetriever
-from langchain_ragbudget._html import Markup, collapsible, escape, table
-from langchain_ragbudget._identity import document_key
-from langchain_ragbudget._metadata_keys import CONTEXT_TOKENS, scores_of
-from langchain_ragbudget.budget import BudgetedContext, ContextBudget
-from langchain_ragbudget.chain import BudgetedAnswer, create_budgeted_stuff_chain
-from langchain_ragbudget.config import SurfaceSettings
+from langchain_ragbudget.budget._context_budget import BudgetedContext, ContextBudget
+from langchain_ragbudget.chain._stuff import BudgetedAnswer, create_budgeted_stuff_chain
+from langchain_ragbudget.config._settings import SurfaceSettings
 from langchain_ragbudget.evaluation._chunked import ChunkedSurvival
 from langchain_ragbudget.evaluation._harness import EvalReport, StageQuality, Survival
 from langchain_ragbudget.evaluation._tables import report_tables
-from langchain_ragbudget.ledger import CandidateList, DropReason
-from langchain_ragbudget.rerank import FlashRankRerank
+from langchain_ragbudget.ledger._html import Markup, collapsible, escape, table
+from langchain_ragbudget.ledger._identity import document_key
+from langchain_ragbudget.ledger._metadata_keys import CONTEXT_TOKENS, scores_of
+from langchain_ragbudget.ledger._records import CandidateList, DropReason
+from langchain_ragbudget.retrieval._rerank import FlashRankRerank
 
 SCRIPT = "<script>alert(1)</script>"
 SOURCE = '"><img src=x onerror=alert(1)>'

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from langchain_ragbudget.cli._main import main
-from langchain_ragbudget.embeddings import MODEL_PATH_ENV
+from langchain_ragbudget.retrieval._embeddings import MODEL_PATH_ENV
 
 
 def findings(capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, str]]:

@@ -14,7 +14,7 @@ from langchain_ragbudget.evaluation._beir import DatasetError, load_beir
 from langchain_ragbudget.evaluation._harness import evaluate
 from langchain_ragbudget.evaluation._report import QUALITY_END, QUALITY_START
 from langchain_ragbudget.evaluation._tables import rich_tables, to_markdown
-from langchain_ragbudget.rerank import FlashRankRerank
+from langchain_ragbudget.retrieval._rerank import FlashRankRerank
 from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
 
 
@@ -185,10 +185,10 @@ def test_malformed_rationales_are_named(beir_folder: Path) -> None:
 def test_chunked_evaluation_counts_evidence_across_chunks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langchain_ragbudget._sentences import sentences
-    from langchain_ragbudget.config import load_config
+    from langchain_ragbudget.config._settings import load_config
     from langchain_ragbudget.evaluation._beir import BeirDataset
     from langchain_ragbudget.evaluation._chunked import chunk_k, evaluate_chunked
+    from langchain_ragbudget.evidence._sentences import sentences
 
     monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(tmp_path / "cache"))
     corpus = load_sample_corpus()
@@ -347,7 +347,7 @@ def test_harness_agrees_with_pytrec_eval_when_queries_are_corpus_documents(
 def test_cli_weak_evidence_writes_table_plot_and_a_loadable_yaml(
     beir_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langchain_ragbudget.factory import build_budget
+    from langchain_ragbudget.chain._factory import build_budget
 
     monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(tmp_path / "cache"))
     qrels = beir_folder / "qrels"

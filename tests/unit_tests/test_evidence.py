@@ -1,7 +1,7 @@
 import pytest
 from langchain_core.documents import Document
 
-from langchain_ragbudget.evidence import assess_thresholds, calibrate_threshold
+from langchain_ragbudget.evidence._assess import assess_thresholds, calibrate_threshold
 
 
 def doc(**metadata: float) -> Document:
@@ -51,7 +51,7 @@ def test_calibration_needs_both_sets() -> None:
 @pytest.mark.needs_embedding_model
 def test_calibrate_from_questions_on_the_sample_corpus() -> None:
     from langchain_ragbudget import build_hybrid_retriever, load_config
-    from langchain_ragbudget.evidence import calibrate_from_questions
+    from langchain_ragbudget.evidence._assess import calibrate_from_questions
     from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
 
     config = load_config()

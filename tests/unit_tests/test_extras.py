@@ -69,8 +69,8 @@ def test_reading_a_pdf_without_pypdf_names_the_extra(
 def test_a_chat_model_without_its_package_names_the_extra(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from langchain_ragbudget.config import LlmSettings
-    from langchain_ragbudget.factory import build_chat_model
+    from langchain_ragbudget.chain._factory import build_chat_model
+    from langchain_ragbudget.config._settings import LlmSettings
 
     monkeypatch.setitem(sys.modules, "langchain_classic", None)
     with pytest.raises(MissingExtraError, match=r"\[llm\]"):

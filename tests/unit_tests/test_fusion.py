@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sklearn.preprocessing import minmax_scale
 
-from langchain_ragbudget.fusion import (
+from langchain_ragbudget.retrieval._fusion import (
     dbsf_normalise,
     first_ranks,
     fuse,

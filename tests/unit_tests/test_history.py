@@ -25,17 +25,17 @@ from langchain_core.messages import (
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from pydantic import ValidationError
 
-from langchain_ragbudget._history import (
+from langchain_ragbudget.budget._context_budget import ContextBudget
+from langchain_ragbudget.budget._history import (
     fit_history,
     message_tokens,
     prompt_tokens,
     role_of,
 )
-from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.chain import context_warnings, prompt_variables
-from langchain_ragbudget.config import SurfaceSettings, load_config
+from langchain_ragbudget.chain._stuff import context_warnings, prompt_variables
+from langchain_ragbudget.config._settings import SurfaceSettings, load_config
 from langchain_ragbudget.errors import ConfigError, InvalidInputError
-from langchain_ragbudget.ledger import DropReason, Stage
+from langchain_ragbudget.ledger._records import DropReason, Stage
 
 pytestmark = pytest.mark.needs_tiktoken
 

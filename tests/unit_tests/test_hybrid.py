@@ -21,8 +21,8 @@ from list_retriever import ListRetriever
 from pydantic import Field, ValidationError
 
 from langchain_ragbudget import CandidateList, DropReason, HybridRetriever, Stage
-from langchain_ragbudget.hybrid import ScoredSearch
-from langchain_ragbudget.ledger import LEDGER_KEY, drops_of
+from langchain_ragbudget.ledger._records import LEDGER_KEY, drops_of
+from langchain_ragbudget.retrieval._hybrid import ScoredSearch
 
 
 class GatedRetriever(BaseRetriever):
@@ -212,7 +212,7 @@ def test_input_documents_are_not_mutated() -> None:
 
 
 def test_a_cut_candidate_is_built_only_when_read_and_then_in_full() -> None:
-    from langchain_ragbudget.ledger import DeferredDropRecord
+    from langchain_ragbudget.ledger._records import DeferredDropRecord
 
     docs = [doc(f"d{i}", score=float(10 - i)) for i in range(5)]
     results = HybridRetriever(retrievers=[ListRetriever(documents=docs)], k=2).invoke(
@@ -231,7 +231,7 @@ def test_a_cut_candidate_is_built_only_when_read_and_then_in_full() -> None:
 def test_cut_records_are_made_on_first_read_once_for_list_and_ledger(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from langchain_ragbudget.ledger import DeferredDropRecord, ledgers_of
+    from langchain_ragbudget.ledger._records import DeferredDropRecord, ledgers_of
 
     made: list[str] = []
     original = DeferredDropRecord.__init__

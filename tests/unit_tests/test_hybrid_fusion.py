@@ -13,8 +13,8 @@ from list_retriever import ListRetriever
 from pydantic import ValidationError
 
 from langchain_ragbudget import CandidateList, DropReason, HybridRetriever, Stage
-from langchain_ragbudget.fusion import weighted_rrf
-from langchain_ragbudget.ledger import LEDGER_KEY, DeferredDropRecord
+from langchain_ragbudget.ledger._records import LEDGER_KEY, DeferredDropRecord
+from langchain_ragbudget.retrieval._fusion import weighted_rrf
 
 
 def doc(doc_id: str, score: float | None = None, text: str = "") -> Document:

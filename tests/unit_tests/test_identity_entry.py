@@ -28,10 +28,10 @@ from langchain_core.retrievers import BaseRetriever
 from list_retriever import ListRetriever
 
 from langchain_ragbudget import ContextBudget, HybridRetriever, SurfaceSettings
-from langchain_ragbudget._budget_report import BudgetedContext
-from langchain_ragbudget._identity import document_key, document_source
-from langchain_ragbudget.render import ContextFormat
-from langchain_ragbudget.rerank import FlashRankRerank
+from langchain_ragbudget.budget._render import ContextFormat
+from langchain_ragbudget.budget._report import BudgetedContext
+from langchain_ragbudget.ledger._identity import document_key, document_source
+from langchain_ragbudget.retrieval._rerank import FlashRankRerank
 
 pytestmark = pytest.mark.needs_tiktoken("cl100k_base")
 

@@ -126,15 +126,6 @@ def test_each_wing_pins_its_public_names(wing: str) -> None:
         assert getattr(module, name).__module__.startswith(wing + "."), name
 
 
-def test_a_name_moved_to_a_wing_still_imports_with_a_deprecation_warning() -> None:
-    from langchain_ragbudget.index import HybridIndex
-
-    langchain_ragbudget.__dict__.pop("HybridIndex", None)
-    with pytest.warns(DeprecationWarning, match=r"langchain_ragbudget\.index"):
-        moved = langchain_ragbudget.HybridIndex
-    assert moved is HybridIndex
-
-
 def test_an_unknown_name_is_an_attribute_error_naming_it() -> None:
     with pytest.raises(AttributeError, match="'no_such_name'"):
         _ = langchain_ragbudget.no_such_name

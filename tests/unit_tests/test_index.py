@@ -8,11 +8,11 @@ from langchain_core.documents import Document
 from pdf_files import minimal_pdf
 
 from langchain_ragbudget import IndexLoadError, load_config
-from langchain_ragbudget import _disk as files_module
 from langchain_ragbudget.cli._main import main
-from langchain_ragbudget.config import RagBudgetConfig
+from langchain_ragbudget.config import _disk as files_module
+from langchain_ragbudget.config._settings import RagBudgetConfig
 from langchain_ragbudget.index._hybrid_index import HybridIndex
-from langchain_ragbudget.sparse import BM25Retriever
+from langchain_ragbudget.retrieval._sparse import BM25Retriever
 
 pytestmark = [pytest.mark.needs_embedding_model, pytest.mark.needs_tiktoken]
 

@@ -72,7 +72,10 @@ def bm25_write_full(self: Any, folder: Path, *args: Any, **kwargs: Any) -> None:
 
 PATCHES = {
     "vectors": (f"{INDEX}._hybrid_index.add_documents", vector_write_full),
-    "bm25": ("langchain_ragbudget.sparse.BM25Retriever.save", bm25_write_full),
+    "bm25": (
+        "langchain_ragbudget.retrieval._sparse.BM25Retriever.save",
+        bm25_write_full,
+    ),
 }
 
 

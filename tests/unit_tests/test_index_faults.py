@@ -14,11 +14,11 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_ragbudget import load_config
 from langchain_ragbudget.cli._main import main
-from langchain_ragbudget.config import RagBudgetConfig
+from langchain_ragbudget.config._settings import RagBudgetConfig
 from langchain_ragbudget.errors import IndexLoadError, IndexRepairError
-from langchain_ragbudget.factory import build_embeddings
 from langchain_ragbudget.index._hybrid_index import HybridIndex
-from langchain_ragbudget.sparse import BM25Retriever
+from langchain_ragbudget.retrieval._factory import build_embeddings
+from langchain_ragbudget.retrieval._sparse import BM25Retriever
 
 pytestmark = [pytest.mark.needs_embedding_model, pytest.mark.needs_tiktoken]
 

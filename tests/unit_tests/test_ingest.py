@@ -12,7 +12,7 @@ from langchain_core.documents import Document
 
 from langchain_ragbudget import load_config
 from langchain_ragbudget.cli._main import main
-from langchain_ragbudget.config import RagBudgetConfig
+from langchain_ragbudget.config._settings import RagBudgetConfig
 from langchain_ragbudget.index._hybrid_index import HybridIndex
 from langchain_ragbudget.index._loaders import is_blank, scan
 

@@ -22,15 +22,15 @@ from langchain_core.runnables import (
 from list_retriever import ListRetriever
 
 from langchain_ragbudget import HybridRetriever, load_config
-from langchain_ragbudget._identity import document_key, document_source
-from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.chain import context_warnings
-from langchain_ragbudget.config import SurfaceSettings
+from langchain_ragbudget.budget._context_budget import ContextBudget
+from langchain_ragbudget.chain._pipeline import create_budgeted_rag_chain
+from langchain_ragbudget.chain._stuff import context_warnings
+from langchain_ragbudget.config._settings import SurfaceSettings
 from langchain_ragbudget.evaluation._survival import is_whole_sentences
-from langchain_ragbudget.factory import build_hybrid_retriever
-from langchain_ragbudget.ledger import ledger_scope
-from langchain_ragbudget.pipeline import create_budgeted_rag_chain
-from langchain_ragbudget.rerank import FlashRankRerank
+from langchain_ragbudget.ledger._identity import document_key, document_source
+from langchain_ragbudget.ledger._records import ledger_scope
+from langchain_ragbudget.retrieval._factory import build_hybrid_retriever
+from langchain_ragbudget.retrieval._rerank import FlashRankRerank
 from langchain_ragbudget.sample import load_sample_corpus
 
 pytestmark = (

@@ -27,17 +27,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langchain_ragbudget._memory_ranking import CHANGED_SINCE, Ranking
-from langchain_ragbudget._memory_score import recency_factor
-from langchain_ragbudget._memory_store import SAME_TEXT, _bump, timestamp
 from langchain_ragbudget.errors import InvalidInputError
-from langchain_ragbudget.ledger import DropReason, Stage
-from langchain_ragbudget.memory import (
+from langchain_ragbudget.ledger._records import DropReason, Stage
+from langchain_ragbudget.memory._ranking import CHANGED_SINCE, Ranking
+from langchain_ragbudget.memory._retriever import (
     Memory,
     MemoryRetriever,
     MemoryStore,
     MemoryStoreError,
 )
+from langchain_ragbudget.memory._score import recency_factor
+from langchain_ragbudget.memory._store import SAME_TEXT, _bump, timestamp
 
 START = datetime(2026, 9, 1, 9, 0, tzinfo=UTC)
 QUERY = [1.0, 0.0, 0.0]
@@ -397,9 +397,9 @@ def test_a_chain_without_memory_loads_no_memory_store() -> None:
     code = (
         "import sys\n"
         "from langchain_ragbudget import ContextBudget, create_budgeted_rag_chain\n"
-        "heavy = {'numpy', 'langchain_ragbudget.memory',\n"
-        "         'langchain_ragbudget._memory_store',\n"
-        "         'langchain_ragbudget._memory_score'}\n"
+        "heavy = {'numpy', 'langchain_ragbudget.memory._retriever',\n"
+        "         'langchain_ragbudget.memory._store',\n"
+        "         'langchain_ragbudget.memory._score'}\n"
         "print(sorted(heavy & set(sys.modules)))"
     )
     result = subprocess.run(
@@ -433,8 +433,8 @@ def test_the_share_keeps_or_records_every_memory(
     """Zero silent drops, the share kept, and the tokens counted as sent."""
     from langchain_core.documents import Document
 
-    from langchain_ragbudget._memory_budget import fit_memories
-    from langchain_ragbudget._tokens import count_tokens
+    from langchain_ragbudget.config._tokens import count_tokens
+    from langchain_ragbudget.memory._budget import fit_memories
 
     documents = [
         Document(

@@ -29,11 +29,11 @@ from sent_to_model import Sent
 from test_history import rendered_count
 
 from langchain_ragbudget import ContextBudget, create_budgeted_rag_chain, load_config
-from langchain_ragbudget.chain import BudgetedAnswer
-from langchain_ragbudget.config import SurfaceSettings
-from langchain_ragbudget.factory import build_embeddings
-from langchain_ragbudget.memory import MemoryRetriever, MemoryStore
-from langchain_ragbudget.pipeline import explain
+from langchain_ragbudget.chain._pipeline import explain
+from langchain_ragbudget.chain._stuff import BudgetedAnswer
+from langchain_ragbudget.config._settings import SurfaceSettings
+from langchain_ragbudget.memory._retriever import MemoryRetriever, MemoryStore
+from langchain_ragbudget.retrieval._factory import build_embeddings
 
 pytestmark = [pytest.mark.needs_embedding_model, pytest.mark.needs_tiktoken]
 

@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from langchain_ragbudget.embeddings import MODEL_PATH_ENV, FastEmbedEmbeddings
 from langchain_ragbudget.errors import ModelUnavailableError
+from langchain_ragbudget.retrieval._embeddings import (
+    MODEL_PATH_ENV,
+    FastEmbedEmbeddings,
+)
 
 
 @pytest.fixture

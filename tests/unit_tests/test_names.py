@@ -21,11 +21,11 @@ from hypothesis import strategies as st
 from langchain_core.documents import Document
 from rich.console import Console
 
-from langchain_ragbudget._names import HASH_HEX, NOT_NFC, display_name
-from langchain_ragbudget.budget import BudgetedContext, ContextBudget
-from langchain_ragbudget.chain import context_warnings
+from langchain_ragbudget.budget._context_budget import BudgetedContext, ContextBudget
+from langchain_ragbudget.chain._stuff import context_warnings
 from langchain_ragbudget.cli._views import rich_evidence_table
-from langchain_ragbudget.config import SurfaceSettings
+from langchain_ragbudget.config._settings import SurfaceSettings
+from langchain_ragbudget.ledger._names import HASH_HEX, NOT_NFC, display_name
 
 LONG = "https://example.org/archive/" + "section/" * 30 + "page-"
 

@@ -24,12 +24,12 @@ from langchain_ragbudget import (
     InvalidInputError,
     load_config,
 )
-from langchain_ragbudget._neighbours import around
-from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.config import IndexSettings, SurfaceSettings
+from langchain_ragbudget.budget._context_budget import ContextBudget
+from langchain_ragbudget.config._settings import IndexSettings, SurfaceSettings
 from langchain_ragbudget.index._hybrid_index import HybridIndex
 from langchain_ragbudget.index._sentence_chunks import SentenceChunker
-from langchain_ragbudget.ledger import LEDGER_KEY, ledgers_of
+from langchain_ragbudget.ledger._records import LEDGER_KEY, ledgers_of
+from langchain_ragbudget.retrieval._neighbours import around
 
 
 def chunk(doc_id: str, position: int, **metadata: object) -> Document:
@@ -323,7 +323,7 @@ def test_a_store_holding_something_else_is_named() -> None:
 
 @pytest.mark.needs_tiktoken
 def test_the_notebook_table_says_which_chunk_a_neighbour_is_next_to() -> None:
-    from langchain_ragbudget._evidence_rows import document_entry, evidence_rows
+    from langchain_ragbudget.ledger._evidence_rows import document_entry, evidence_rows
 
     found = hybrid(HITS, k=2, neighbours=1).invoke("q")
     settings = SurfaceSettings(max_tokens=10_000, max_docs=2, min_docs=0)

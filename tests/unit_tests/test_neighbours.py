@@ -14,13 +14,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
-from langchain_ragbudget._metadata_keys import CHUNK_END, CHUNK_START, CONTEXT_TOKENS
-from langchain_ragbudget._neighbours import run_text, runs
-from langchain_ragbudget._tokens import count_tokens
-from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.config import IndexSettings, SurfaceSettings
+from langchain_ragbudget.budget._context_budget import ContextBudget
+from langchain_ragbudget.budget._render import ContextFormat, quote
+from langchain_ragbudget.config._settings import IndexSettings, SurfaceSettings
+from langchain_ragbudget.config._tokens import count_tokens
 from langchain_ragbudget.index._sentence_chunks import SentenceChunker
-from langchain_ragbudget.render import ContextFormat, quote
+from langchain_ragbudget.ledger._metadata_keys import (
+    CHUNK_END,
+    CHUNK_START,
+    CONTEXT_TOKENS,
+)
+from langchain_ragbudget.retrieval._neighbours import run_text, runs
 
 pytestmark = pytest.mark.needs_tiktoken
 

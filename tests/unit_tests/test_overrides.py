@@ -26,10 +26,10 @@ from list_retriever import ListRetriever
 from pydantic import ValidationError
 
 from langchain_ragbudget import ContextBudget, FlashRankRerank, HybridRetriever
-from langchain_ragbudget import _yaml as yaml_reader
-from langchain_ragbudget.config import RagBudgetConfig, load_config
+from langchain_ragbudget.config import _yaml as yaml_reader
+from langchain_ragbudget.config._settings import RagBudgetConfig, load_config
 from langchain_ragbudget.errors import ConfigError
-from langchain_ragbudget.fusion import fuse, weighted_rrf
+from langchain_ragbudget.retrieval._fusion import fuse, weighted_rrf
 
 RELIABILITY = Path(__file__).resolve().parents[2] / "RELIABILITY.md"
 

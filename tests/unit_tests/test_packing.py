@@ -1,9 +1,9 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from langchain_ragbudget.ledger import DropReason
-from langchain_ragbudget.packing import PackItem, pack
-from langchain_ragbudget.render import edges_order
+from langchain_ragbudget.budget._packing import PackItem, pack
+from langchain_ragbudget.budget._render import edges_order
+from langchain_ragbudget.ledger._records import DropReason
 
 
 def item(tokens: int, group: str = "", header: int = 0, content: str = "") -> PackItem:

@@ -12,12 +12,13 @@ import pytest
 from langchain_core.documents import Document
 from rich.console import Console
 
-from langchain_ragbudget import dense, load_config
+from langchain_ragbudget import load_config
 from langchain_ragbudget.evaluation._beir import BeirDataset
 from langchain_ragbudget.evaluation._cache import EMBEDDING_CORPUS
 from langchain_ragbudget.evaluation._harness import evaluate
 from langchain_ragbudget.index._hybrid_index import CHUNKING, EMBEDDING, HybridIndex
 from langchain_ragbudget.progress import ProgressBars, StageProgress, prefixed
+from langchain_ragbudget.retrieval import _dense as dense
 
 
 class Recorder:

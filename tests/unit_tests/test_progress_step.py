@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
-from langchain_ragbudget import dense, load_config
-from langchain_ragbudget.embeddings import EMBEDDED_STEP
-from langchain_ragbudget.factory import build_embeddings, build_vector_store
+from langchain_ragbudget import load_config
+from langchain_ragbudget.retrieval import _dense as dense
+from langchain_ragbudget.retrieval._embeddings import EMBEDDED_STEP
+from langchain_ragbudget.retrieval._factory import build_embeddings, build_vector_store
 
 pytestmark = [pytest.mark.needs_embedding_model]
 

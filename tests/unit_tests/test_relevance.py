@@ -6,7 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from langchain_ragbudget._sentence_scoring import (
+from langchain_ragbudget.config._settings import SurfaceSettings, load_config
+from langchain_ragbudget.errors import ConfigError
+from langchain_ragbudget.evidence._sentence_scoring import (
     FEATURES,
     FITTED_SHARE,
     MODEL_FILE,
@@ -19,8 +21,6 @@ from langchain_ragbudget._sentence_scoring import (
     shipped_model,
     terms,
 )
-from langchain_ragbudget.config import SurfaceSettings, load_config
-from langchain_ragbudget.errors import ConfigError
 
 PASSAGE = [
     "Hypertension is common in older adults.",

@@ -21,12 +21,17 @@ from langchain_core.runnables import (
 )
 from list_retriever import ListRetriever
 
-from langchain_ragbudget._names import display_name as one_line
-from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.chain import create_budgeted_stuff_chain
-from langchain_ragbudget.config import SurfaceSettings
-from langchain_ragbudget.hybrid import HybridRetriever
-from langchain_ragbudget.ledger import CandidateList, DropReason, Stage, ledger_scope
+from langchain_ragbudget.budget._context_budget import ContextBudget
+from langchain_ragbudget.chain._stuff import create_budgeted_stuff_chain
+from langchain_ragbudget.config._settings import SurfaceSettings
+from langchain_ragbudget.ledger._names import display_name as one_line
+from langchain_ragbudget.ledger._records import (
+    CandidateList,
+    DropReason,
+    Stage,
+    ledger_scope,
+)
+from langchain_ragbudget.retrieval._hybrid import HybridRetriever
 
 pytestmark = pytest.mark.needs_tiktoken  # the budget counts tokens
 
@@ -184,7 +189,7 @@ def test_ids_and_sources_cannot_add_warning_lines() -> None:
 
 
 def test_prompt_tells_the_model_quoted_lines_are_data() -> None:
-    from langchain_ragbudget.chain import DEFAULT_PROMPT, prompt_inputs
+    from langchain_ragbudget.chain._stuff import DEFAULT_PROMPT, prompt_inputs
 
     context = budget().fit(forged_docs()[:1])
     system, human = DEFAULT_PROMPT.format_messages(**prompt_inputs("q", context))

@@ -14,8 +14,13 @@ from langchain_core.documents import Document
 
 from langchain_ragbudget import load_config
 from langchain_ragbudget.errors import InvalidInputError, ModelUnavailableError
-from langchain_ragbudget.ledger import CandidateList, DropReason, DropRecord, Stage
-from langchain_ragbudget.rerank import FlashRankRerank
+from langchain_ragbudget.ledger._records import (
+    CandidateList,
+    DropReason,
+    DropRecord,
+    Stage,
+)
+from langchain_ragbudget.retrieval._rerank import FlashRankRerank
 
 QUERY = "how do solar panels generate electricity"
 DOCS = [

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
-from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.config import IndexSettings, SurfaceSettings
+from langchain_ragbudget.budget._context_budget import ContextBudget
+from langchain_ragbudget.config._settings import IndexSettings, SurfaceSettings
 from langchain_ragbudget.index._chunking import Chunker, section_at, section_starts
 from langchain_ragbudget.index._loaders import load_file
 

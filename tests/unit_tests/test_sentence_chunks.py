@@ -15,8 +15,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
 
-from langchain_ragbudget._tokens import count_tokens
-from langchain_ragbudget.config import IndexSettings, RagBudgetConfig, load_config
+from langchain_ragbudget.config._settings import (
+    IndexSettings,
+    RagBudgetConfig,
+    load_config,
+)
+from langchain_ragbudget.config._tokens import count_tokens
 from langchain_ragbudget.errors import IndexLoadError
 from langchain_ragbudget.index._chunking import Chunker
 from langchain_ragbudget.index._sentence_chunks import (

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from langchain_ragbudget._model_cache import shared
-from langchain_ragbudget.embeddings import FastEmbedEmbeddings
-from langchain_ragbudget.rerank import FlashRankRerank
+from langchain_ragbudget.retrieval._embeddings import FastEmbedEmbeddings
+from langchain_ragbudget.retrieval._model_cache import shared
+from langchain_ragbudget.retrieval._rerank import FlashRankRerank
 
 
 def test_a_key_is_loaded_once_when_threads_ask_first_together() -> None:

@@ -10,7 +10,11 @@ from hypothesis import strategies as st
 from langchain_core.documents import Document
 
 from langchain_ragbudget import BM25Retriever
-from langchain_ragbudget.sparse import TOKEN_PATTERN, indexed_text, top_positive
+from langchain_ragbudget.retrieval._sparse import (
+    TOKEN_PATTERN,
+    indexed_text,
+    top_positive,
+)
 
 TEXTS = [
     "Runners were running in the marathon on Sunday.",

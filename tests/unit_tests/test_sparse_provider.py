@@ -6,8 +6,11 @@ import pytest
 from keyword_retriever import KeywordRetriever
 
 from langchain_ragbudget import ConfigError, build_hybrid_retriever, load_config
-from langchain_ragbudget.factory import build_sparse_retriever, build_sparse_side
-from langchain_ragbudget.ledger import drops_of
+from langchain_ragbudget.ledger._records import drops_of
+from langchain_ragbudget.retrieval._factory import (
+    build_sparse_retriever,
+    build_sparse_side,
+)
 from langchain_ragbudget.sample import load_sample_corpus
 
 KEYWORD = "keyword_retriever:KeywordRetriever"

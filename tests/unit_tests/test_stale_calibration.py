@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
-from langchain_ragbudget.chain import context_warnings
-from langchain_ragbudget.config import load_config
+from langchain_ragbudget.chain._factory import build_budget
+from langchain_ragbudget.chain._stuff import context_warnings
+from langchain_ragbudget.config._settings import load_config
+from langchain_ragbudget.config._weak_model import CalibratedWith, CombinedEvidence
 from langchain_ragbudget.evaluation._report import weak_evidence_yaml
 from langchain_ragbudget.evaluation._weak_evidence import WeakEvidence
-from langchain_ragbudget.factory import build_budget
-from langchain_ragbudget.weak_model import CalibratedWith, CombinedEvidence
 
 pytestmark = pytest.mark.needs_tiktoken
 

@@ -13,9 +13,9 @@ from langchain_ragbudget import (
     HybridRetriever,
     load_config,
 )
-from langchain_ragbudget.config import VectorStoreSettings
-from langchain_ragbudget.dense import add_documents
-from langchain_ragbudget.factory import build_embeddings, build_vector_store
+from langchain_ragbudget.config._settings import VectorStoreSettings
+from langchain_ragbudget.retrieval._dense import add_documents
+from langchain_ragbudget.retrieval._factory import build_embeddings, build_vector_store
 from langchain_ragbudget.sample import load_sample_corpus
 
 

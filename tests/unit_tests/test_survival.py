@@ -3,8 +3,9 @@
 import pytest
 from langchain_core.documents import Document
 
-from langchain_ragbudget._tokens import get_encoding
-from langchain_ragbudget.config import SurfaceSettings, load_config
+from langchain_ragbudget.budget._render import ContextFormat, group_citations
+from langchain_ragbudget.config._settings import SurfaceSettings, load_config
+from langchain_ragbudget.config._tokens import get_encoding
 from langchain_ragbudget.evaluation._survival import (
     _BUDGET_POLICIES,
     POLICIES,
@@ -12,7 +13,6 @@ from langchain_ragbudget.evaluation._survival import (
     naive_slice,
     policy_survival,
 )
-from langchain_ragbudget.render import ContextFormat, group_citations
 
 pytestmark = pytest.mark.needs_tiktoken("cl100k_base")
 ENCODING = "cl100k_base"

@@ -46,10 +46,10 @@ from langchain_ragbudget import (
     ledger_scope,
     load_config,
 )
-from langchain_ragbudget.config import SurfaceSettings, TracingSettings
+from langchain_ragbudget.chain._pipeline import explain
+from langchain_ragbudget.chain._tracing import traced
+from langchain_ragbudget.config._settings import SurfaceSettings, TracingSettings
 from langchain_ragbudget.errors import ConfigError, MissingExtraError
-from langchain_ragbudget.pipeline import explain
-from langchain_ragbudget.tracing import traced
 
 pytestmark = pytest.mark.needs_tiktoken("o200k_base")
 
@@ -408,7 +408,7 @@ from langchain_core.messages import AIMessage
 from langchain_ragbudget import (
     BM25Retriever, ContextBudget, HybridRetriever, create_budgeted_rag_chain
 )
-from langchain_ragbudget.config import SurfaceSettings
+from langchain_ragbudget.config._settings import SurfaceSettings
 
 docs = [Document(id=str(i), page_content=f"passage {i} about solar power")
         for i in range(6)]

@@ -10,15 +10,20 @@ from hypothesis import strategies as st
 from langchain_core.documents import Document
 from list_retriever import ListRetriever
 
-from langchain_ragbudget._metadata_keys import FUSED_RANK
-from langchain_ragbudget._names import display_name as one_line
-from langchain_ragbudget._triage import CLOSE_SHARE, close_to_top, likely_lost
-from langchain_ragbudget._warnings import MAX_NAMED, likely_lost_of
-from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.chain import context_warnings
-from langchain_ragbudget.config import SurfaceSettings
-from langchain_ragbudget.hybrid import HybridRetriever
-from langchain_ragbudget.ledger import CandidateList, DropReason, DropRecord, Stage
+from langchain_ragbudget.budget._context_budget import ContextBudget
+from langchain_ragbudget.chain._stuff import context_warnings
+from langchain_ragbudget.chain._triage import CLOSE_SHARE, close_to_top, likely_lost
+from langchain_ragbudget.chain._warnings import MAX_NAMED, likely_lost_of
+from langchain_ragbudget.config._settings import SurfaceSettings
+from langchain_ragbudget.ledger._metadata_keys import FUSED_RANK
+from langchain_ragbudget.ledger._names import display_name as one_line
+from langchain_ragbudget.ledger._records import (
+    CandidateList,
+    DropReason,
+    DropRecord,
+    Stage,
+)
+from langchain_ragbudget.retrieval._hybrid import HybridRetriever
 
 pytestmark = pytest.mark.needs_tiktoken  # the budget counts tokens
 

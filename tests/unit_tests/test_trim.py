@@ -12,13 +12,20 @@ from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from langchain_ragbudget._sentences import sentences
-from langchain_ragbudget._tokens import count_tokens
-from langchain_ragbudget.budget import ContextBudget
-from langchain_ragbudget.chain import context_warnings, create_budgeted_stuff_chain
-from langchain_ragbudget.config import SurfaceSettings
+from langchain_ragbudget.budget._context_budget import ContextBudget
+from langchain_ragbudget.budget._packing import (
+    Sentences,
+    choose_sentences,
+    omission_points,
+)
+from langchain_ragbudget.chain._stuff import (
+    context_warnings,
+    create_budgeted_stuff_chain,
+)
+from langchain_ragbudget.config._settings import SurfaceSettings
+from langchain_ragbudget.config._tokens import count_tokens
 from langchain_ragbudget.evaluation._survival import is_whole_sentences
-from langchain_ragbudget.packing import Sentences, choose_sentences, omission_points
+from langchain_ragbudget.evidence._sentences import sentences
 
 pytestmark = pytest.mark.needs_tiktoken("cl100k_base")
 

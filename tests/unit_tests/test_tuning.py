@@ -28,7 +28,7 @@ from langchain_ragbudget.evaluation._tuning import (
     tune,
     tuned_yaml,
 )
-from langchain_ragbudget.fusion import FUSION_METHODS
+from langchain_ragbudget.retrieval._fusion import FUSION_METHODS
 from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
 
 TRAIN = 6  # sample questions 0-5 tune; the rest are the test split

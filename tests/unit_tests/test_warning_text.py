@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from langchain_ragbudget.chain import context_warnings
+from langchain_ragbudget.chain._factory import build_budget
+from langchain_ragbudget.chain._pipeline import Explained, explain
+from langchain_ragbudget.chain._stuff import context_warnings
 from langchain_ragbudget.cli._views import explained_to_dict, show_explained
-from langchain_ragbudget.config import RagBudgetConfig, load_config
-from langchain_ragbudget.factory import build_budget, build_hybrid_retriever
-from langchain_ragbudget.pipeline import Explained, explain
+from langchain_ragbudget.config._settings import RagBudgetConfig, load_config
+from langchain_ragbudget.retrieval._factory import build_hybrid_retriever
 from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
 
 pytestmark = [pytest.mark.needs_embedding_model, pytest.mark.needs_tiktoken]

@@ -10,15 +10,11 @@ from langchain_core.documents import Document
 from list_retriever import ListRetriever
 from sklearn.metrics import roc_auc_score
 
-from langchain_ragbudget._weak_signal import (
-    LIST_FEATURES,
-    fetched_scores,
-    signal_features,
-)
-from langchain_ragbudget.config import WeakEvidenceSettings, load_config
+from langchain_ragbudget.chain._factory import build_budget
+from langchain_ragbudget.config._settings import WeakEvidenceSettings, load_config
 from langchain_ragbudget.evaluation._beir import BeirDataset
 from langchain_ragbudget.evaluation._beir import judged_id as _doc_id
-from langchain_ragbudget.evaluation._stages import _Stages
+from langchain_ragbudget.evaluation._stages import Stages
 from langchain_ragbudget.evaluation._weak_evidence import (
     _cases,
     measure_weak_evidence,
@@ -34,9 +30,13 @@ from langchain_ragbudget.evaluation._weak_fit import (
     fit_trees,
     threshold_for_precision,
 )
-from langchain_ragbudget.evidence import assess_evidence, calibrate_threshold
-from langchain_ragbudget.factory import build_budget
-from langchain_ragbudget.hybrid import HybridRetriever
+from langchain_ragbudget.evidence._assess import assess_evidence, calibrate_threshold
+from langchain_ragbudget.evidence._signals import (
+    LIST_FEATURES,
+    fetched_scores,
+    signal_features,
+)
+from langchain_ragbudget.retrieval._hybrid import HybridRetriever
 from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
 
 
@@ -93,7 +93,7 @@ def test_both_cases_hand_fusion_lists_of_one_length() -> None:
         names=["bm25", "dense"],
         k=2,
     )
-    with_gold, without = _Stages(hybrid, None, {}).with_and_without("q", {"a"})
+    with_gold, without = Stages(hybrid, None, {}).with_and_without("q", {"a"})
     full, removed = fetched_scores(with_gold), fetched_scores(without)
     assert full is not None and removed is not None
     assert len(full["bm25"]) == len(removed["bm25"]) == 2  # a, b | b, c
@@ -104,7 +104,7 @@ def test_both_cases_hand_fusion_lists_of_one_length() -> None:
 
 
 @pytest.fixture(scope="module")
-def northwind() -> tuple[_Stages, BeirDataset]:
+def northwind() -> tuple[Stages, BeirDataset]:
     questions = [q for q in load_sample_questions() if q["answer_ids"]]
     corpus = load_sample_corpus()
     source = {doc.id: doc.metadata["doc_id"] for doc in corpus}  # judged by document
@@ -117,12 +117,12 @@ def northwind() -> tuple[_Stages, BeirDataset]:
             for i, q in enumerate(questions)
         },
     )
-    return _Stages.build(dataset, load_config(), ["chat"], None, None), dataset
+    return Stages.build(dataset, load_config(), ["chat"], None, None), dataset
 
 
 @pytest.mark.needs_embedding_model
 @pytest.mark.needs_tiktoken
-def test_removed_gold_is_never_seen(northwind: tuple[_Stages, BeirDataset]) -> None:
+def test_removed_gold_is_never_seen(northwind: tuple[Stages, BeirDataset]) -> None:
     stages, dataset = northwind
     seen_before = 0
     for query_id, text in dataset.queries.items():
@@ -143,7 +143,7 @@ def test_removed_gold_is_never_seen(northwind: tuple[_Stages, BeirDataset]) -> N
 @pytest.mark.needs_embedding_model
 @pytest.mark.needs_tiktoken
 def test_fitted_on_the_fitting_split_only_and_reproduced_at_run_time(
-    northwind: tuple[_Stages, BeirDataset], monkeypatch: pytest.MonkeyPatch
+    northwind: tuple[Stages, BeirDataset], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import langchain_ragbudget.evaluation._weak_evidence as evaluation
 
@@ -197,7 +197,7 @@ def test_fitted_on_the_fitting_split_only_and_reproduced_at_run_time(
 @pytest.mark.needs_embedding_model
 @pytest.mark.needs_tiktoken
 def test_the_harness_sees_what_the_budget_sees(
-    northwind: tuple[_Stages, BeirDataset],
+    northwind: tuple[Stages, BeirDataset],
 ) -> None:
     """The harness's answerable case and the runtime chain (the hybrid retriever
     invoked, its CandidateList handed to the budget) give the same features and

@@ -13,7 +13,19 @@ import pytest
 from langchain_core.documents import Document
 from list_retriever import ListRetriever
 
-from langchain_ragbudget._weak_signal import (
+from langchain_ragbudget.chain._factory import build_budget
+from langchain_ragbudget.chain._stuff import context_warnings
+from langchain_ragbudget.config._settings import (
+    CombinedEvidence,
+    WeakEvidenceSettings,
+    load_config,
+)
+from langchain_ragbudget.evidence._assess import (
+    COMBINED,
+    UNKNOWN_COMBINED,
+    assess_evidence,
+)
+from langchain_ragbudget.evidence._signals import (
     FEATURES,
     LIST_FEATURES,
     answerable_probability,
@@ -23,16 +35,8 @@ from langchain_ragbudget._weak_signal import (
     query_coverage,
     signal_features,
 )
-from langchain_ragbudget.chain import context_warnings
-from langchain_ragbudget.config import (
-    CombinedEvidence,
-    WeakEvidenceSettings,
-    load_config,
-)
-from langchain_ragbudget.evidence import COMBINED, UNKNOWN_COMBINED, assess_evidence
-from langchain_ragbudget.factory import build_budget
-from langchain_ragbudget.hybrid import HybridRetriever
-from langchain_ragbudget.ledger import LEDGER_KEY, CandidateList
+from langchain_ragbudget.ledger._records import LEDGER_KEY, CandidateList
+from langchain_ragbudget.retrieval._hybrid import HybridRetriever
 
 
 def cand(text: str, **metadata: float) -> Document:

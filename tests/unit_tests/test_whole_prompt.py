@@ -23,8 +23,12 @@ from sent_to_model import Sent
 from test_history import rendered_count
 
 from langchain_ragbudget import ContextBudget, create_budgeted_rag_chain
-from langchain_ragbudget._prompt import DEFAULT_PROMPT, EMPTY_CONTEXT, NO_CONTEXT_NOTE
-from langchain_ragbudget.config import SurfaceSettings
+from langchain_ragbudget.budget._prompt import (
+    DEFAULT_PROMPT,
+    EMPTY_CONTEXT,
+    NO_CONTEXT_NOTE,
+)
+from langchain_ragbudget.config._settings import SurfaceSettings
 
 pytestmark = pytest.mark.needs_tiktoken
 

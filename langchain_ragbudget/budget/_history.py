@@ -1,0 +1,296 @@
+"""Chat history on the prompt budget: counting messages and fitting history.
+
+A chat model does not read the text of a message alone: each message costs the
+tokens of its role and content plus a fixed wrapper, and the reply is primed with
+a few more. The count here follows OpenAI's documented overhead for its
+cl100k_base and o200k_base chat formats (3 tokens per message, 1 more for a
+`name`, 3 to prime the reply), which equals tiktoken's count of the messages
+rendered in the chat markup with one token per marker; the tests check that
+equality on rendered messages.
+
+`fit_history` keeps the newest turns that fit and drops the older ones, oldest
+first and whole, each with a `history / over_max_tokens` record. Pure apart from
+the token cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.documents import Document
+from langchain_core.messages import (
+    BaseMessage,
+    ChatMessage,
+    HumanMessage,
+    ToolMessage,
+)
+from langchain_core.prompts import BasePromptTemplate
+
+from langchain_ragbudget.budget._prompt import prompt_variables
+from langchain_ragbudget.budget._report import BudgetedContext, PromptRoom
+from langchain_ragbudget.config._data import check_prompt_room as check_prompt_room
+from langchain_ragbudget.config._tokens import count_tokens
+from langchain_ragbudget.errors import InvalidInputError
+from langchain_ragbudget.ledger._records import DropReason, DropRecord, Stage
+
+if TYPE_CHECKING:
+    from langchain_ragbudget.config._settings import SurfaceSettings
+
+TOKENS_PER_MESSAGE = 3  # <|start|>{role}<|message|>{content}<|end|>
+TOKENS_PER_NAME = 1
+REPLY_PRIMING = 3  # <|start|>assistant<|message|>
+_ROLES = {"human": "user", "ai": "assistant", "system": "system"}
+
+
+def role_of(message: BaseMessage) -> str:
+    """The role a chat API sends for `message` (`user`, `assistant`, ...)."""
+    if isinstance(message, ChatMessage):
+        return message.role
+    return _ROLES.get(message.type, message.type)
+
+
+def message_text(message: BaseMessage) -> str:
+    """The text content of `message` (text blocks joined)."""
+    return str(message.text)
+
+
+def message_tokens(message: BaseMessage, encoding: str) -> int:
+    """Tokens one message costs in a chat prompt, its wrapper included."""
+    tokens = TOKENS_PER_MESSAGE + count_tokens(role_of(message), encoding)
+    tokens += count_tokens(message_text(message), encoding)
+    if message.name:
+        tokens += TOKENS_PER_NAME + count_tokens(message.name, encoding)
+    return tokens
+
+
+def prompt_tokens(messages: Sequence[BaseMessage], encoding: str) -> int:
+    """Tokens of a whole chat prompt: every message, and the reply's priming."""
+    return REPLY_PRIMING + sum(message_tokens(m, encoding) for m in messages)
+
+
+def fit_history(
+    messages: Sequence[BaseMessage],
+    budget_tokens: int,
+    count: Callable[[BaseMessage], int],
+) -> tuple[list[BaseMessage], list[DropRecord]]:
+    """The newest turns that fit `budget_tokens` together, and records of the rest.
+
+    Turns are kept from the newest back while they fit; the first that does not
+    fit is dropped with every older one, so the kept history is the recent part
+    of the conversation, never a message cut short and never a gap. A tool result
+    whose call was dropped is dropped too (a chat API refuses it alone).
+
+    Args:
+        messages: The history, oldest first; the current question is not in it.
+        budget_tokens: The tokens history may take.
+        count: The tokens of one message (`message_tokens` in an encoding).
+
+    Returns:
+        The kept messages, oldest first, and one `history / over_max_tokens`
+        record per dropped message, oldest first.
+    """
+    used = 0
+    start = len(messages)
+    while start > 0 and used + count(messages[start - 1]) <= budget_tokens:
+        used += count(messages[start - 1])
+        start -= 1
+    misfit = start  # the newest turn that did not fit (1-based), 0 if all fit
+    while start < len(messages) and isinstance(messages[start], ToolMessage):
+        used -= count(messages[start])
+        start += 1
+    dropped = []
+    for position, message in enumerate(messages[:start], start=1):
+        tokens = count(message)
+        if position == misfit:
+            why = (
+                f"needs {tokens} tokens; newer turns took {used} of the {budget_tokens}"
+            )
+        elif position < misfit:
+            why = f"older than turn {misfit}, which did not fit (history keeps no gap)"
+        else:
+            why = "a tool result whose call was dropped (a chat API refuses it alone)"
+        dropped.append(_drop_record(message, position, tokens, why))
+    return list(messages[start:]), dropped
+
+
+def _drop_record(
+    message: BaseMessage, position: int, tokens: int, why: str
+) -> DropRecord:
+    """The record of one dropped turn; its rank is its place in the history."""
+    key = message.id or f"history-{position}"
+    document = Document(
+        id=key,
+        page_content=message_text(message),
+        metadata={"role": role_of(message), "history_turn": position},
+    )
+    return DropRecord(
+        key=key,
+        stage=Stage.HISTORY,
+        reason=DropReason.MAX_TOKENS,
+        rank=position,
+        document=document,
+        tokens=tokens,
+        detail=f"turn {position} ({role_of(message)}) {why}",
+    )
+
+
+def history_budget(
+    max_prompt_tokens: int, reserve: int, fixed: int, share: float
+) -> int:
+    """Tokens history may take: its share of what the fixed parts leave."""
+    return max(0, int((max_prompt_tokens - reserve - fixed) * share))
+
+
+def render_prompt(
+    prompt: BasePromptTemplate,
+    variables: Mapping[str, Any],
+    history_key: str = "history",
+) -> list[BaseMessage]:
+    """The messages `prompt` sends for `variables`; a variable it lacks is empty.
+
+    Variables the template does not take are left out; `history_key` is given
+    as a list of messages, every other missing one as an empty string.
+    """
+    values: dict[str, Any] = {}
+    for name in prompt.input_variables:
+        if name in variables:
+            values[name] = variables[name]
+        else:
+            values[name] = [] if name == history_key else ""
+    return list(prompt.invoke(values).to_messages())
+
+
+Measure = Callable[[Sequence[BaseMessage], "BudgetedContext"], int]
+"""Tokens of the whole prompt for a history and a context."""
+
+
+def fit_with_history(
+    fit_context: Callable[[int], BudgetedContext],
+    empty: BudgetedContext,
+    history: Sequence[BaseMessage],
+    measure: Measure,
+    settings: SurfaceSettings,
+) -> BudgetedContext:
+    """Fit history and context together into the surface's `max_prompt_tokens`.
+
+    History first, within its `history_share` of the room the fixed parts leave;
+    the context then gets what is left (at most `max_tokens`). The whole prompt
+    is measured as sent, with what the chain adds once the context is known (the
+    empty-context text, the weak-evidence note); should that cost more than the
+    parts counted first, the context's budget shrinks by the excess and it is
+    fitted again, and once the context is empty, older history turns go too.
+
+    Args:
+        fit_context: The context fitted to a token budget.
+        empty: The context with no passage (the fixed parts are measured with
+            it: no history, the empty-context text and its note).
+        history: The chat history, oldest first.
+        measure: Tokens of the whole prompt with this history and context.
+        settings: The surface (`max_prompt_tokens` set).
+
+    Returns:
+        The context, holding the kept history, the history's drop records among
+        its drops, and how the room was shared (`report.prompt`).
+    """
+    assert settings.max_prompt_tokens is not None
+    encoding = settings.encoding_name
+    limit = settings.max_prompt_tokens - settings.reserve_output_tokens
+    fixed = measure([], empty)  # no history, no passage: the empty-context text
+    share = history_budget(
+        settings.max_prompt_tokens,
+        settings.reserve_output_tokens,
+        fixed,
+        settings.history_share,
+    )
+    kept, dropped, used = _history_within(history, share, encoding)
+    budget = max(0, min(settings.max_tokens, limit - fixed - used))
+    context = fit_context(budget)
+    total = measure(kept, context)
+    while total > limit and budget > 0:
+        budget = max(0, budget - (total - limit))
+        context = fit_context(budget)
+        total = measure(kept, context)
+    while total > limit and kept:  # an empty context's text and note still to fit
+        kept, dropped, used = _history_within(history, used - (total - limit), encoding)
+        total = measure(kept, context)
+    room = PromptRoom(
+        max_prompt_tokens=settings.max_prompt_tokens,
+        reserve_output_tokens=settings.reserve_output_tokens,
+        fixed_tokens=fixed,
+        history_share=settings.history_share,
+        history_budget=share,
+        history_tokens=used,
+        context_budget=budget,
+        prompt_tokens=total,
+    )
+    report = replace(
+        context.report,
+        drops=[*context.report.drops, *dropped],
+        over_budget=context.report.over_budget or total > limit,
+        prompt=room,
+    )
+    return replace(context, history=kept, report=report)
+
+
+def _history_within(
+    history: Sequence[BaseMessage], budget: int, encoding: str
+) -> tuple[list[BaseMessage], list[DropRecord], int]:
+    """`fit_history` in `budget` tokens, and the tokens the kept turns take."""
+    kept, dropped = fit_history(history, budget, lambda m: message_tokens(m, encoding))
+    return kept, dropped, sum(message_tokens(message, encoding) for message in kept)
+
+
+def prompt_measure(
+    prompt: BasePromptTemplate | None,
+    question: str,
+    variables: Mapping[str, Any],
+    encoding: str,
+) -> Measure:
+    """Tokens of the whole prompt for a history and a context.
+
+    With `prompt`, it is rendered with the variables the stuff chain fills it with
+    (`_prompt.prompt_variables`: the context text or the empty-context text, the
+    question, the weak-evidence note, `variables` and the history), and its
+    messages counted. Without it, the history, the context and the question are
+    counted as the messages they would be.
+    """
+    question = variables.get("question", question)  # as asked, blanks included
+
+    def measure(history: Sequence[BaseMessage], context: BudgetedContext) -> int:
+        if prompt is None:
+            parts = [*history, HumanMessage(context.text), HumanMessage(question)]
+            return prompt_tokens(parts, encoding)
+        state = {**variables, "history": list(history)}
+        values = prompt_variables(question, context, prompt, extra=state)
+        return prompt_tokens(render_prompt(prompt, values), encoding)
+
+    return measure
+
+
+def history_of(input: Any) -> list[BaseMessage] | None:
+    """The chat history of a budget's input dict (`history`), or None.
+
+    Raises:
+        InvalidInputError: `history` is not a list of LangChain messages.
+    """
+    if not isinstance(input, dict) or input.get("history") is None:
+        return None
+    history = input["history"]
+    if not isinstance(history, list | tuple) or not all(
+        isinstance(message, BaseMessage) for message in history
+    ):
+        raise InvalidInputError(
+            "input['history'] must be a list of LangChain messages (BaseMessage); "
+            f"got {type(history).__name__}"
+        )
+    return list(history)
+
+
+def prompt_values(input: Any) -> dict[str, Any]:
+    """The input's string prompt variables (the question as asked among them)."""
+    if not isinstance(input, dict):
+        return {}
+    skip = {"documents", "context", "history"}  # the question as asked stays
+    return {k: v for k, v in input.items() if k not in skip and isinstance(v, str)}

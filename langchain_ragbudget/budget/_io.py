@@ -1,0 +1,46 @@
+"""What the budget reads from an LCEL state, and what it puts back.
+
+A list of Documents in, a `BudgetedContext` out; or a dict with `documents` (and
+perhaps `question` and `history`) in, and the same dict with `context` added out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+
+from langchain_ragbudget.budget._report import BudgetedContext
+from langchain_ragbudget.errors import InvalidInputError
+from langchain_ragbudget.ledger._validation import check_documents
+
+
+def documents_of(input: Any) -> Sequence[Document]:
+    """The candidates: the input itself, or its `documents`, checked."""
+    if isinstance(input, dict):
+        if "documents" not in input:
+            raise InvalidInputError(
+                "ContextBudget takes a list of Documents or a dict with a "
+                f"'documents' list; got a dict with keys {sorted(map(str, input))}"
+            )
+        return check_documents(input["documents"], "input['documents']")
+    return check_documents(input)
+
+
+def budget_output(input: Any, context: BudgetedContext) -> Any:
+    """The context; in a chain, the input dict with the context under `context`.
+
+    A `history` in the input is replaced by the history the prompt may take.
+    """
+    if not isinstance(input, dict):
+        return context
+    if "history" in input:
+        return {**input, "context": context, "history": context.history}
+    return {**input, "context": context}
+
+
+def question_of(input: Any) -> str | None:
+    """The question, when the budget runs in a `{question, documents}` chain."""
+    question = input.get("question") if isinstance(input, dict) else None
+    return question if isinstance(question, str) and question.strip() else None

@@ -1,0 +1,597 @@
+"""Packing passages into a token and count budget: pure functions.
+
+No passage is ever cut mid-sentence: each is kept verbatim, shortened to whole
+sentences (policy `trim`), or dropped with a reason. Policy `skip` lets smaller
+passages after an overflow still fit; `stop` stops at the first overflow, as a plain
+truncator does; `trim` keeps a passage that fits whole and shortens one that does
+not to its most relevant sentences that fit what is left, in their own order, with
+an omission marker where sentences are left out. `min_docs` keeps the top passages
+even when they alone exceed the budget, and says so through `over_budget`.
+`max_per_source` and `max_per_retriever` cap the passages kept of one source
+document and of one retriever, so one verbose source cannot fill the surface.
+A document's passages are weighed together, where its best one ranks, and `trim`
+shortens two chunks of one document together (`pack`).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property, partial
+from typing import Literal, Protocol
+
+from langchain_ragbudget.ledger._records import DropReason
+
+Policy = Literal["skip", "stop", "trim"]
+
+
+Count = int | Callable[[], int]
+JoinedCost = Callable[[int, tuple[int, ...]], int | None]
+
+
+class PackItem:
+    """One candidate passage, as the packer sees it.
+
+    `tokens` is the rendered passage; `group_tokens` the header its citation group
+    costs if this passage is the group's first kept one; equal `content_key`s (the
+    passage text) mark duplicates. Either count may be given as a function, called
+    once on first use: the packer reads counts only for a passage it weighs, so a
+    candidate past `max_docs`, a duplicate, or one after `stop` is never counted.
+    `group` is also the source document `max_per_source` counts; `retriever` the
+    retriever `max_per_retriever` counts (None: not counted against any).
+    `neighbour`: a chunk added next to a retrieved one, not retrieved itself
+    (`retrieval.neighbours`): weighed at its own rank, never with its document.
+    """
+
+    __slots__ = (
+        "_group_tokens",
+        "_tokens",
+        "content_key",
+        "group",
+        "neighbour",
+        "retriever",
+    )
+
+    def __init__(
+        self,
+        tokens: Count,
+        group: str,
+        group_tokens: Count,
+        content_key: str,
+        retriever: str | None = None,
+        neighbour: bool = False,
+    ) -> None:
+        self._tokens = tokens
+        self.group = group
+        self._group_tokens = group_tokens
+        self.content_key = content_key
+        self.retriever = retriever
+        self.neighbour = neighbour
+
+    @property
+    def tokens(self) -> int:
+        """The rendered passage's tokens (counted now if not yet)."""
+        if callable(self._tokens):
+            self._tokens = self._tokens()
+        return self._tokens
+
+    @property
+    def group_tokens(self) -> int:
+        """The citation header's tokens (counted now if not yet)."""
+        if callable(self._group_tokens):
+            self._group_tokens = self._group_tokens()
+        return self._group_tokens
+
+    @property
+    def counted_tokens(self) -> int | None:
+        """`tokens` if the packer has weighed this passage, else `None`."""
+        return None if callable(self._tokens) else self._tokens
+
+    @property
+    def counted_group_tokens(self) -> int | None:
+        """`group_tokens` if the packer has read them, else `None`."""
+        return None if callable(self._group_tokens) else self._group_tokens
+
+    def __repr__(self) -> str:
+        return (
+            f"PackItem(tokens={self.counted_tokens}, group={self.group!r}, "
+            f"content_key={self.content_key[:20]!r})"
+        )
+
+
+@dataclass(frozen=True)
+class Sentences:
+    """One passage's sentences as the packer sees them, for policy `trim`.
+
+    `relevance`: one score per sentence (higher first, ties to the earlier one);
+    `cost(chosen)`: the exact tokens of the passage shortened to the sentences
+    `chosen` (sorted), markers included; `texts`: the sentences themselves, so a
+    sentence two overlapping chunks share is offered once (empty: not known).
+    """
+
+    relevance: tuple[float, ...]
+    cost: Callable[[tuple[int, ...]], int]
+    texts: tuple[str, ...] = ()
+    retitled: Callable[[tuple[int, ...]], int] | None = None
+
+    def paying_header(self) -> Sentences:
+        """The passage as the one that pays its citation's header.
+
+        `retitled(chosen)`: the tokens the header gains when the passage is
+        shortened to `chosen` (a header leaves out a title only while the
+        passage's block opens with it as a line).
+        """
+        if self.retitled is None:
+            return self
+        base, extra = self.cost, self.retitled
+        return replace(self, cost=lambda chosen: base(chosen) + extra(chosen))
+
+
+@dataclass(frozen=True)
+class PackResult:
+    """Indices kept (in the order weighed), indices dropped with reasons, tokens used.
+
+    `trimmed` maps each shortened passage (also in `kept`) to the sentences kept;
+    `joined` each passage kept as part of a run of neighbours to the tokens it added;
+    `retitled` each shortened passage whose header shows the title it left out to
+    the tokens that added to the header.
+    """
+
+    kept: tuple[int, ...]
+    dropped: tuple[tuple[int, DropReason], ...]
+    tokens_used: int
+    over_budget: bool
+    trimmed: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    joined: tuple[tuple[int, int], ...] = ()
+    retitled: tuple[tuple[int, int], ...] = ()
+
+
+def document_order(items: Sequence[PackItem]) -> list[int]:
+    """Item indices with each citation group's passages together, where its best ranks.
+
+    The order the context shows them in (`render.group_citations`). Measured on
+    SciFact in 64 to 256-token chunks (BENCHMARKS.md): weighed by rank alone, or
+    with only a chunk's near neighbours moved up, evidence spread over chunks of
+    one abstract is lost where the naive slice, which shows them together, keeps
+    it. `max_per_source` caps what one document may take. A neighbour (not
+    retrieved) stays at its rank, so it only takes room the retrieved ones leave.
+    """
+    members: dict[str, list[int]] = {}
+    for index, item in enumerate(items):
+        if not item.neighbour:
+            members.setdefault(item.group, []).append(index)
+    grouped = [index for group in members.values() for index in group]
+    return grouped + [index for index, item in enumerate(items) if item.neighbour]
+
+
+def pack(
+    items: Sequence[PackItem],
+    *,
+    max_tokens: int,
+    max_docs: int,
+    policy: Policy = "skip",
+    min_docs: int = 1,
+    sentences_of: Callable[[int], Sentences] | None = None,
+    max_sentences: int | None = None,
+    max_passage_tokens: int | None = None,
+    max_per_source: int | None = None,
+    max_per_retriever: int | None = None,
+    joined_cost: JoinedCost | None = None,
+) -> PackResult:
+    """Keep items while they fit, a document's passages together; the rest get a reason.
+
+    Items are weighed in `document_order`: by rank, each passage followed by the
+    other passages of its citation group. With policy `trim`, `sentences_of(index)`
+    describes a passage that does not fit whole (asked only for those); when a
+    later passage of the same document is left, the best of them is shortened
+    together with it and weighed next (`_Pair`: the most relevant sentences of both
+    that fit), so evidence split over two chunks survives a budget that has room
+    for only part of them.
+    `max_sentences` caps what one shortened passage keeps; a passage over
+    `max_passage_tokens` is shortened to that size even when the budget has room
+    for it, leaving room for the passages after it. A passage whose source
+    (`group`) or retriever already has `max_per_source` or `max_per_retriever`
+    kept passages is dropped before `max_docs` is checked. `joined_cost(index,
+    kept)` is what a whole passage adds to the passages `kept` whole of its group
+    when it renders joined to one of them (None: it does not); joined, it
+    lengthens a passage and takes no `max_docs` slot.
+    """
+    packing = _Packing(
+        items, max_tokens, policy, _Caps(max_per_source, max_per_retriever)
+    )
+    queue = _Queue(items)
+    for index in queue:
+        item = items[index]
+        slots_left = max_docs - packing.slots  # a passage joined to a run takes none
+        full = partial(packing.full, index, max_docs, joined_cost)
+        if early := _early_drop(
+            item, packing.contents, packing.capped, full, packing.stopped
+        ):
+            packing.dropped.append((index, early))
+            continue
+        added = packing.join_cost(index, joined_cost)  # counted once (NeighbourCosts)
+        header = 0 if item.group in packing.groups else item.group_tokens
+        tokens = item.tokens if added is None else added
+        cost = tokens + header
+        chosen: tuple[int, ...] | None = ()
+        room = max_tokens - packing.used - header
+        if max_passage_tokens is not None:
+            room = min(room, max_passage_tokens)
+        if index in packing.planned:  # shortened together with the passage before
+            chosen, cost = packing.planned.pop(index)
+        elif added is None and queue.must_wait(index, slots_left):
+            continue  # it would take the slot of a better-ranked passage
+        elif tokens > room > 0 and slots_left > 0 and policy == "trim" and sentences_of:
+            chosen, shortened = packing.shorten(
+                queue,
+                index,
+                room,
+                sentences_of,
+                max_sentences,
+                pair_slots=slots_left if max_sentences is None else 0,
+                pays_header=header > 0,
+            )
+            cost = header + shortened if chosen else cost
+        if chosen is not None and (
+            packing.used + cost <= max_tokens or len(packing.kept) < min_docs
+        ):
+            packing.keep(index, cost, chosen, added)
+        else:
+            packing.dropped.append((index, DropReason.MAX_TOKENS))
+            packing.stopped = policy == "stop"
+    return packing.result()
+
+
+class _Queue:
+    """The order `pack` weighs passages in: `document_order`, with waits.
+
+    A passage that comes ahead of its rank (a later passage of a document weighed
+    with its best one) goes ahead only while it leaves a `max_docs` slot for each
+    better-ranked passage not weighed yet; otherwise it waits for its rank. The
+    best later passage of a document can be moved to be weighed next
+    (`take_mate`), to be shortened together with the one before it.
+    """
+
+    def __init__(self, items: Sequence[PackItem]) -> None:
+        self.items = items
+        self.pending = document_order(items)
+        self.waiting: list[int] = []
+        best: dict[str, int] = {}
+        for index, item in enumerate(items):
+            best.setdefault(item.group, index)
+        self.leaders = set(best.values())  # each document's best passage
+        self.waited: set[int] = set()
+
+    def __iter__(self) -> Iterator[int]:
+        while self.pending or self.waiting:
+            head = self.pending[0] if self.pending else None
+            if self.waiting and (
+                head is None or (head in self.leaders and self.waiting[0] < head)
+            ):
+                yield self.waiting.pop(0)
+            else:
+                yield self.pending.pop(0)
+
+    def better(self, index: int) -> int:
+        """Passages ranked above `index` that are not weighed yet."""
+        return sum(i < index for i in (*self.pending, *self.waiting))
+
+    def must_wait(self, index: int, slots: int) -> bool:
+        """Whether `index` must wait for its rank (and it then does).
+
+        So it does when weighed ahead of its rank with no more of the `slots` of
+        `max_docs` left than better-ranked passages not weighed yet.
+        """
+        if index in self.leaders or index in self.waited:
+            return False  # a document's best passage is never ahead of its rank
+        if self.better(index) < slots:
+            return False
+        bisect.insort(self.waiting, index)
+        self.waited.add(index)
+        return True
+
+    def take_mate(self, index: int, contents: set[str], slots: int) -> int | None:
+        """The best passage not weighed yet of `index`'s document, moved up next.
+
+        None if there is none that is not a duplicate, or if taking it with
+        `index` would leave fewer of the `slots` left than passages ranked above it.
+        """
+        item = self.items[index]
+        seen = {*contents, item.content_key}
+        for position, later in enumerate(self.pending):
+            mate = self.items[later]
+            if mate.group == item.group and mate.content_key not in seen:
+                if self.better(later) > slots - 2:
+                    return None
+                self.pending.insert(0, self.pending.pop(position))
+                return later
+        return None
+
+
+@dataclass
+class _Packing:
+    """What `pack` has decided so far."""
+
+    items: Sequence[PackItem]
+    max_tokens: int
+    policy: Policy
+    capped: _Caps
+    kept: list[int] = field(default_factory=list)
+    trimmed: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)
+    joined: list[tuple[int, int]] = field(default_factory=list)
+    whole: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    dropped: list[tuple[int, DropReason]] = field(default_factory=list)
+    # a passage shortened with the one before it: its sentences (() whole,
+    # None none) and its cost
+    planned: dict[int, tuple[tuple[int, ...] | None, int]] = field(default_factory=dict)
+    retitled: dict[int, int] = field(default_factory=dict)
+    groups: set[str] = field(default_factory=set)
+    contents: set[str] = field(default_factory=set)
+    used: int = 0
+    over_budget: bool = False
+    stopped: bool = False
+
+    def join_cost(self, index: int, joined_cost: JoinedCost | None) -> int | None:
+        """What whole passage `index` adds to a kept run of its group (None: none)."""
+        group = self.items[index].group
+        if joined_cost is None or group not in self.whole:
+            return None
+        return joined_cost(index, self.whole[group])
+
+    def full(self, index: int, max_docs: int, joined_cost: JoinedCost | None) -> bool:
+        """No `max_docs` slot for passage `index`: none free, and it joins no run."""
+        return self.slots >= max_docs and self.join_cost(index, joined_cost) is None
+
+    @property
+    def slots(self) -> int:
+        """The `max_docs` slots taken: a chunk joined to a kept run takes none."""
+        return len(self.kept) - len(self.joined)
+
+    def keep(
+        self, index: int, cost: int, chosen: tuple[int, ...], added: int | None
+    ) -> None:
+        """Keep passage `index` (shortened to `chosen`, or whole if empty)."""
+        item = self.items[index]
+        self.over_budget = self.over_budget or self.used + cost > self.max_tokens
+        self.kept.append(index)
+        if chosen:
+            self.trimmed.append((index, chosen))
+        else:
+            self.whole[item.group] = (*self.whole.get(item.group, ()), index)
+            if added is not None:
+                self.joined.append((index, added))
+        self.groups.add(item.group)
+        self.capped.count(item)
+        self.contents.add(item.content_key)
+        self.used += cost
+
+    def shorten(
+        self,
+        queue: _Queue,
+        index: int,
+        room: int,
+        sentences_of: Callable[[int], Sentences],
+        max_sentences: int | None,
+        *,
+        pair_slots: int,
+        pays_header: bool,
+    ) -> tuple[tuple[int, ...], int]:
+        """The sentences of passage `index` that fit `room`, and their tokens.
+
+        With `pair_slots` of `max_docs` left (0: no pair), no cap set, and nothing
+        of its document kept whole (no join to pay for), the best passage of its
+        document not weighed yet is shortened with it: its share is planned, and it
+        is weighed next.
+        """
+        item, shape = self.items[index], sentences_of(index)
+        if pays_header:
+            shape = shape.paying_header()
+        mate = None
+        if pair_slots >= 2 and self.capped.none() and item.group not in self.whole:
+            mate = queue.take_mate(index, self.contents, pair_slots)
+        if mate is None:
+            chosen = choose_sentences(shape, room, max_sentences)
+        else:
+            pair = _Pair(shape, sentences_of(mate), self.items[mate].tokens)
+            chosen, rest = pair.split(choose_sentences(pair.shape(), room))
+            if chosen:
+                all_of_it = len(rest) == len(pair.second.relevance)
+                plan = () if all_of_it else rest or None
+                self.planned[mate] = (plan, pair.second_cost(rest))
+        if chosen and pays_header and shape.retitled and shape.retitled(chosen):
+            self.retitled[index] = shape.retitled(chosen)
+        return chosen, shape.cost(chosen) if chosen else 0
+
+    def result(self) -> PackResult:
+        """The decisions, as `pack` returns them."""
+        return PackResult(
+            tuple(self.kept),
+            tuple(self.dropped),
+            self.used,
+            self.over_budget,
+            tuple(self.trimmed),
+            tuple(self.joined),
+            tuple(self.retitled.items()),
+        )
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """Two passages of one document shortened as one passage.
+
+    `first`'s sentences, then `second`'s that `first` does not hold (overlapping
+    chunks share sentences, offered once).
+    """
+
+    first: Sentences
+    second: Sentences
+    second_tokens: int
+
+    @cached_property
+    def extra(self) -> tuple[int, ...]:
+        """`second`'s sentences not also in `first`, by index."""
+        shared = set(self.first.texts)
+        return tuple(
+            j
+            for j in range(len(self.second.relevance))
+            if not self.second.texts or self.second.texts[j] not in shared
+        )
+
+    def shape(self) -> Sentences:
+        """Both passages' sentences as one passage's, for `choose_sentences`."""
+        relevance = self.first.relevance + tuple(
+            self.second.relevance[j] for j in self.extra
+        )
+        return Sentences(relevance, self.cost)
+
+    def split(self, chosen: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """A joint choice as each passage's own sentence indices."""
+        n, extra = len(self.first.relevance), self.extra
+        return (
+            tuple(i for i in chosen if i < n),
+            tuple(extra[i - n] for i in chosen if i >= n),
+        )
+
+    def cost(self, chosen: tuple[int, ...]) -> int:
+        """Tokens of both shortened passages (one left out costs nothing)."""
+        first, second = self.split(chosen)
+        return (self.first.cost(first) if first else 0) + self.second_cost(second)
+
+    def second_cost(self, chosen: tuple[int, ...]) -> int:
+        """Tokens of `second` shortened to `chosen` (whole if it is all of it)."""
+        if not chosen:
+            return 0
+        if len(chosen) == len(self.second.relevance):
+            return self.second_tokens
+        return self.second.cost(chosen)
+
+
+def _early_drop(
+    item: PackItem,
+    contents: set[str],
+    capped: _Caps,
+    full: Callable[[], bool],
+    stopped: bool,
+) -> DropReason | None:
+    """Why `item` is dropped before it is weighed, in the order checked; or None."""
+    if item.content_key in contents:
+        return DropReason.DUPLICATE
+    if over_cap := capped.reason(item):
+        return over_cap
+    if full():
+        return DropReason.MAX_DOCS
+    return DropReason.MAX_TOKENS if stopped else None
+
+
+CAP_REASONS = (DropReason.MAX_PER_SOURCE, DropReason.MAX_PER_RETRIEVER)
+
+
+class _CapSettings(Protocol):
+    @property
+    def max_per_source(self) -> int | None: ...
+    @property
+    def max_per_retriever(self) -> int | None: ...
+
+
+def cap_detail(reason: DropReason, settings: _CapSettings, item: PackItem) -> str:
+    """Why a passage over a per-source or per-retriever cap was dropped, in words."""
+    if reason == DropReason.MAX_PER_SOURCE:
+        return f"max_per_source={settings.max_per_source} of its source already kept"
+    return (
+        f"max_per_retriever={settings.max_per_retriever} of retriever "
+        f"{item.retriever!r} already kept"
+    )
+
+
+class _Caps:
+    """Kept passages per source and per retriever, against their caps."""
+
+    def __init__(self, per_source: int | None, per_retriever: int | None) -> None:
+        self.per_source = per_source
+        self.per_retriever = per_retriever
+        self.sources: dict[str, int] = {}
+        self.retrievers: dict[str, int] = {}
+
+    def reason(self, item: PackItem) -> DropReason | None:
+        """Why `item` may not be kept under the caps, or None if it may."""
+        if (
+            self.per_source is not None
+            and self.sources.get(item.group, 0) >= self.per_source
+        ):
+            return DropReason.MAX_PER_SOURCE
+        if (
+            self.per_retriever is not None
+            and item.retriever is not None
+            and self.retrievers.get(item.retriever, 0) >= self.per_retriever
+        ):
+            return DropReason.MAX_PER_RETRIEVER
+        return None
+
+    def none(self) -> bool:
+        """Whether no cap is set."""
+        return self.per_source is None and self.per_retriever is None
+
+    def count(self, item: PackItem) -> None:
+        """Count a kept `item` against its source and retriever."""
+        self.sources[item.group] = self.sources.get(item.group, 0) + 1
+        if item.retriever is not None:
+            self.retrievers[item.retriever] = self.retrievers.get(item.retriever, 0) + 1
+
+
+def choose_sentences(
+    shape: Sentences, budget: int, max_sentences: int | None = None
+) -> tuple[int, ...]:
+    """The most relevant sentences that fit `budget` together, in passage order.
+
+    Greedy by relevance (ties to the earlier sentence): a sentence that would
+    overflow is passed over and a shorter, less relevant one may still fit.
+    """
+    order = sorted(range(len(shape.relevance)), key=lambda i: (-shape.relevance[i], i))
+    chosen: tuple[int, ...] = ()
+    for candidate in order:
+        if max_sentences is not None and len(chosen) >= max_sentences:
+            break
+        trial = tuple(sorted([*chosen, candidate]))
+        if shape.cost(trial) <= budget:
+            chosen = trial
+    return chosen
+
+
+def omission_points(chosen: Sequence[int], total: int) -> list[int]:
+    """Where markers go: before each kept sentence after a gap, and at a cut end.
+
+    Returned as positions in `chosen` (len(chosen) for the end).
+    """
+    points = [
+        position
+        for position, sentence in enumerate(chosen)
+        if sentence > (chosen[position - 1] + 1 if position else 0)
+    ]
+    if chosen and chosen[-1] < total - 1:
+        points.append(len(chosen))
+    return points
+
+
+def header_costs(items: Sequence[PackItem], result: PackResult) -> list[int | None]:
+    """Citation-header tokens each passage paid (kept) or needed (dropped).
+
+    As `packing.pack` counts them: a header is paid by the first kept passage of
+    its source document (with the title it shows when that passage was shortened
+    without its first line, `result.retitled`); later passages of that document
+    pay none. `None` for a passage the packer never weighed.
+    """
+    kept_set: set[int] = set(result.kept)
+    retitled = dict(result.retitled)
+    paid: set[str] = set()
+    out: list[int | None] = []
+    for index, item in enumerate(items):
+        tokens = item.counted_group_tokens
+        if item.group in paid:
+            tokens = 0
+        elif tokens is not None:
+            tokens += retitled.get(index, 0)
+        out.append(tokens)
+        if index in kept_set:
+            paid.add(item.group)
+    return out

@@ -1,0 +1,137 @@
+"""Shortening with `packing: trim`: a passage cut to whole sentences, on demand.
+
+The packer asks for the sentences of a passage that does not fit whole
+(`Shortener.shape`: their relevance to the question and the exact token cost of
+any choice of them); the budget then makes the shortened passage, its quoted runs
+and its `TrimRecord` (`Shortener.apply`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from langchain_core.documents import Document
+
+from langchain_ragbudget.budget._packing import PackItem, Sentences, omission_points
+from langchain_ragbudget.budget._render import ContextFormat
+from langchain_ragbudget.config._tokens import count_tokens
+from langchain_ragbudget.evidence._sentences import sentence_spans
+from langchain_ragbudget.ledger._metadata_keys import CONTEXT_TOKENS
+from langchain_ragbudget.ledger._records import Stage, TrimRecord
+
+
+@dataclass
+class Shortener:
+    """Sentences of the passages that do not fit whole, made on demand.
+
+    Only a passage the packer asks about is split and scored; splits and token
+    counts are cached per text, so a warm call is lookups.
+
+    Attributes:
+        format: How a shortened passage is rendered.
+        encoding: The tiktoken encoding its tokens are counted in.
+        documents: The candidates, best first.
+        question: What the sentences are chosen for (None: the leading ones).
+        relevance: Each sentence's relevance to the question.
+        spans: The sentence spans of each passage split so far, by index.
+    """
+
+    format: ContextFormat
+    encoding: str
+    documents: Sequence[Document]
+    question: str | None
+    relevance: Callable[[str | None, Sequence[str]], list[float]]
+    spans: dict[int, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+
+    def shape(self, index: int) -> Sentences:
+        """The packer's view of passage `index`: relevance and exact costs."""
+        text = self.documents[index].page_content
+        spans = sentence_spans(text)
+        self.spans[index] = spans
+        texts = [text[start:end] for start, end in spans]
+
+        def cost(chosen: tuple[int, ...]) -> int:
+            block = self.format.render_shortened(self.segments(index, chosen))
+            return count_tokens(block, self.encoding)
+
+        relevance = tuple(self.relevance(self.question, texts))
+        return Sentences(relevance, cost, tuple(texts), self._retitled(index))
+
+    def _retitled(self, index: int) -> Callable[[tuple[int, ...]], int] | None:
+        """Tokens the header gains, shortened to `chosen`, by showing the title.
+
+        None when the header shows the title anyway (the passage does not open
+        with it as a line).
+        """
+        document = self.documents[index]
+        titled = self.format.render_header(1, document, shows="")
+        untitled = self.format.render_header(1, document)
+        if titled == untitled:
+            return None
+        gain = count_tokens(titled, self.encoding) - count_tokens(
+            untitled, self.encoding
+        )
+
+        def retitled(chosen: tuple[int, ...]) -> int:
+            first = self.segments(index, chosen)[0] if chosen else None
+            shown = self.format.title_line_shown(document, first or "")
+            return 0 if shown else gain
+
+        return retitled
+
+    def segments(self, index: int, chosen: tuple[int, ...]) -> list[str | None]:
+        """Runs of adjacent kept sentences, and `None` where sentences are left out.
+
+        A run is the passage's own text from its first sentence to its last.
+        """
+        text = self.documents[index].page_content
+        spans = self.spans[index]
+        points = omission_points(chosen, len(spans))
+        out: list[str | None] = []
+        for position, sentence in enumerate(chosen):
+            starts_run = position == 0 or position in points
+            if position in points:
+                out.append(None)
+            if starts_run:
+                out.append(text[spans[sentence][0] : spans[sentence][1]])
+            else:
+                run = out.pop()
+                assert run is not None
+                start = spans[chosen[position - 1]][1]
+                out.append(run + text[start : spans[sentence][1]])
+        if len(chosen) in points:
+            out.append(None)
+        return out
+
+    def apply(
+        self, index: int, key: str, chosen: tuple[int, ...], item: PackItem
+    ) -> tuple[Document, list[str | None], TrimRecord]:
+        """The shortened passage: its document, its segments, and its record."""
+        segments = self.segments(index, chosen)
+        total = len(self.spans[index])
+        tokens = count_tokens(self.format.render_shortened(segments), self.encoding)
+        original = self.documents[index]
+        document = original.model_copy(
+            update={
+                "id": key,
+                "page_content": " ".join(run for run in segments if run is not None),
+                "metadata": {**original.metadata, CONTEXT_TOKENS: tokens},
+            }
+        )
+        how = (
+            "the most relevant to the question"
+            if self.question
+            else "from the start (no question reached the budget)"
+        )
+        record = TrimRecord(
+            key=key,
+            stage=Stage.BUDGET,
+            rank=index + 1,
+            document=original,
+            kept_sentences=len(chosen),
+            total_sentences=total,
+            omitted_tokens=max(item.tokens - tokens, 0),
+            detail=f"kept {len(chosen)} of {total} sentences, {how}",
+        )
+        return document, segments, record

@@ -1,0 +1,208 @@
+"""The whole pipeline as one LCEL chain: retrieve, rerank, budget, answer.
+
+    question -> {question, documents} -> FlashRankRerank -> ContextBudget -> chain
+
+Each stage is an ordinary Runnable; the drop records ride along in the documents'
+`CandidateList` and the run ledger, so nothing here wires the ledger by hand. With
+tracing on (`tracing: {otel: true}` in the config, or `tracing=True`), the chain
+emits an OpenTelemetry span per stage carrying those records (tracing.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.language_models import BaseLanguageModel
+from langchain_core.messages import BaseMessage
+from langchain_core.prompts import BasePromptTemplate
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrough
+
+from langchain_ragbudget.budget._context_budget import BudgetedContext, ContextBudget
+from langchain_ragbudget.budget._prompt import MEMORY_PROMPT, checked_prompt
+from langchain_ragbudget.chain._stuff import (
+    DEFAULT_PROMPT,
+    BudgetedAnswer,
+    chain_input,
+    create_budgeted_stuff_chain,
+    prompt_variables,
+)
+from langchain_ragbudget.chain._tracing import traced
+from langchain_ragbudget.config._settings import TracingSettings
+from langchain_ragbudget.ledger._records import ledger_scope
+from langchain_ragbudget.memory._budget import ATTACH, memory_step
+from langchain_ragbudget.retrieval._rerank import FlashRankRerank
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
+
+def create_budgeted_rag_chain(
+    retriever: BaseRetriever,
+    llm: BaseLanguageModel[Any] | None = None,
+    *,
+    budget: ContextBudget,
+    reranker: FlashRankRerank | None = None,
+    prompt: BasePromptTemplate | None = None,
+    structured: bool = False,
+    tracing: bool | TracingSettings = False,
+    tracer_provider: TracerProvider | None = None,
+    memory: BaseRetriever | None = None,
+) -> Runnable[Any, Any]:
+    """A question in; an answer with warnings out (or, without `llm`, the state).
+
+    Args:
+        retriever: Any retriever; a `HybridRetriever` opens the run's ledger.
+        llm: The model that answers; without one the chain ends at the budget and
+            returns `{"question", "documents", "context"}`.
+        budget: The surface's context budget.
+        reranker: An optional rerank stage between retrieval and budget.
+        prompt: The stuff chain's prompt (`chain.DEFAULT_PROMPT` if None). The
+            budget is given it, so a surface with `max_prompt_tokens` counts the
+            prompt as sent (system text, history, context, notes, question).
+        structured: Return a `BudgetedAnswer` instead of text.
+        tracing: OpenTelemetry spans per stage, carrying the drop records: a flag,
+            or the config's `tracing` section (`config.tracing`). Off by default.
+        tracer_provider: Where spans go when tracing; the global provider if None.
+        memory: A `MemoryRetriever`: its memories go in the prompt's own
+            section (`MEMORY_PROMPT` if `prompt` is None), within the surface's
+            `max_memories` / `memory_tokens`, every drop recorded.
+
+    Returns:
+        The chain, wrapped in `ledger_scope` so that even a step that removes every
+        candidate is reported. It takes the question as a string, or a mapping
+        with `question` and any other keys the prompt takes (a chat `history` for
+        a `MessagesPlaceholder`, so it runs inside `RunnableWithMessageHistory`);
+        they all reach the prompt. It gives the answer text with warning lines
+        appended (streamed as the model writes), a `BudgetedAnswer` with
+        `structured=True`, or, without `llm`, the state dict.
+
+    Raises:
+        ValueError: `llm` is given and `prompt` lacks `context` or `question`.
+        InvalidInputError: At run time, a mapping without a string `question`, or
+            with a key the chain writes (`documents`, `context`, `evidence_note`).
+        MissingExtraError: Tracing is on and OpenTelemetry is not installed.
+
+    Example:
+        .. code-block:: python
+
+            from langchain_ragbudget import (
+                ContextBudget,
+                build_hybrid_retriever,
+                build_reranker,
+                create_budgeted_rag_chain,
+                load_config,
+            )
+
+            config = load_config("ragbudget.yml")
+            chain = create_budgeted_rag_chain(
+                build_hybrid_retriever(documents, config),
+                llm,
+                budget=ContextBudget.from_config(config, surface="chat"),
+                reranker=build_reranker(config),  # None if rerank.enabled is false
+                structured=True,
+                tracing=config.tracing,  # `tracing: {otel: true}` in the YAML
+            )
+            answer = chain.invoke("what lowers blood pressure?")
+            print(answer.text())  # the answer, then its warnings
+    """
+    chain: Runnable[Any, Any] = RunnableLambda(
+        chain_input, name="ragbudget_input"
+    ) | RunnablePassthrough.assign(documents=itemgetter("question") | retriever)
+    if reranker is not None:
+        chain = chain | reranker
+    chain, prompt = _budgeted(chain, budget, prompt, memory, counted=llm is not None)
+    if llm is not None:
+        chain = chain | create_budgeted_stuff_chain(llm, prompt, structured=structured)
+    return traced(ledger_scope(chain), tracing, tracer_provider)
+
+
+def _budgeted(
+    chain: Runnable[Any, Any],
+    budget: ContextBudget,
+    prompt: BasePromptTemplate | None,
+    memory: BaseRetriever | None,
+    counted: bool,
+) -> tuple[Runnable[Any, Any], BasePromptTemplate | None]:
+    """`chain` then the budget (memories recalled before it and joined after).
+
+    The budget is given the prompt the chain sends when there is one (`counted`:
+    a model answers), so `max_prompt_tokens` counts it as sent; with `memory`,
+    that prompt is `MEMORY_PROMPT` unless the caller gave one.
+    """
+    if memory is not None:  # before the budget, which counts the section
+        chain, prompt = chain | memory_step(memory, budget), prompt or MEMORY_PROMPT
+    if counted or prompt is not None:  # count the prompt that is sent
+        budget = budget.model_copy(update={"prompt": checked_prompt(prompt)})
+    chain = chain | budget
+    return (chain if memory is None else chain | ATTACH), prompt
+
+
+@dataclass(frozen=True)
+class Explained:
+    """One question through the pipeline: the context, the prompt, the answer.
+
+    Attributes:
+        question: The question asked.
+        context: The budgeted context, with its report of every drop.
+        messages: The prompt messages exactly as the stuff chain sends them.
+        answer: The structured answer, or None when no model was given.
+    """
+
+    question: str
+    context: BudgetedContext
+    messages: list[BaseMessage]
+    answer: BudgetedAnswer | None
+
+
+def explain(
+    question: str,
+    retriever: BaseRetriever,
+    budget: ContextBudget,
+    *,
+    reranker: FlashRankRerank | None = None,
+    llm: BaseLanguageModel[Any] | None = None,
+    prompt: BasePromptTemplate | None = None,
+    tracing: bool | TracingSettings = False,
+    tracer_provider: TracerProvider | None = None,
+    memory: BaseRetriever | None = None,
+) -> Explained:
+    """Run `question` through the chain, keeping what a reader wants to see.
+
+    The messages are the ones the stuff chain sends (same variables, same
+    template); the answer is None without a model. For notebooks and the CLI's
+    `ask`, where the prompt itself is worth reading. One invocation, so a trace
+    holds every stage of it under one span.
+
+    Args:
+        question: The question.
+        retriever: Any retriever; a `HybridRetriever` opens the run's ledger.
+        budget: The surface's context budget.
+        reranker: An optional rerank stage between retrieval and budget.
+        llm: The model that answers; None to stop at the prompt.
+        prompt: The stuff chain's prompt (`chain.DEFAULT_PROMPT` if None).
+        tracing: OpenTelemetry spans per stage: a flag, or `config.tracing`.
+        tracer_provider: Where spans go when tracing; the global provider if None.
+        memory: A memory retriever, as `create_budgeted_rag_chain` takes it.
+
+    Returns:
+        The question, its budgeted context, the prompt messages and the answer.
+
+    Raises:
+        ValueError: `prompt` lacks `context` or `question`.
+        MissingExtraError: Tracing is on and OpenTelemetry is not installed.
+    """
+    template = prompt or (DEFAULT_PROMPT if memory is None else MEMORY_PROMPT)
+    chain = create_budgeted_rag_chain(
+        retriever, budget=budget, reranker=reranker, prompt=template, memory=memory
+    )
+    if llm is not None:
+        stuff = create_budgeted_stuff_chain(llm, template, structured=True)
+        chain = chain | RunnablePassthrough.assign(answer=stuff)
+    state = traced(chain, tracing, tracer_provider).invoke(question)
+    context: BudgetedContext = state["context"]
+    variables = prompt_variables(question, context, template)
+    messages = template.format_prompt(**variables).to_messages()
+    return Explained(question, context, messages, state.get("answer"))

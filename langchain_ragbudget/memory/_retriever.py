@@ -1,0 +1,275 @@
+"""Agent memory beside the documents: a store, and a retriever on the same budget.
+
+Seed 001 (Ossian) ranks memories by `similarity x importance x 0.5^(age / 30
+days)` and learned that *age* must run from the last time a fact was stated:
+from creation, a preference confirmed every day decays as if said once; from the
+last read, an old preference and the newer one contradicting it tie on recency.
+Here `MemoryStore` (SQLite) keeps `said_at` apart from `created_at` and
+`last_recalled_at`, and `MemoryRetriever` ranks on `said_at` alone.
+
+What Ossian left open is on the record here: among recalled memories of one
+subject the most recently said wins and the others are dropped with a
+`memory / superseded` record; a memory learned from a document is checked against
+the index at recall, and flagged or dropped (`memory / stale_source`) when that
+document changed. `create_budgeted_rag_chain(..., memory=MemoryRetriever(...))`
+puts the kept memories in their own prompt section, under the surface's
+`max_memories` / `memory_tokens`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field
+
+from langchain_ragbudget.budget._report import MemoryContext as MemoryContext
+from langchain_ragbudget.budget._report import StaleFlag as StaleFlag
+from langchain_ragbudget.config._memory_settings import MemorySettings as MemorySettings
+from langchain_ragbudget.config._settings import RagBudgetConfig, as_config
+from langchain_ragbudget.errors import InvalidInputError
+from langchain_ragbudget.ledger._records import CandidateList, DropRecord
+from langchain_ragbudget.memory._ranking import Ranking
+from langchain_ragbudget.memory._score import (
+    Scored,
+    SourceHashes,
+    best,
+    checked_sources,
+    score_all,
+    superseded,
+    under_floor,
+)
+from langchain_ragbudget.memory._store import Clock, timestamp
+from langchain_ragbudget.memory._store import Memory as Memory
+from langchain_ragbudget.memory._store import MemoryStore as MemoryStore
+from langchain_ragbudget.memory._store import MemoryStoreError as MemoryStoreError
+
+__all__ = [
+    "Memory",
+    "MemoryContext",
+    "MemoryRecall",
+    "MemoryRetriever",
+    "MemorySettings",
+    "MemoryStore",
+    "MemoryStoreError",
+    "SourceHashes",
+    "StaleFlag",
+    "open_memory_store",
+]
+
+
+def open_memory_store(
+    path: str | Path,
+    config: RagBudgetConfig | str | Path | None = None,
+    embeddings: Embeddings | None = None,
+    **options: Any,
+) -> MemoryStore:
+    """A `MemoryStore` at `path` with the config's `memory` settings.
+
+    Args:
+        path: The SQLite file.
+        config: A loaded configuration, a YAML file, or None for the defaults.
+        embeddings: Embeds text (e.g. `factory.build_embeddings(config)`).
+        **options: `MemoryStore` keywords (`clock`...).
+    """
+    settings = as_config(config).memory
+    return MemoryStore(
+        path,
+        embeddings,
+        restate_similarity=settings.restate_similarity,
+        default_importance=settings.importance,
+        **options,
+    )
+
+
+@dataclass(frozen=True)
+class MemoryRecall:
+    """One recall: the memories returned, best first, and the records of the rest.
+
+    Attributes:
+        kept: The memories returned, with every factor of their scores (a stale
+            one carries the reason in `stale`).
+        drops: One `memory / ...` record per recalled memory left out (under
+            `min_score`, superseded, stale source with `stale: drop`).
+    """
+
+    kept: list[Scored] = field(default_factory=list)
+    drops: list[DropRecord] = field(default_factory=list)
+
+    def documents(self) -> CandidateList:
+        """The kept memories as Documents, carrying the drop records."""
+        return CandidateList([item.document() for item in self.kept], self.drops)
+
+
+class MemoryRetriever(BaseRetriever):
+    """Memories for a query: cosine x importance x recency since last said.
+
+    A LangChain retriever: `invoke(query)` gives the kept memories as Documents
+    (a `CandidateList` carrying `memory / ...` drop records); each one's metadata
+    holds `similarity`, `importance`, `age_days`, `recency` and `memory_score`
+    as plain floats, `said_at`, `times_said`, its source, and `memory_stale` when
+    its source changed. Recall writes `last_recalled_at` (statistics) and never
+    `said_at`.
+
+    Attributes:
+        store: The memory store.
+        k: Memories recalled per query, before supersession and the stale check.
+        half_life_days: Recency halves every this many days since last said.
+        min_score: Recalled memories scoring below are dropped (recorded).
+        supersede: Drop older memories of a subject a newer one has (recorded).
+        stale: `keep` (flagged) or `drop` (recorded) a memory whose source changed.
+        sources: Where source documents are checked (a `HybridIndex`); None:
+            memories with a source are not checked.
+        clock: "Now" for ages; the store's clock if None.
+
+    Example:
+        .. code-block:: python
+
+            from langchain_ragbudget import MemoryRetriever, open_memory_store
+
+            store = open_memory_store("memory.sqlite", embeddings=embeddings)
+            store.remember("prefers the dark theme", subject="editor.theme")
+            memories = MemoryRetriever(store=store).invoke("which theme?")
+    """
+
+    store: MemoryStore
+    k: int = Field(MemorySettings().k, ge=1)
+    half_life_days: float = Field(MemorySettings().half_life_days, gt=0)
+    min_score: float = MemorySettings().min_score
+    supersede: bool = MemorySettings().supersede
+    stale: Literal["keep", "drop"] = MemorySettings().stale
+    sources: Any = None
+    clock: Clock | None = None
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    @classmethod
+    def from_config(
+        cls,
+        store: MemoryStore,
+        config: RagBudgetConfig | str | Path | None = None,
+        *,
+        sources: SourceHashes | None = None,
+        **overrides: Any,
+    ) -> MemoryRetriever:
+        """A retriever with the config's `memory` settings (keywords override)."""
+        settings = as_config(config).memory
+        values = {
+            "k": settings.k,
+            "half_life_days": settings.half_life_days,
+            "min_score": settings.min_score,
+            "supersede": settings.supersede,
+            "stale": settings.stale,
+        }
+        return cls(store=store, sources=sources, **{**values, **overrides})
+
+    def _age_from(self, ranking: Ranking) -> np.ndarray:
+        """When each memory's age starts: when it was last said. Never anything else."""
+        return ranking.said_at
+
+    def recall(
+        self, query: str | None = None, *, vector: Sequence[float] | None = None
+    ) -> MemoryRecall:
+        """Score every memory against `query` (or a query `vector`); keep the best.
+
+        The `k` best are recalled; those under `min_score`, superseded or (with
+        `stale: drop`) stale are recorded; the rest are returned and their
+        `last_recalled_at` set.
+
+        Raises:
+            InvalidInputError: Neither or both of `query` and `vector`, or a
+                vector of another dimension than the store's.
+        """
+        now = (self.clock or self.store.clock)()
+        ranking = self.store.ranking()
+        if not ranking.ids:
+            if (query is None) == (vector is None):
+                raise InvalidInputError(
+                    "recall takes a query or a vector (one of them)"
+                )
+            return MemoryRecall()
+        query_vector = self._query_vector(ranking, query, vector)
+        recalled = self._scored(ranking, query_vector, timestamp(now), self.k)
+        kept, drops = under_floor(recalled, self.min_score)
+        if self.supersede:
+            kept, more = superseded(kept)
+            drops += more
+        kept, more = checked_sources(kept, self.sources, self.stale == "drop")
+        drops += more
+        self.store.mark_recalled([item.memory.id for item in kept], now)
+        return MemoryRecall(kept, sorted(drops, key=lambda record: record.rank))
+
+    def score(
+        self, query: str | None = None, *, vector: Sequence[float] | None = None
+    ) -> list[Scored]:
+        """Every memory scored against `query` (or `vector`), best first.
+
+        For listing (`ragbudget memory list --query`): nothing is dropped,
+        superseded or written (no `last_recalled_at`).
+        """
+        ranking = self.store.ranking()
+        if not ranking.ids:
+            return []
+        query_vector = self._query_vector(ranking, query, vector)
+        now = timestamp((self.clock or self.store.clock)())
+        return self._scored(ranking, query_vector, now, len(ranking.ids))
+
+    def _query_vector(
+        self, ranking: Ranking, query: str | None, vector: Sequence[float] | None
+    ) -> np.ndarray:
+        """The query's embedding (or the vector given), of the store's dimension."""
+        if (query is None) == (vector is None):
+            raise InvalidInputError("recall takes a query or a vector (one of them)")
+        if query is not None and not isinstance(query, str):
+            raise InvalidInputError(
+                f"a memory query must be a string; got {type(query).__name__}"
+            )
+        query_vector = (
+            self.store.embed_query(query)
+            if query is not None
+            else np.asarray(vector, dtype=np.float64)
+        )
+        if query_vector.shape != (ranking.vectors.shape[1],):
+            raise InvalidInputError(
+                f"the query vector has shape {query_vector.shape}; the memory store "
+                f"{self.store.path} holds {ranking.vectors.shape[1]}-dimensional ones"
+            )
+        return query_vector
+
+    def _scored(
+        self, ranking: Ranking, query: np.ndarray, now: float, k: int
+    ) -> list[Scored]:
+        """The `k` best memories, best first, with every factor of their scores."""
+        similarity, ages, recency, scores = score_all(
+            ranking, query, self._age_from(ranking), now, self.half_life_days
+        )
+        top = best(scores, k)
+        memories = self.store.get_many([ranking.ids[i] for i in top])
+        recalled: list[Scored] = []
+        for i in top:
+            memory = memories.get(ranking.ids[i])
+            if memory is None:  # forgotten by another process since the cache
+                continue
+            recalled.append(
+                Scored(
+                    memory,
+                    rank=len(recalled) + 1,
+                    similarity=float(similarity[i]),
+                    age_days=float(ages[i]),
+                    recency=float(recency[i]),
+                    score=float(scores[i]),
+                )
+            )
+        return recalled
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        return self.recall(query).documents()

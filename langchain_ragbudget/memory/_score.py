@@ -1,0 +1,254 @@
+"""How recalled memories are scored, superseded and checked against their sources.
+
+score = cosine similarity x importance x 0.5 ** (age / half-life), the age running
+from when the fact was last *said* (seed 001). Not from creation: a preference
+restated every day would decay as if said once. Not from the last read: recall
+returns an old preference and the newer one contradicting it together, and
+refreshing both would tie them on recency, the one signal that lets the newer win.
+
+Pure functions over the store's `Ranking` arrays (numpy, brute force) and over
+the recalled memories; every memory left out gets a `memory / ...` record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+from langchain_core.documents import Document
+
+from langchain_ragbudget.ledger._metadata_keys import (
+    MEMORY_AGE_DAYS,
+    MEMORY_ID,
+    MEMORY_IMPORTANCE,
+    MEMORY_RECENCY,
+    MEMORY_SAID_AT,
+    MEMORY_SCORE,
+    MEMORY_SIMILARITY,
+    MEMORY_SOURCE_HASH,
+    MEMORY_SOURCE_ID,
+    MEMORY_STALE,
+    MEMORY_SUBJECT,
+    MEMORY_TIMES_SAID,
+)
+from langchain_ragbudget.ledger._names import display_name
+from langchain_ragbudget.ledger._records import DropReason, DropRecord, Stage
+from langchain_ragbudget.memory._ranking import Ranking
+from langchain_ragbudget.memory._store import Memory
+
+SECONDS_PER_DAY = 86_400.0
+
+
+class SourceHashes(Protocol):
+    """Where a memory's source document is checked: its content hash now.
+
+    `langchain_ragbudget.index.HybridIndex` is one (`document_hash`).
+    """
+
+    def document_hash(self, doc_id: str) -> str | None:
+        """The document's content hash in the index now, or None if absent."""
+        ...
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One recalled memory and every factor of its score (plain floats).
+
+    Attributes:
+        memory: The memory.
+        rank: Its place in the recall, 1 = best score.
+        similarity: Cosine similarity of its embedding and the query's.
+        age_days: Days since it was last said.
+        recency: 0.5 ** (age_days / half_life_days).
+        score: similarity x importance x recency.
+        stale: Why its source makes it stale (empty: not stale, or unchecked).
+    """
+
+    memory: Memory
+    rank: int
+    similarity: float
+    age_days: float
+    recency: float
+    score: float
+    stale: str = ""
+
+    def document(self) -> Document:
+        """The memory as a Document: its text, every factor in metadata."""
+        memory = self.memory
+        metadata: dict[str, Any] = {
+            MEMORY_ID: memory.id,
+            MEMORY_SUBJECT: memory.subject,
+            MEMORY_SIMILARITY: self.similarity,
+            MEMORY_IMPORTANCE: memory.importance,
+            MEMORY_AGE_DAYS: self.age_days,
+            MEMORY_RECENCY: self.recency,
+            MEMORY_SCORE: self.score,
+            MEMORY_SAID_AT: memory.said_at.isoformat(),
+            MEMORY_TIMES_SAID: memory.times_said,
+            MEMORY_SOURCE_ID: memory.source_id,
+            MEMORY_SOURCE_HASH: memory.source_hash,
+        }
+        if self.stale:
+            metadata[MEMORY_STALE] = self.stale
+        return Document(id=memory.id, page_content=memory.text, metadata=metadata)
+
+
+def recency_factor(age_days: float, half_life_days: float) -> float:
+    """0.5 ** (age / half-life); an age below zero (a clock behind) counts as 0."""
+    return float(0.5 ** (max(age_days, 0.0) / half_life_days))
+
+
+def score_all(
+    ranking: Ranking,
+    query: np.ndarray,
+    said_at: np.ndarray,
+    now: float,
+    half_life_days: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Similarity, age in days, recency and score of every memory, as arrays.
+
+    `said_at` is the time each age runs from: `ranking.said_at`, always (the
+    argument exists so a test can show what another column would do).
+    """
+    unit = (query / np.linalg.norm(query)).astype(np.float32)
+    similarity = cosines(ranking.vectors, unit)
+    ages = np.maximum(now - said_at, 0.0) / SECONDS_PER_DAY
+    recency = np.power(0.5, ages / half_life_days)
+    scores = similarity.astype(np.float64) * ranking.importance * recency
+    return similarity, ages, recency, scores
+
+
+BLAS_FROM = 32_768  # rows from which `@` (BLAS) beats einsum (bench_memory.py)
+
+
+def cosines(vectors: np.ndarray, unit: np.ndarray) -> np.ndarray:
+    """Each unit row's dot product with `unit`.
+
+    BLAS (`@`) for a large store, einsum (one thread) for a small one: on a
+    machine whose cores are busy, BLAS's threads cost ~10 ms a call whatever the
+    size (12 ms at 10,000 memories against einsum's 1.5), while at 100,000 its
+    kernel is about twice einsum's speed (bench_memory.py measures both).
+    """
+    if len(vectors) >= BLAS_FROM:
+        return np.asarray(vectors @ unit)
+    return np.einsum("ij,j->i", vectors, unit)
+
+
+def best(scores: np.ndarray, k: int) -> list[int]:
+    """Positions of the `k` best scores, best first (ties: store order)."""
+    if len(scores) <= k:
+        return sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+    top = np.argpartition(-scores, k - 1)[:k]
+    return sorted(top.tolist(), key=lambda i: (-scores[i], i))
+
+
+def under_floor(
+    recalled: Sequence[Scored], min_score: float
+) -> tuple[list[Scored], list[DropRecord]]:
+    """Memories at or over `min_score`, and a record of each one under it."""
+    kept = [item for item in recalled if item.score >= min_score]
+    dropped = [
+        record(
+            item,
+            DropReason.SCORE_FLOOR,
+            f"score {item.score:.3f} is under the memory min_score {min_score}",
+        )
+        for item in recalled
+        if item.score < min_score
+    ]
+    return kept, dropped
+
+
+def superseded(recalled: Sequence[Scored]) -> tuple[list[Scored], list[DropRecord]]:
+    """Per subject, the memory said most recently; a record for each older one.
+
+    Memories without a subject never supersede each other. A tie on `said_at`
+    goes to the better score.
+    """
+    newest: dict[str, Scored] = {}
+    for item in recalled:
+        subject = item.memory.subject
+        if subject is None:
+            continue
+        held = newest.get(subject)
+        if held is None or (item.memory.said_at, item.score) > (
+            held.memory.said_at,
+            held.score,
+        ):
+            newest[subject] = item
+    kept, dropped = [], []
+    for item in recalled:
+        winner = newest.get(item.memory.subject or "")
+        if winner is None or winner is item or item.memory.subject is None:
+            kept.append(item)
+            continue
+        dropped.append(
+            record(
+                item,
+                DropReason.SUPERSEDED,
+                f"superseded by {display_name(winner.memory.id)} (same subject "
+                f"{display_name(str(item.memory.subject))}, said "
+                f"{winner.memory.said_at:%Y-%m-%d %H:%M}; this one "
+                f"{item.memory.said_at:%Y-%m-%d %H:%M})",
+            )
+        )
+    return kept, dropped
+
+
+def stale_reason(memory: Memory, sources: SourceHashes) -> str:
+    """Why `memory`'s source makes it stale, or '' (no source named, or unchanged)."""
+    if memory.source_id is None:
+        return ""
+    current = sources.document_hash(memory.source_id)
+    name = display_name(memory.source_id)
+    if current is None:
+        return f"its source {name} is no longer in the index"
+    if memory.source_hash is not None and current != memory.source_hash:
+        return f"its source {name} has changed since it was learned"
+    return ""
+
+
+def checked_sources(
+    recalled: Sequence[Scored], sources: SourceHashes | None, drop: bool
+) -> tuple[list[Scored], list[DropRecord]]:
+    """Memories checked against their source documents now.
+
+    A stale one is kept with the marker (`drop` False) or dropped with a
+    `memory / stale_source` record. Without `sources` nothing can be checked.
+    """
+    if sources is None:
+        return list(recalled), []
+    kept, dropped = [], []
+    for item in recalled:
+        reason = stale_reason(item.memory, sources)
+        if reason and drop:
+            dropped.append(record(item, DropReason.STALE_SOURCE, reason))
+        elif reason:
+            kept.append(
+                Scored(
+                    item.memory,
+                    item.rank,
+                    item.similarity,
+                    item.age_days,
+                    item.recency,
+                    item.score,
+                    stale=reason,
+                )
+            )
+        else:
+            kept.append(item)
+    return kept, dropped
+
+
+def record(item: Scored, reason: DropReason, detail: str) -> DropRecord:
+    """A `memory / reason` record of a recalled memory."""
+    return DropRecord(
+        key=item.memory.id,
+        stage=Stage.MEMORY,
+        reason=reason,
+        rank=item.rank,
+        document=item.document(),
+        detail=detail,
+    )

@@ -1,0 +1,543 @@
+"""The memory store: one SQLite file (standard library), safe for several processes.
+
+WAL mode, so readers never wait for a writer; `busy_timeout`, so a second writer
+waits its turn instead of failing; every write is one `BEGIN IMMEDIATE`
+transaction, so a restatement's read-then-update cannot interleave with another
+process's. The schema version is the file's `PRAGMA user_version`.
+
+Ranking reads only `said_at` (when a fact was last stated) and `importance`;
+`last_recalled_at` is written by recall for statistics and read by nothing that
+ranks. Every write that changes what ranking reads moves the store's `generation`
+and stamps its rows with it (`changed`), in the same transaction, so the cached
+arrays (`_memory_ranking`) read only what changed.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import re
+import sqlite3
+import threading
+import unicodedata
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from langchain_ragbudget.errors import InvalidInputError, RagBudgetError
+from langchain_ragbudget.memory._ranking import Ranking, RankingCache, unit_rows
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 30_000  # a writer waits this long for another process's write
+_SCHEMA = """
+CREATE TABLE memories (
+    id TEXT PRIMARY KEY,
+    text TEXT NOT NULL,
+    norm TEXT NOT NULL,
+    subject TEXT,
+    importance REAL NOT NULL,
+    created_at REAL NOT NULL,
+    said_at REAL NOT NULL,
+    times_said INTEGER NOT NULL,
+    last_recalled_at REAL,
+    source_id TEXT,
+    source_hash TEXT,
+    embedding BLOB NOT NULL,
+    changed INTEGER NOT NULL
+);
+CREATE INDEX memories_changed ON memories (changed);
+CREATE INDEX memories_norm ON memories (norm, subject);
+CREATE INDEX memories_subject ON memories (subject);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT INTO meta VALUES ('generation', 0);
+"""
+_COLUMNS = (
+    "id, text, subject, importance, created_at, said_at, times_said, "
+    "last_recalled_at, source_id, source_hash"
+)
+# A restatement of the same text: an index search on (norm, subject), never a scan.
+SAME_TEXT = (
+    "SELECT id FROM memories WHERE norm = ? AND subject IS ? "
+    "ORDER BY said_at DESC LIMIT 1"
+)
+_SPACES = re.compile(r"\s+")
+
+Clock = Callable[[], datetime]
+
+
+class MemoryStoreError(RagBudgetError):
+    """A memory store file cannot be opened or written (named in the message)."""
+
+
+def utc_now() -> datetime:
+    """The default clock: now, in UTC."""
+    return datetime.now(UTC)
+
+
+def timestamp(moment: datetime, what: str = "the clock") -> float:
+    """Seconds since the epoch of an aware datetime; a naive one is refused."""
+    if not isinstance(moment, datetime) or moment.tzinfo is None:
+        raise InvalidInputError(
+            f"{what} must give a timezone-aware datetime (e.g. datetime.now(UTC)); "
+            f"got {moment!r}"
+        )
+    return moment.timestamp()
+
+
+def moment(seconds: float) -> datetime:
+    """The aware UTC datetime of `seconds` since the epoch."""
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def normalised(text: str) -> str:
+    """The form two statements share when they are the same text.
+
+    Case and spacing folded (NFKC), trailing punctuation dropped.
+    """
+    folded = _SPACES.sub(" ", unicodedata.normalize("NFKC", text).casefold())
+    return folded.strip().rstrip(".!?;, ").strip()
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One remembered statement (its embedding stays in the store).
+
+    Attributes:
+        id: Stable for the memory's life (a restatement keeps it).
+        text: The statement as first remembered.
+        subject: An optional key (e.g. `editor.theme`): memories of one subject
+            supersede each other at recall, the most recently said winning.
+        importance: 0 to 1, a factor of the score.
+        created_at: When it was first remembered.
+        said_at: When it was last stated (remembered or restated): the only
+            time the ranking reads.
+        times_said: How often it was stated.
+        last_recalled_at: When a recall last returned it (statistics only).
+        source_id: The document it was learned from, if any.
+        source_hash: That document's content hash when it was learned.
+    """
+
+    id: str
+    text: str
+    subject: str | None
+    importance: float
+    created_at: datetime
+    said_at: datetime
+    times_said: int
+    last_recalled_at: datetime | None
+    source_id: str | None
+    source_hash: str | None
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> Memory:
+        """A memory from a row of `_COLUMNS`."""
+        return cls(
+            id=row[0],
+            text=row[1],
+            subject=row[2],
+            importance=float(row[3]),
+            created_at=moment(row[4]),
+            said_at=moment(row[5]),
+            times_said=int(row[6]),
+            last_recalled_at=None if row[7] is None else moment(row[7]),
+            source_id=row[8],
+            source_hash=row[9],
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable view (times as ISO 8601 strings)."""
+        return {
+            "id": self.id,
+            "text": self.text,
+            "subject": self.subject,
+            "importance": self.importance,
+            "created_at": self.created_at.isoformat(),
+            "said_at": self.said_at.isoformat(),
+            "times_said": self.times_said,
+            "last_recalled_at": (
+                None
+                if self.last_recalled_at is None
+                else self.last_recalled_at.isoformat()
+            ),
+            "source_id": self.source_id,
+            "source_hash": self.source_hash,
+        }
+
+
+class MemoryStore:
+    """Memories in one SQLite file: remember, restate, forget, list, recall's data.
+
+    Thread-safe (one connection behind a lock) and process-safe (WAL, a busy
+    timeout, one transaction per write). Open it with a path; `close` it, or use
+    it as a context manager.
+
+    Args:
+        path: The SQLite file (created with its schema when absent).
+        embeddings: Embeds remembered text and queries; optional when every
+            `remember` passes `embedding=` and recall is given vectors.
+        clock: Gives "now" (aware datetime); UTC now by default.
+        restate_similarity: See `MemorySettings.restate_similarity`.
+        default_importance: The importance of a memory remembered without one.
+
+    Raises:
+        MemoryStoreError: The file is not a memory store (not SQLite, another
+            schema, a newer schema version) or cannot be opened.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        embeddings: Embeddings | None = None,
+        *,
+        clock: Clock = utc_now,
+        restate_similarity: float = 0.95,
+        default_importance: float = 0.5,
+    ) -> None:
+        self.path = Path(path)
+        self.embeddings = embeddings
+        self.clock = clock
+        self.restate_similarity = restate_similarity
+        self.default_importance = default_importance
+        self._lock = threading.RLock()
+        self._cache = RankingCache()
+        self._connection = self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.path.is_dir():
+            raise MemoryStoreError(f"memory store {self.path}: is a folder, not a file")
+        try:
+            connection = sqlite3.connect(
+                self.path,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = NORMAL")
+            _ensure_schema(connection, self.path)
+        except sqlite3.Error as exc:
+            raise MemoryStoreError(
+                f"memory store {self.path}: cannot be opened ({exc})"
+            ) from exc
+        return connection
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the file (the store cannot be used afterwards)."""
+        with self._lock:
+            self._connection.close()
+
+    def now(self) -> datetime:
+        """The store's clock, checked (an aware datetime)."""
+        current = self.clock()
+        timestamp(current)
+        return current
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write: `BEGIN IMMEDIATE` (waiting for another writer), commit or undo."""
+        with self._lock:
+            connection = self._connection
+            try:
+                connection.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise MemoryStoreError(
+                    f"memory store {self.path}: cannot write ({exc})"
+                ) from exc
+            try:
+                yield connection
+                connection.execute("COMMIT")
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """One read transaction: every query in it sees the same committed state."""
+        with self._lock:
+            self._connection.execute("BEGIN")
+            try:
+                yield
+            finally:
+                self._connection.execute("COMMIT")
+
+    def _query(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            return self._connection.execute(sql, parameters).fetchall()
+
+    def embed(self, text: str) -> np.ndarray:
+        """`text`'s embedding (as a document), by the store's embeddings."""
+        if self.embeddings is None:
+            raise InvalidInputError(
+                f"memory store {self.path} has no embeddings to embed text with: "
+                "give MemoryStore(embeddings=...) or pass embedding="
+            )
+        return _vector(self.embeddings.embed_documents([text])[0], "the embedding")
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """A query's embedding, by the store's embeddings."""
+        if self.embeddings is None:
+            raise InvalidInputError(
+                f"memory store {self.path} has no embeddings to embed a query with: "
+                "give MemoryStore(embeddings=...) or recall with a vector"
+            )
+        return _vector(self.embeddings.embed_query(text), "the query embedding")
+
+    def remember(
+        self,
+        text: str,
+        *,
+        subject: str | None = None,
+        importance: float | None = None,
+        source_id: str | None = None,
+        source_hash: str | None = None,
+        embedding: Sequence[float] | np.ndarray | None = None,
+    ) -> Memory:
+        """Store a statement, or restate the memory it repeats.
+
+        A restatement (the same normalised text and subject, or the same subject
+        and an embedding at least `restate_similarity` alike) updates that
+        memory's `said_at` and `times_said`, nothing else. One transaction.
+
+        Returns:
+            The memory as stored: new (`times_said == 1`) or restated.
+
+        Raises:
+            InvalidInputError: Empty text, an importance outside 0..1, an
+                embedding of another dimension than the store's.
+        """
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInputError(f"a memory needs non-empty text; got {text!r}")
+        weight = self.default_importance if importance is None else importance
+        if not isinstance(weight, int | float) or not 0 <= weight <= 1:
+            raise InvalidInputError(f"importance must be within 0..1; got {weight!r}")
+        vector = (
+            self.embed(text) if embedding is None else _vector(embedding, "embedding=")
+        )
+        now = timestamp(self.now())
+        with self._transaction() as connection:
+            _check_dimension(connection, self.path, len(vector))
+            same = _restated(connection, normalised(text), subject, vector, self)
+            if same is not None:
+                connection.execute(
+                    "UPDATE memories SET said_at = ?, times_said = times_said + 1, "
+                    "changed = ? WHERE id = ?",
+                    (now, _bump(connection), same),
+                )
+                memory_id = same
+            else:
+                memory_id = f"mem-{uuid.uuid4().hex[:16]}"
+                connection.execute(
+                    f"INSERT INTO memories ({_COLUMNS}, norm, embedding, changed) "
+                    "VALUES (?, ?, ?, ?, ?, ?, 1, NULL, ?, ?, ?, ?, ?)",
+                    (
+                        memory_id,
+                        text,
+                        subject,
+                        float(weight),
+                        now,
+                        now,
+                        source_id,
+                        source_hash,
+                        normalised(text),
+                        vector.astype(np.float32).tobytes(),
+                        _bump(connection),
+                    ),
+                )
+            row = connection.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
+            ).fetchone()
+        return Memory.from_row(row)
+
+    def forget(self, memory_id: str) -> bool:
+        """Delete one memory; whether it existed. One transaction."""
+        with self._transaction() as connection:
+            deleted = connection.execute(
+                "DELETE FROM memories WHERE id = ?", (memory_id,)
+            ).rowcount
+            if deleted:
+                _bump(connection)
+        return bool(deleted)
+
+    def get(self, memory_id: str) -> Memory | None:
+        """The memory with this id, or None."""
+        rows = self._query(
+            f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
+        )
+        return Memory.from_row(rows[0]) if rows else None
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, Memory]:
+        """The memories with these ids, by id (missing ones left out)."""
+        rows = self._rows_of(_COLUMNS, ids)
+        return {row[0]: Memory.from_row(row) for row in rows}
+
+    def _rows_of(self, columns: str, ids: Sequence[str]) -> builtins.list[Any]:
+        """Rows (`columns`, the first being `id`) of these ids, 500 at a time."""
+        rows = []
+        for start in range(0, len(ids), 500):  # SQLite's bound-parameter limit
+            part = ids[start : start + 500]
+            marks = ", ".join("?" * len(part))
+            sql = f"SELECT {columns} FROM memories WHERE id IN ({marks})"
+            rows += self._query(sql, part)
+        return rows
+
+    def list(self, subject: str | None = None) -> builtins.list[Memory]:
+        """Every memory (or those of one subject), most recently said first."""
+        where, parameters = ("WHERE subject = ?", (subject,)) if subject else ("", ())
+        rows = self._query(
+            f"SELECT {_COLUMNS} FROM memories {where} ORDER BY said_at DESC, id",
+            parameters,
+        )
+        return [Memory.from_row(row) for row in rows]
+
+    def __len__(self) -> int:
+        return int(self._query("SELECT count(*) FROM memories")[0][0])
+
+    def mark_recalled(self, ids: Sequence[str], at: datetime) -> None:
+        """Note when memories were recalled: `last_recalled_at` only (statistics).
+
+        Ranking never reads it, so the generation does not move.
+        """
+        if not ids:
+            return
+        when = timestamp(at)
+        with self._transaction() as connection:
+            connection.executemany(
+                "UPDATE memories SET last_recalled_at = ? WHERE id = ?",
+                [(when, memory_id) for memory_id in ids],
+            )
+
+    def generation(self) -> int:
+        """A number that moves with every write that changes ranking's data."""
+        return int(self._query("SELECT value FROM meta WHERE key = 'generation'")[0][0])
+
+    def ranking(self) -> Ranking:
+        """Ranking's arrays, brought up to date from the rows changed since read.
+
+        One read transaction, so the arrays are one committed state of the file.
+        """
+        with self._lock, self._snapshot():
+            return self._cache.read(
+                self._query,
+                lambda ids: dict(self._rows_of("id, embedding", ids)),
+                self.dimension() or 0,
+            )
+
+    def schema_version(self) -> int:
+        """The file's schema version (`PRAGMA user_version`)."""
+        return int(self._query("PRAGMA user_version")[0][0])
+
+    def dimension(self) -> int | None:
+        """The embeddings' dimension, once a memory is stored."""
+        rows = self._query("SELECT value FROM meta WHERE key = 'dimension'")
+        return int(rows[0][0]) if rows else None
+
+    def __repr__(self) -> str:
+        return f"MemoryStore({str(self.path)!r}, {len(self)} memories)"
+
+
+def _ensure_schema(connection: sqlite3.Connection, path: Path) -> None:
+    """Create the schema in a new file; refuse a file of another kind or version."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        version = connection.execute("PRAGMA user_version").fetchone()[0]
+        tables = {
+            row[0]
+            for row in connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'"
+            )
+        }
+        if version == 0 and not tables:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    connection.execute(statement)
+            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        elif version != SCHEMA_VERSION or not {"memories", "meta"} <= tables:
+            raise MemoryStoreError(
+                f"memory store {path}: schema version {version} with tables "
+                f"{sorted(tables)} is not a memory store this version reads "
+                f"(schema version {SCHEMA_VERSION})"
+            )
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+
+
+def _vector(values: Sequence[float] | np.ndarray, what: str) -> np.ndarray:
+    """A finite, non-empty 1-d float vector."""
+    try:
+        vector = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{what} is not a list of numbers ({exc})") from exc
+    if vector.ndim != 1 or not len(vector) or not np.all(np.isfinite(vector)):
+        raise InvalidInputError(
+            f"{what} must be a non-empty list of finite numbers; got shape "
+            f"{vector.shape}"
+        )
+    if not math.isfinite(float(np.linalg.norm(vector))) or not vector.any():
+        raise InvalidInputError(f"{what} is all zeros: it has no direction")
+    return vector
+
+
+def _check_dimension(connection: sqlite3.Connection, path: Path, size: int) -> None:
+    row = connection.execute(
+        "SELECT value FROM meta WHERE key = 'dimension'"
+    ).fetchone()
+    if row is None:
+        connection.execute("INSERT INTO meta VALUES ('dimension', ?)", (size,))
+    elif int(row[0]) != size:
+        raise InvalidInputError(
+            f"memory store {path} holds {row[0]}-dimensional embeddings; got one of "
+            f"{size} dimensions (another embedding model?)"
+        )
+
+
+def _bump(connection: sqlite3.Connection) -> int:
+    """Move the generation; the new one, to stamp the rows this write changes."""
+    row = connection.execute(
+        "UPDATE meta SET value = value + 1 WHERE key = 'generation' RETURNING value"
+    ).fetchone()
+    return int(row[0])
+
+
+def _restated(
+    connection: sqlite3.Connection,
+    norm: str,
+    subject: str | None,
+    vector: np.ndarray,
+    store: MemoryStore,
+) -> str | None:
+    """The id of the memory this statement restates, or None."""
+    row = connection.execute(SAME_TEXT, (norm, subject)).fetchone()
+    if row is not None:
+        return str(row[0])
+    if subject is None:
+        return None
+    rows = connection.execute(
+        "SELECT id, embedding FROM memories WHERE subject = ? ORDER BY said_at DESC",
+        (subject,),
+    ).fetchall()
+    if not rows:
+        return None
+    others = unit_rows(
+        np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]).astype(
+            np.float64
+        )
+    )
+    similarity = others @ (vector / np.linalg.norm(vector))
+    best = int(np.argmax(similarity))
+    return str(rows[best][0]) if similarity[best] >= store.restate_similarity else None
