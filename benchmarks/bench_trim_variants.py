@@ -1,4 +1,4 @@
-"""How `trim` shares the budget, measured: caps, shares, relevance, and where
+"""How `trim` shortens passages, measured: sentence caps, relevance, and where
 evidence is lost. Reproduces the variant tables of BENCHMARKS.md ("Shortening
 passages to whole sentences").
 
@@ -6,11 +6,11 @@ Every variant runs on the same fused top-10 lists of SciFact's test queries (the
 corpus index comes from the evaluation cache); only gold passages whose evidence
 sentences the dataset marks count. The default relevance is `blend`: IDF-weighted
 overlap with 0.3 of the score of `relevance: fitted`, the model fitted on
-SciFact's train claims (`benchmarks/fit_sentence_relevance.py`). The caps and
-shares rows use the default; the `relevance:` rows put other sentence scorers,
-defined here, in the blend's place. The last rows compare the shipped scorers
-passage by passage: the gold passages whose evidence one keeps and `blend` does
-not, and the reverse, with a two-sided sign test.
+SciFact's train claims (`benchmarks/fit_sentence_relevance.py`). The caps rows
+use the default; the `relevance:` rows put other sentence scorers, defined here,
+in the blend's place. The last rows compare two of them with the blend passage
+by passage: the gold passages whose evidence one keeps and `blend` does not, and
+the reverse, with a two-sided sign test.
 
 `--split train` runs the same rows on SciFact's train claims (the ones the fitted
 model learned from): a choice among scorers made there is not made on the test
@@ -24,10 +24,11 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from functools import cache, partial
 from typing import Any
+from unittest.mock import patch
 
 import Stemmer
 from _common import parser_with_data
@@ -37,7 +38,6 @@ from langchain_core.documents import Document
 from scipy.stats import binomtest
 
 from langchain_ragbudget.budget import _context_budget as budget_module
-from langchain_ragbudget.budget import _packing as packing
 from langchain_ragbudget.budget._context_budget import ContextBudget
 from langchain_ragbudget.config._settings import SurfaceSettings, load_config
 from langchain_ragbudget.evaluation import (
@@ -49,7 +49,7 @@ from langchain_ragbudget.evaluation import (
 )
 
 # The script compares sentence scorers, so it reads the one private runtime module
-# that scores sentences (its features, fitted model and the two shipped scorers).
+# that scores sentences (its features, its fitted model and `relevance: fitted`).
 from langchain_ragbudget.evidence._sentence_scoring import (
     FEATURES,
     SentenceModel,
@@ -107,25 +107,13 @@ def evidence_kept(all_cases: list[Case], **kwargs: Any) -> list[float]:
 Scorer = Callable[[str | None, Sequence[str]], list[float]]
 
 
-@contextmanager
-def patched(name: str, value: Any, module: Any = budget_module) -> Iterator[None]:
-    """`module.<name>` replaced by `value` for the block.
+def as_relevance(scorer: Scorer) -> AbstractContextManager[Any]:
+    """`scorer` in the place of the default `relevance: blend`, for a `trim` row.
 
-    The variants swap the budget stage's packer or its sentence scorer, and
-    `ContextBudget` takes neither as a parameter (its surface settings choose
-    among the shipped ones): the names the stage looks up are replaced instead.
+    `ContextBudget` takes no scorer as a parameter (its surface settings choose
+    between the shipped ones), so the name the stage looks up is replaced.
     """
-    original = getattr(module, name)
-    setattr(module, name, value)
-    try:
-        yield
-    finally:
-        setattr(module, name, original)
-
-
-def as_relevance(scorer: Scorer) -> Any:
-    """`scorer` in the place of the default `relevance: blend`, for a `trim` row."""
-    return patched("blended_relevance", scorer)
+    return patch.object(budget_module, "blended_relevance", scorer)
 
 
 def kept_by(all_cases: list[Case], scorer: Scorer) -> list[float]:
@@ -162,14 +150,6 @@ def fitted_with(model: SentenceModel) -> Scorer:
         return [fitted_score(model, row) for row in rows]
 
     return scored
-
-
-def share_of_budget(fraction: float) -> Callable[..., packing.PackResult]:
-    def pack(items: Sequence[packing.PackItem], **kwargs: Any) -> packing.PackResult:
-        kwargs["max_passage_tokens"] = int(fraction * kwargs["max_tokens"])
-        return packing.pack(items, **kwargs)
-
-    return pack
 
 
 def overlap(question: str | None, sentences: Sequence[str]) -> list[float]:
@@ -497,9 +477,6 @@ def main() -> None:
             f"  at most {cap} sentence(s) a passage",
             evidence_kept(all_cases, max_sentences=cap),
         )
-    for fraction in (0.75, 0.5, 0.33):
-        with patched("pack", share_of_budget(fraction)):
-            row(f"  a passage takes <= {fraction} of it", evidence_kept(all_cases))
     idf = corpus_idf(dataset)
     old, corpus = overlap_relevance, corpus_overlap(idf)
     for name, scorer in (
