@@ -91,9 +91,7 @@ def measure(size: int, queries: int, folder: Path) -> dict[str, float]:
         recall.append(time.perf_counter() - start)
         assert len(kept) == 8
         start = time.perf_counter()
-        _, _, _, scores = score_all(
-            ranking, vector, ranking.said_at, NOW.timestamp(), 30.0
-        )
+        _, _, _, scores = score_all(ranking, vector, NOW.timestamp(), 30.0)
         best(scores, 8)
         scoring.append(time.perf_counter() - start)
     for vector in query_vectors:  # apart: BLAS's idle threads slow what follows

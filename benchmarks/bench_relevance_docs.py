@@ -6,7 +6,8 @@ probe asks questions a user of the sample corpus would ask, each with the one
 sentence of one passage that answers it (written down before either scorer was run
 on them), and reports where each scorer ranks that sentence among the passage's
 sentences: top 1, top 2 and the mean reciprocal rank. With room for one or two
-sentences, `trim` keeps the top of that order.
+sentences, `trim` keeps the top of that order. The shipped scorers (`blend`, the
+default, and `fitted`) are compared with the blend's overlap part on its own.
 
     python benchmarks/bench_relevance_docs.py
 """
@@ -19,10 +20,11 @@ from collections.abc import Callable, Sequence
 # The script compares the scorers of the private `_sentence_scoring` module, on
 # sentences split by `_sentences.sentences`, exactly as the budget stage splits them.
 from langchain_ragbudget.evidence._sentence_scoring import (
+    FEATURES,
     FITTED_SHARE,
     blended_relevance,
     fitted_relevance,
-    overlap_relevance,
+    sentence_features,
 )
 from langchain_ragbudget.evidence._sentences import sentences
 from langchain_ragbudget.sample import load_sample_corpus
@@ -148,6 +150,15 @@ PROBES = [
 ]
 
 
+def overlap(question: str | None, parts: Sequence[str]) -> list[float]:
+    """The blend's overlap part alone: each sentence's share of the question's
+    IDF weight (the IDF over the passage's sentences)."""
+    if not question or not parts:
+        return [0.0] * len(parts)
+    coverage = FEATURES.index("coverage")
+    return [row[coverage] for row in sentence_features(question, parts)]
+
+
 def rank_of_answer(scorer: Scorer, question: str, parts: list[str], answer: int) -> int:
     """Where `scorer` puts the answering sentence (1 = first; ties to the earlier)."""
     scores = scorer(question, parts)
@@ -158,7 +169,7 @@ def rank_of_answer(scorer: Scorer, question: str, parts: list[str], answer: int)
 def main() -> None:
     texts = {str(doc.id): doc.page_content for doc in load_sample_corpus()}
     scorers: dict[str, Scorer] = {
-        "overlap": overlap_relevance,
+        "overlap": overlap,
         "fitted": fitted_relevance,
         "blend": blended_relevance,
     }

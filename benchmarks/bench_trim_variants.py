@@ -1,14 +1,16 @@
-"""How `trim` shares the budget, measured: caps, shares, relevance, and where
+"""How `trim` shortens passages, measured: sentence caps, relevance, and where
 evidence is lost. Reproduces the variant tables of BENCHMARKS.md ("Shortening
 passages to whole sentences").
 
 Every variant runs on the same fused top-10 lists of SciFact's test queries (the
 corpus index comes from the evaluation cache); only gold passages whose evidence
 sentences the dataset marks count. The default relevance is `blend`: IDF-weighted
-overlap (`relevance: overlap`) with 0.3 of the score of `relevance: fitted`, the
-model fitted on SciFact's train claims (`benchmarks/fit_sentence_relevance.py`).
-The caps and shares rows use the default; the `relevance:` rows swap other sentence
-scorers in for the overlap, with no fitted share.
+overlap with 0.3 of the score of `relevance: fitted`, the model fitted on
+SciFact's train claims (`benchmarks/fit_sentence_relevance.py`). The caps rows
+use the default; the `relevance:` rows put other sentence scorers, defined here,
+in the blend's place. The last rows compare two of them with the blend passage
+by passage: the gold passages whose evidence one keeps and `blend` does not, and
+the reverse, with a two-sided sign test.
 
 `--split train` runs the same rows on SciFact's train claims (the ones the fitted
 model learned from): a choice among scorers made there is not made on the test
@@ -22,19 +24,20 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from functools import cache, partial
 from typing import Any
+from unittest.mock import patch
 
 import Stemmer
 from _common import parser_with_data
 from bm25s.stopwords import STOPWORDS_EN
 from fit_sentence_relevance import REGULARISATION, training_rows
 from langchain_core.documents import Document
+from scipy.stats import binomtest
 
 from langchain_ragbudget.budget import _context_budget as budget_module
-from langchain_ragbudget.budget import _packing as packing
 from langchain_ragbudget.budget._context_budget import ContextBudget
 from langchain_ragbudget.config._settings import SurfaceSettings, load_config
 from langchain_ragbudget.evaluation import (
@@ -44,16 +47,13 @@ from langchain_ragbudget.evaluation import (
     load_beir,
     policy_survival,
 )
-from langchain_ragbudget.evidence import _sentence_scoring as scoring
 
 # The script compares sentence scorers, so it reads the one private runtime module
-# that scores sentences (its features, fitted model and the two shipped scorers).
+# that scores sentences (its features, its fitted model and `relevance: fitted`).
 from langchain_ragbudget.evidence._sentence_scoring import (
     FEATURES,
     SentenceModel,
-    blended_relevance,
     fitted_relevance,
-    overlap_relevance,
     sentence_features,
     shipped_model,
     terms,
@@ -107,39 +107,49 @@ def evidence_kept(all_cases: list[Case], **kwargs: Any) -> list[float]:
 Scorer = Callable[[str | None, Sequence[str]], list[float]]
 
 
-@contextmanager
-def patched(name: str, value: Any, module: Any = budget_module) -> Iterator[None]:
-    """`module.<name>` replaced by `value` for the block.
+def as_relevance(scorer: Scorer) -> AbstractContextManager[Any]:
+    """`scorer` in the place of the default `relevance: blend`, for a `trim` row.
 
-    The variants swap the budget stage's packer or a sentence scorer, and
-    `ContextBudget` takes neither as a parameter (its surface settings choose
-    among the shipped ones): the names the stage looks up are replaced instead.
+    `ContextBudget` takes no scorer as a parameter (its surface settings choose
+    between the shipped ones), so the name the stage looks up is replaced.
     """
-    original = getattr(module, name)
-    setattr(module, name, value)
-    try:
-        yield
-    finally:
-        setattr(module, name, original)
-
-
-def as_overlap(scorer: Scorer) -> Any:
-    """`scorer` in the place of `relevance: overlap`'s, for a `trim, overlap` row."""
-    return patched("overlap_relevance", scorer, scoring)
+    return patch.object(budget_module, "blended_relevance", scorer)
 
 
 def kept_by(all_cases: list[Case], scorer: Scorer) -> list[float]:
     """Evidence kept by `trim` with `scorer` alone choosing the sentences."""
-    with as_overlap(scorer):
-        return evidence_kept(all_cases, policy="trim, overlap")
+    with as_relevance(scorer):
+        return evidence_kept(all_cases)
 
 
-def share_of_budget(fraction: float) -> Callable[..., packing.PackResult]:
-    def pack(items: Sequence[packing.PackItem], **kwargs: Any) -> packing.PackResult:
-        kwargs["max_passage_tokens"] = int(fraction * kwargs["max_tokens"])
-        return packing.pack(items, **kwargs)
+COVERAGE = FEATURES.index("coverage")
 
-    return pack
+
+def overlap_relevance(question: str | None, sentences: Sequence[str]) -> list[float]:
+    """The blend's overlap on its own: the IDF-weighted question terms a sentence
+    holds, the IDF over the passage's sentences."""
+    wanted = terms(question or "")
+    found = [terms(s) & wanted for s in sentences]
+    frequency = Counter(term for hits in found for term in hits)
+    n = len(sentences)
+    return [float(sum(math.log(1 + n / frequency[t]) for t in hits)) for hits in found]
+
+
+def fitted_score(model: SentenceModel, row: Sequence[float]) -> float:
+    """As the package scores a sentence: P(evidence), +1 holding a question term."""
+    return model.probability(row) + (1.0 if row[COVERAGE] > 0 else 0.0)
+
+
+def fitted_with(model: SentenceModel) -> Scorer:
+    """`relevance: fitted` with another model than the shipped one."""
+
+    def scored(question: str | None, sentences: Sequence[str]) -> list[float]:
+        if not question or not sentences:
+            return [0.0] * len(sentences)
+        rows = sentence_features(question, sentences)
+        return [fitted_score(model, row) for row in rows]
+
+    return scored
 
 
 def overlap(question: str | None, sentences: Sequence[str]) -> list[float]:
@@ -236,12 +246,26 @@ def lexical_only_model(folder: str) -> Scorer:
         tuple(weights.get(i, 0.0) for i in range(len(FEATURES))),
         float(fitted.intercept_[0]),
     )
-    return partial(fitted_relevance, model=model)
+    return fitted_with(model)
 
 
 def blend_at(share: float) -> Scorer:
     """`relevance: blend` with another fitted share than the shipped one."""
-    return partial(blended_relevance, share=share)
+
+    def scored(question: str | None, sentences: Sequence[str]) -> list[float]:
+        if not question or not sentences:
+            return [0.0] * len(sentences)
+        rows = sentence_features(question, sentences)
+        top = max(row[COVERAGE] for row in rows)
+        if not top:
+            return [0.0] * len(sentences)
+        model = shipped_model()
+        return [
+            (1 - share) * row[COVERAGE] / top + share * fitted_score(model, row)
+            for row in rows
+        ]
+
+    return scored
 
 
 def position_scaled(factor: float) -> Scorer:
@@ -251,8 +275,7 @@ def position_scaled(factor: float) -> Scorer:
     weights = list(shipped.coefficients)
     for name in ("position", "last"):
         weights[FEATURES.index(name)] *= factor
-    model = SentenceModel(tuple(weights), shipped.intercept)
-    return partial(fitted_relevance, model=model)
+    return fitted_with(SentenceModel(tuple(weights), shipped.intercept))
 
 
 def with_list_idf(all_cases: list[Case]) -> list[float]:
@@ -276,8 +299,8 @@ def with_list_idf(all_cases: list[Case]) -> list[float]:
                 for s in sentences
             ]
 
-        with as_overlap(scored):
-            hits.append(evidence_hits(case, "trim, overlap"))
+        with as_relevance(scored):
+            hits.append(evidence_hits(case))
     return percent(all_cases, hits)
 
 
@@ -294,8 +317,8 @@ def with_oracle_relevance(all_cases: list[Case]) -> list[float]:
         ) -> list[float]:
             return [float(any(m in s or s in m for m in marked)) for s in sentences]
 
-        with as_overlap(scored):
-            hits.append(evidence_hits(case, "trim, overlap"))
+        with as_relevance(scored):
+            hits.append(evidence_hits(case))
     return percent(all_cases, hits)
 
 
@@ -396,6 +419,32 @@ def where_lost(all_cases: list[Case], budget: int) -> Counter[str]:
     return outcome
 
 
+def kept_passages(all_cases: list[Case]) -> list[set[tuple[int, int]]]:
+    """Per budget, the (query, passage) pairs whose evidence `trim` keeps."""
+    kept: list[set[tuple[int, int]]] = [set() for _ in BUDGETS]
+    for number, (text, documents, evidence) in enumerate(all_cases):
+        result = policy_survival(
+            documents, "trim", BUDGETS, ENCODING, question=text, evidence=evidence
+        )
+        for column, indices in zip(kept, result.evidence, strict=True):
+            column.update((number, i) for i in indices)
+    return kept
+
+
+def paired(all_cases: list[Case], name: str, scorer: Scorer) -> None:
+    """Gold passages whose evidence `scorer` keeps and the blend does not, and the
+    reverse, per budget, with the two-sided sign test's p of the difference."""
+    blend = kept_passages(all_cases)
+    with as_relevance(scorer):
+        other = kept_passages(all_cases)
+    cells = []
+    for ours, theirs in zip(blend, other, strict=True):
+        gained, lost = len(theirs - ours), len(ours - theirs)
+        p = binomtest(gained, gained + lost).pvalue if gained + lost else 1.0
+        cells.append(f"+{gained}/-{lost} p {p:.2f}")
+    print(f"  {name:10}", " | ".join(cells))
+
+
 def row(name: str, values: list[float]) -> None:
     print(f"{name:38}", " ".join(f"{v:5.1f}" for v in values))
 
@@ -428,13 +477,10 @@ def main() -> None:
             f"  at most {cap} sentence(s) a passage",
             evidence_kept(all_cases, max_sentences=cap),
         )
-    for fraction in (0.75, 0.5, 0.33):
-        with patched("pack", share_of_budget(fraction)):
-            row(f"  a passage takes <= {fraction} of it", evidence_kept(all_cases))
     idf = corpus_idf(dataset)
     old, corpus = overlap_relevance, corpus_overlap(idf)
     for name, scorer in (
-        ("  relevance: overlap (the option)", old),
+        ("  relevance: overlap (blend's part)", old),
         ("  relevance: fitted (the option)", fitted_relevance),
         ("  relevance: term overlap", overlap),
         ("  relevance: + later prior", later_prior),
@@ -467,6 +513,12 @@ def main() -> None:
             row(f"  relevance: fitted + dense x {alpha}", kept_by(all_cases, scorer))
         scorer = dense_model(vector, args.data)
         row("  relevance: fitted, dense features", kept_by(all_cases, scorer))
+    print(
+        "against blend, passage by passage (evidence kept only by it / only by "
+        f"blend, sign test p) at {', '.join(map(str, BUDGETS))} tokens:"
+    )
+    paired(all_cases, "overlap", old)
+    paired(all_cases, "fitted", fitted_relevance)
     for budget in (384, 1024):
         print(f"where the evidence goes at {budget} tokens:")
         for what, n in sorted(where_lost(all_cases, budget).items()):

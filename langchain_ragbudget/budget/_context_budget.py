@@ -71,7 +71,10 @@ from langchain_ragbudget.config._settings import (
 from langchain_ragbudget.config._tokens import count_tokens
 from langchain_ragbudget.config._weak_model import CalibratedWith
 from langchain_ragbudget.evidence._assess import assess_evidence, models_in_use
-from langchain_ragbudget.evidence._sentence_scoring import relevance_named
+from langchain_ragbudget.evidence._sentence_scoring import (
+    blended_relevance,
+    fitted_relevance,
+)
 from langchain_ragbudget.ledger._identity import (
     document_key,
     unique_documents,
@@ -319,12 +322,13 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     ) -> Shortener:
         """What `trim` shortens with: the surface's sentence relevance."""
         settings = self.settings
+        fitted = settings.relevance == "fitted"
         return Shortener(
             self.format,
             settings.encoding_name,
             documents,
             question,
-            relevance_named(settings.relevance),
+            fitted_relevance if fitted else blended_relevance,
         )
 
     def _pack(self, documents: Sequence[Document], shorten: Shortener) -> _Packed:

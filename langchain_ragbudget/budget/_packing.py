@@ -174,7 +174,6 @@ def pack(
     min_docs: int = 1,
     sentences_of: Callable[[int], Sentences] | None = None,
     max_sentences: int | None = None,
-    max_passage_tokens: int | None = None,
     max_per_source: int | None = None,
     max_per_retriever: int | None = None,
     joined_cost: JoinedCost | None = None,
@@ -188,9 +187,7 @@ def pack(
     together with it and weighed next (`_Pair`: the most relevant sentences of both
     that fit), so evidence split over two chunks survives a budget that has room
     for only part of them.
-    `max_sentences` caps what one shortened passage keeps; a passage over
-    `max_passage_tokens` is shortened to that size even when the budget has room
-    for it, leaving room for the passages after it. A passage whose source
+    `max_sentences` caps what one shortened passage keeps. A passage whose source
     (`group`) or retriever already has `max_per_source` or `max_per_retriever`
     kept passages is dropped before `max_docs` is checked. `joined_cost(index,
     kept)` is what a whole passage adds to the passages `kept` whole of its group
@@ -216,8 +213,6 @@ def pack(
         cost = tokens + header
         chosen: tuple[int, ...] | None = ()
         room = max_tokens - packing.used - header
-        if max_passage_tokens is not None:
-            room = min(room, max_passage_tokens)
         if index in packing.planned:  # shortened together with the passage before
             chosen, cost = packing.planned.pop(index)
         elif added is None and queue.must_wait(index, slots_left):

@@ -1,8 +1,7 @@
-"""Agent memory's settings (the `memory:` section): the model, on its own.
+"""Agent memory's settings (the `memory:` section), the one place their defaults live.
 
-A module of its own so that `config` stays under its size; `config` re-exports
-`MemorySettings`. The per-surface shares (`max_memories`, `memory_tokens`) are
-surface settings, in `config.SurfaceSettings`.
+`MemoryStore` and `MemoryRetriever` take their defaults from here. The per-surface
+shares (`max_memories`, `memory_tokens`) are surface settings, in `SurfaceSettings`.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from langchain_ragbudget.config._fields import StrictModel
 
 
 class MemorySettings(StrictModel):
-    """How memories are recalled and ranked (seed 001: Ossian's agent memory).
+    """How memories are recalled and ranked.
 
     Attributes:
         half_life_days: A memory's recency factor halves every this many days

@@ -70,7 +70,7 @@ from langchain_ragbudget.errors import ConfigError as ConfigError
 BM25Method = Literal["robertson", "atire", "bm25l", "bm25+", "lucene"]
 QueryPrecision = Literal["float32", "int8"]
 FusionMethod = Literal["rrf", "minmax", "dbsf"]  # fusion.py says what each does
-Relevance = Literal["blend", "overlap", "fitted"]  # how `trim` scores sentences
+Relevance = Literal["blend", "fitted"]  # how `trim` scores sentences
 PLACEHOLDERS = (
     "__debezium_unavailable_value",
     "placeholder",
@@ -263,14 +263,12 @@ class SurfaceSettings(StrictModel):
             and goes on.
         max_sentences: With `trim`, at most this many sentences of one shortened
             passage (None: as many as fit).
-        relevance: With `trim`, how sentences are chosen: `overlap`, IDF-weighted
-            overlap with the question, which assumes nothing about where a passage
-            puts its point; `fitted`, a logistic model fitted on SciFact abstracts,
-            which learned that abstracts state their findings late (better on
-            abstracts, and worse wherever the point comes first); `blend` (the
-            default), the overlap with 0.3 of the model's score, which ranks
-            answers on documentation as the overlap does and keeps more
-            evidence on abstracts.
+        relevance: With `trim`, how sentences are chosen: `blend` (the default),
+            IDF-weighted overlap with the question plus 0.3 of a logistic model's
+            score, for text of any kind; `fitted`, the model fitted on SciFact
+            abstracts alone, which learned that abstracts state their findings
+            late: it keeps more evidence of abstracts at small budgets and
+            passes over an answer stated first.
         order: `rank` shows citations best first; `edges` puts the best first and
             last and the weakest in the middle.
         weak_evidence: When the evidence is weak: thresholds on the top score, or

@@ -24,14 +24,13 @@ from langchain_ragbudget.config._tokens import get_encoding
 from langchain_ragbudget.evidence._sentences import sentences
 from langchain_ragbudget.ledger._identity import document_key
 
-POLICIES = ("naive slice", "stop", "skip", "trim", "trim, overlap", "trim, fitted")
+POLICIES = ("naive slice", "stop", "skip", "trim", "trim, fitted")
 DEFAULT_BUDGETS = (256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
 # packing and sentence relevance of each policy the budget runs
 _BUDGET_POLICIES: dict[str, tuple[Literal["stop", "skip", "trim"], Relevance]] = {
-    "stop": ("stop", "overlap"),
-    "skip": ("skip", "overlap"),
+    "stop": ("stop", "blend"),
+    "skip": ("skip", "blend"),
     "trim": ("trim", "blend"),  # the default relevance
-    "trim, overlap": ("trim", "overlap"),
     "trim, fitted": ("trim", "fitted"),
 }
 

@@ -1,21 +1,25 @@
 """Which sentences of a passage matter for the question: cheap, offline, explainable.
 
-Three scorers, chosen per surface (`relevance`):
+Two scorers, chosen per surface (`relevance`), both built from two parts read off
+one pass over the passage's sentences (`sentence_features`):
 
-- `overlap_relevance`: the IDF-weighted question terms a sentence holds, the IDF
-  taken over the passage's own sentences. It assumes nothing about where a passage
-  puts its point.
-- `blended_relevance` (the default): the overlap, scaled to a top of 1, with a
-  `FITTED_SHARE` of the fitted score; the overlap decides, the model mostly breaks
-  near-ties between sentences the overlap scores alike.
-- `fitted_relevance`: the probability, by a logistic model, that a sentence is
-  evidence for the question, ranked below every sentence holding a question term
-  when it holds none. The model reads nine cheap features of the sentence within its
-  passage (how much of the question it covers, the same for its neighbours, its
-  length, where it stands); its coefficients are data (`sentence_relevance.json`),
-  fitted on SciFact's *train* claims by `benchmarks/fit_sentence_relevance.py`. It
-  learned that abstracts state their findings late, which helps on abstracts and
-  hurts where the point comes first (BENCHMARKS.md compares the two).
+- the overlap: the IDF-weighted question terms a sentence holds, the IDF taken over
+  the passage's own sentences. It assumes nothing about where a passage puts its
+  point;
+- the fitted score: the probability, by a logistic model, that a sentence is
+  evidence for the question, plus 1 when the sentence holds a question term. The
+  model reads nine cheap features of the sentence within its passage (how much of
+  the question it covers, the same for its neighbours, its length, where it
+  stands); its coefficients are data (`sentence_relevance.json`), fitted on
+  SciFact's *train* claims by `benchmarks/fit_sentence_relevance.py`. It learned
+  that abstracts state their findings late.
+
+`blended_relevance` (the default) is the overlap, scaled to a top of 1, with a
+`FITTED_SHARE` of the fitted score: the overlap decides, the model mostly breaks
+near-ties. It ranks the answering sentence of documentation as the overlap alone
+does and keeps more evidence of abstracts. `fitted_relevance` is the fitted score
+alone: on abstracts it keeps more evidence than the blend at small budgets, and on
+text that states its point first it prefers a later sentence (BENCHMARKS.md).
 
 Both need only the passage and the question. Terms are made the way the BM25 side
 makes them (lower case, English stopwords of bm25s, the PyStemmer English stemmer).
@@ -69,9 +73,10 @@ FITTED_SHARE = 0.3
 """The fitted score's share in `blended_relevance`.
 
 Chosen on SciFact's *train* claims, among the shares that rank the answering
-sentence of the sample corpus's 30 questions as well as `overlap` does (0 to 0.35):
-evidence kept by `trim` is flat over 0.1 to 0.35 there, 0.3 the highest
-(`benchmarks/bench_trim_variants.py --split train`; BENCHMARKS.md, issue 24).
+sentence of the sample corpus's 30 questions as well as the overlap alone does (0
+to 0.35, `benchmarks/bench_relevance_docs.py`): evidence kept by `trim` is flat
+over 0.1 to 0.35 there, 0.3 the highest (`benchmarks/bench_trim_variants.py
+--split train`).
 """
 
 
@@ -95,20 +100,6 @@ def terms(text: str) -> frozenset[str]:
     return frozenset(
         stem([w for w in _WORD.findall(text.lower()) if w not in stopwords])
     )
-
-
-def overlap_relevance(question: str | None, sentences: Sequence[str]) -> list[float]:
-    """One score per sentence: the IDF-weighted question terms it contains.
-
-    The IDF is over the sentences of the passage: a question term that every
-    sentence shares tells them apart less than one only a single sentence has.
-    """
-    if not question:
-        return [0.0] * len(sentences)
-    wanted = terms(question)
-    per_sentence = [terms(sentence) & wanted for sentence in sentences]
-    weight = _passage_idf(per_sentence)
-    return [float(sum(weight[term] for term in found)) for found in per_sentence]
 
 
 def _passage_idf(per_sentence: Sequence[frozenset[str]]) -> dict[str, float]:
@@ -212,30 +203,25 @@ def shipped_model() -> SentenceModel:
     return SentenceModel.from_mapping(json.loads(text), MODEL_FILE)
 
 
-def fitted_relevance(
-    question: str | None,
-    sentences: Sequence[str],
-    model: SentenceModel | None = None,
-) -> list[float]:
+def fitted_relevance(question: str | None, sentences: Sequence[str]) -> list[float]:
     """One score per sentence: whether it holds a question term, then P(evidence).
 
     A sentence that holds none of the question's terms never outranks one that
     does: the model learned from abstracts that findings come late, and alone it
     would prefer a late sentence unrelated to the question to an early one that
-    answers it (a runbook's first sentence, say). So the score is the model's
-    probability, plus 1 for a sentence holding a question term.
+    answers it (a runbook's first sentence, say). So the score is the shipped
+    model's probability, plus 1 for a sentence holding a question term.
 
     Args:
         question: The question, or None (every sentence then scores 0).
         sentences: The passage's sentences, in order.
-        model: The model; the shipped one by default.
 
     Returns:
         One score per sentence, in [0, 2).
     """
     if not question or not sentences:
         return [0.0] * len(sentences)
-    model = model or shipped_model()
+    model = shipped_model()
     return [_fitted_score(model, row) for row in sentence_features(question, sentences)]
 
 
@@ -244,35 +230,25 @@ def _fitted_score(model: SentenceModel, row: Sequence[float]) -> float:
     return model.probability(row) + (1.0 if row[_COVERAGE] > 0 else 0.0)
 
 
-def blended_relevance(
-    question: str | None,
-    sentences: Sequence[str],
-    model: SentenceModel | None = None,
-    share: float = FITTED_SHARE,
-) -> list[float]:
+def blended_relevance(question: str | None, sentences: Sequence[str]) -> list[float]:
     """One score per sentence: mostly the overlap, partly the fitted model.
 
-    `1 - share` times `overlap_relevance` scaled to a top of 1, plus `share`
-    times `fitted_relevance`, both read off one `sentence_features` pass (a
-    sentence's coverage is its overlap over the question's whole IDF weight, so
-    coverage over the best coverage is the scaled overlap). Alone, the overlap
-    ties sentences that hold the same question terms and the model prefers late
-    sentences wherever the point comes first; blended, the overlap still leads
-    (the answer first in 28 of 30 questions on the sample corpus, as `overlap`),
-    and on SciFact abstracts `trim` keeps 2 points more evidence at 384 and 512
-    tokens. A sentence holding no question term still never outranks one that
-    holds some, and a passage where no sentence holds one scores 0 throughout,
-    so its leading sentences win as with `overlap` (the model alone would pick
-    by position, as abstracts taught it; measured the same on SciFact).
+    `1 - FITTED_SHARE` times the overlap scaled to a top of 1, plus
+    `FITTED_SHARE` times the `fitted_relevance` score (a sentence's coverage is
+    its overlap over the question's whole IDF weight, so coverage over the best
+    coverage is the scaled overlap). Alone, the overlap ties sentences that hold
+    the same question terms and the model prefers late sentences wherever the
+    point comes first; blended, the overlap still leads. A sentence holding no
+    question term never outranks one that holds some, and a passage where no
+    sentence holds one scores 0 throughout, so its leading sentences win (the
+    model alone would pick by position, as abstracts taught it).
 
     Args:
         question: The question, or None (every sentence then scores 0).
         sentences: The passage's sentences, in order.
-        model: The fitted model; the shipped one by default.
-        share: The fitted score's share (`FITTED_SHARE`; benchmarks vary it).
 
     Returns:
-        One score per sentence, in [0, 1 + share).
+        One score per sentence, in [0, 1 + FITTED_SHARE).
     """
     if not question or not sentences:
         return [0.0] * len(sentences)
@@ -280,25 +256,9 @@ def blended_relevance(
     top = max(row[_COVERAGE] for row in rows)
     if not top:
         return [0.0] * len(sentences)
-    model = model or shipped_model()
+    model = shipped_model()
     return [
-        (1 - share) * row[_COVERAGE] / top + share * _fitted_score(model, row)
+        (1 - FITTED_SHARE) * row[_COVERAGE] / top
+        + FITTED_SHARE * _fitted_score(model, row)
         for row in rows
     ]
-
-
-Scorer = Callable[[str | None, Sequence[str]], list[float]]
-
-
-def relevance_named(name: str) -> Scorer:
-    """The scorer a surface's `relevance` names (`blend`, `overlap`, `fitted`).
-
-    Looked up when called, so a benchmark that swaps a scorer in this module
-    swaps it for the budget too.
-    """
-    scorers: dict[str, Scorer] = {
-        "blend": blended_relevance,
-        "overlap": overlap_relevance,
-        "fitted": fitted_relevance,
-    }
-    return scorers[name]

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 Query = Callable[[str, Sequence[Any]], list[Any]]
-_RANKED = "id, importance, said_at, created_at"
+_RANKED = "id, importance, said_at"
 # An index search on `changed` (sorting by rowid here would scan every row).
 CHANGED_SINCE = f"SELECT rowid, {_RANKED} FROM memories WHERE changed > ?"
 
@@ -32,9 +32,8 @@ class Ranking:
         ids: Memory ids.
         vectors: Unit-length embeddings, one row per memory (float32).
         importance: Importance per memory.
-        said_at: Last stated, seconds since the epoch.
-        created_at: First remembered, seconds since the epoch (never ranked
-            on; kept so a test can show what ranking on it would do).
+        said_at: Last stated, seconds since the epoch: the only time ranking
+            reads (never when a memory was created or last recalled).
     """
 
     generation: int
@@ -42,7 +41,6 @@ class Ranking:
     vectors: np.ndarray
     importance: np.ndarray
     said_at: np.ndarray
-    created_at: np.ndarray
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
@@ -107,14 +105,7 @@ class RankingCache:
         for row in rows:
             if (at := self._positions.get(row[0])) is not None:
                 importance[at], said_at[at] = row[1], row[2]
-        base = Ranking(
-            generation,
-            cached.ids,
-            cached.vectors,
-            importance,
-            said_at,
-            cached.created_at,
-        )
+        base = Ranking(generation, cached.ids, cached.vectors, importance, said_at)
         return self._appended(new, embeddings, base)
 
     def _appended(
@@ -144,11 +135,10 @@ class RankingCache:
             self._buffer[:end],
             np.concatenate([base.importance, [row[1] for row in rows]]),
             np.concatenate([base.said_at, [row[2] for row in rows]]),
-            np.concatenate([base.created_at, [row[3] for row in rows]]),
         )
 
 
 def _empty(generation: int, dimension: int) -> Ranking:
     nothing = np.empty(0, dtype=np.float64)
     vectors = np.empty((0, dimension), dtype=np.float32)
-    return Ranking(generation, [], vectors, nothing, nothing, nothing)
+    return Ranking(generation, [], vectors, nothing, nothing)

@@ -1,19 +1,19 @@
 """Agent memory beside the documents: a store, and a retriever on the same budget.
 
-Seed 001 (Ossian) ranks memories by `similarity x importance x 0.5^(age / 30
-days)` and learned that *age* must run from the last time a fact was stated:
-from creation, a preference confirmed every day decays as if said once; from the
-last read, an old preference and the newer one contradicting it tie on recency.
-Here `MemoryStore` (SQLite) keeps `said_at` apart from `created_at` and
+Memories rank by `similarity x importance x 0.5^(age / half_life_days)`, the age
+running from the last time a fact was stated: from creation, a preference
+confirmed every day would decay as if said once; from the last read, an old
+preference and the newer one contradicting it would tie on recency. So
+`MemoryStore` (SQLite) keeps `said_at` apart from `created_at` and
 `last_recalled_at`, and `MemoryRetriever` ranks on `said_at` alone.
 
-What Ossian left open is on the record here: among recalled memories of one
-subject the most recently said wins and the others are dropped with a
-`memory / superseded` record; a memory learned from a document is checked against
-the index at recall, and flagged or dropped (`memory / stale_source`) when that
-document changed. `create_budgeted_rag_chain(..., memory=MemoryRetriever(...))`
-puts the kept memories in their own prompt section, under the surface's
-`max_memories` / `memory_tokens`.
+Every memory left out is on the record: among recalled memories of one subject
+the most recently said wins and the others are dropped with a `memory /
+superseded` record; a memory learned from a document is checked against the index
+at recall, and flagged or dropped (`memory / stale_source`) when that document
+changed. `create_budgeted_rag_chain(..., memory=MemoryRetriever(...))` puts the
+kept memories in their own prompt section, under the surface's `max_memories` /
+`memory_tokens`.
 """
 
 from __future__ import annotations
@@ -170,10 +170,6 @@ class MemoryRetriever(BaseRetriever):
         }
         return cls(store=store, sources=sources, **{**values, **overrides})
 
-    def _age_from(self, ranking: Ranking) -> np.ndarray:
-        """When each memory's age starts: when it was last said. Never anything else."""
-        return ranking.said_at
-
     def recall(
         self, query: str | None = None, *, vector: Sequence[float] | None = None
     ) -> MemoryRecall:
@@ -248,7 +244,7 @@ class MemoryRetriever(BaseRetriever):
     ) -> list[Scored]:
         """The `k` best memories, best first, with every factor of their scores."""
         similarity, ages, recency, scores = score_all(
-            ranking, query, self._age_from(ranking), now, self.half_life_days
+            ranking, query, now, self.half_life_days
         )
         top = best(scores, k)
         memories = self.store.get_many([ranking.ids[i] for i in top])

@@ -1,10 +1,10 @@
 """How recalled memories are scored, superseded and checked against their sources.
 
 score = cosine similarity x importance x 0.5 ** (age / half-life), the age running
-from when the fact was last *said* (seed 001). Not from creation: a preference
-restated every day would decay as if said once. Not from the last read: recall
-returns an old preference and the newer one contradicting it together, and
-refreshing both would tie them on recency, the one signal that lets the newer win.
+from when the fact was last *said*. Not from creation: a preference restated every
+day would decay as if said once. Not from the last read: recall returns an old
+preference and the newer one contradicting it together, and refreshing both would
+tie them on recency, the one signal that lets the newer win.
 
 Pure functions over the store's `Ranking` arrays (numpy, brute force) and over
 the recalled memories; every memory left out gets a `memory / ...` record.
@@ -95,26 +95,17 @@ class Scored:
         return Document(id=memory.id, page_content=memory.text, metadata=metadata)
 
 
-def recency_factor(age_days: float, half_life_days: float) -> float:
-    """0.5 ** (age / half-life); an age below zero (a clock behind) counts as 0."""
-    return float(0.5 ** (max(age_days, 0.0) / half_life_days))
-
-
 def score_all(
-    ranking: Ranking,
-    query: np.ndarray,
-    said_at: np.ndarray,
-    now: float,
-    half_life_days: float,
+    ranking: Ranking, query: np.ndarray, now: float, half_life_days: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Similarity, age in days, recency and score of every memory, as arrays.
 
-    `said_at` is the time each age runs from: `ranking.said_at`, always (the
-    argument exists so a test can show what another column would do).
+    Each age runs from when the memory was last said (`ranking.said_at`); an age
+    below zero (a clock behind the store's) counts as 0.
     """
     unit = (query / np.linalg.norm(query)).astype(np.float32)
     similarity = cosines(ranking.vectors, unit)
-    ages = np.maximum(now - said_at, 0.0) / SECONDS_PER_DAY
+    ages = np.maximum(now - ranking.said_at, 0.0) / SECONDS_PER_DAY
     recency = np.power(0.5, ages / half_life_days)
     scores = similarity.astype(np.float64) * ranking.importance * recency
     return similarity, ages, recency, scores

@@ -9,7 +9,7 @@ Ranking reads only `said_at` (when a fact was last stated) and `importance`;
 `last_recalled_at` is written by recall for statistics and read by nothing that
 ranks. Every write that changes what ranking reads moves the store's `generation`
 and stamps its rows with it (`changed`), in the same transaction, so the cached
-arrays (`_memory_ranking`) read only what changed.
+arrays (`RankingCache`) read only what changed.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from langchain_ragbudget.config._memory_settings import MemorySettings
+from langchain_ragbudget.config._settings import default_of
 from langchain_ragbudget.errors import InvalidInputError, RagBudgetError
 from langchain_ragbudget.memory._ranking import Ranking, RankingCache, unit_rows
 
@@ -197,8 +199,8 @@ class MemoryStore:
         embeddings: Embeddings | None = None,
         *,
         clock: Clock = utc_now,
-        restate_similarity: float = 0.95,
-        default_importance: float = 0.5,
+        restate_similarity: float = default_of(MemorySettings, "restate_similarity"),
+        default_importance: float = default_of(MemorySettings, "importance"),
     ) -> None:
         self.path = Path(path)
         self.embeddings = embeddings

@@ -64,7 +64,7 @@ def test_user_yaml_merges_over_defaults(tmp_path: Path) -> None:
             "surfaces:\n  chat:\n    relevance: Fitted\n",
             "surfaces.chat.relevance",
             "Fitted",
-            "'blend', 'overlap' or 'fitted'",
+            "'blend' or 'fitted'",
         ),
         (
             "retrieval:\n  sparse:\n    weight: -1\n",

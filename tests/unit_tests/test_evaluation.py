@@ -169,7 +169,7 @@ def test_evidence_survival_counts_sentences_a_slice_keeps(beir_folder: Path) -> 
     assert "counting evidence instead of whole passages" in markdown
     evidence_table = rich_tables(report)[-1]
     assert "gold evidence sentences" in str(evidence_table.title)
-    assert evidence_table.row_count == 6  # slice, stop, skip, 3 trims
+    assert evidence_table.row_count == 5  # slice, stop, skip, trim, trim fitted
 
 
 def test_malformed_rationales_are_named(beir_folder: Path) -> None:
@@ -224,7 +224,6 @@ def test_chunked_evaluation_counts_evidence_across_chunks(
         "stop",
         "skip",
         "trim",
-        "trim, overlap",
         "trim, fitted",
     }
     for shares in first.evidence_survival.values():

@@ -4,8 +4,8 @@ Seed 001 (Ossian) measured, after three recalls of both: "switched the editor to
 the light theme" (fresh) 0.765, "prefers the dark theme" (90 days old) 0.102, and
 0.817 once the dark-theme preference is restated. Their recency test passed the
 whole time because it backdated the column the buggy query read; the table here is
-run against two deliberately wrong clocks, kept below as parametrised wrong
-implementations, and must fail for both.
+also computed with the two wrong clocks the seed describes (the age run from
+creation, or refreshed by every recall) and must fail for both.
 
 No model: memories are stored with their embeddings given (unit vectors chosen so
 cosine x importance is the seed's 0.765 and 0.817) and recalled with a query
@@ -18,7 +18,7 @@ import math
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -29,15 +29,15 @@ from hypothesis import strategies as st
 
 from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.ledger._records import DropReason, Stage
-from langchain_ragbudget.memory._ranking import CHANGED_SINCE, Ranking
+from langchain_ragbudget.memory._ranking import CHANGED_SINCE
 from langchain_ragbudget.memory._retriever import (
     Memory,
     MemoryRetriever,
     MemoryStore,
     MemoryStoreError,
 )
-from langchain_ragbudget.memory._score import recency_factor
-from langchain_ragbudget.memory._store import SAME_TEXT, _bump, timestamp
+from langchain_ragbudget.memory._score import Scored
+from langchain_ragbudget.memory._store import SAME_TEXT
 
 START = datetime(2026, 9, 1, 9, 0, tzinfo=UTC)
 QUERY = [1.0, 0.0, 0.0]
@@ -59,40 +59,46 @@ class Clock:
         self.now += timedelta(**delta)
 
 
-# The two wrong implementations the seed describes.
-class AgeFromCreation(MemoryRetriever):
-    """Wrong: age runs from when the memory was created (Ossian's original query)."""
-
-    def _age_from(self, ranking: Ranking) -> np.ndarray:
-        return ranking.created_at
+AgeStart = Callable[[Memory], datetime]
 
 
-class RefreshedOnRead(MemoryStore):
-    """Wrong: recall refreshes the age column ("keeps a live memory from decaying")."""
+def said(memory: Memory) -> datetime:
+    """Right: a memory's age runs from when it was last said."""
+    return memory.said_at
 
-    def mark_recalled(self, ids: Sequence[str], at: datetime) -> None:
-        super().mark_recalled(ids, at)
-        with self._transaction() as connection:
-            stamp = _bump(connection)  # a write ranking reads: generation moved
-            connection.executemany(
-                "UPDATE memories SET said_at = ?, changed = ? WHERE id = ?",
-                [(timestamp(at), stamp, memory_id) for memory_id in ids],
-            )
+
+def created(memory: Memory) -> datetime:
+    """Wrong: from when it was created (Ossian's original query)."""
+    return memory.created_at
+
+
+def last_read(memory: Memory) -> datetime:
+    """Wrong: every recall refreshes the age ("keeps a live memory from decaying").
+
+    `memory` is as the recall read it, before that recall marked it.
+    """
+    return max(memory.said_at, memory.last_recalled_at or memory.said_at)
+
+
+def aged_from(start: AgeStart, item: Scored, now: datetime, half_life: float) -> float:
+    """`item`'s score with its age run from `start`: its other factors as recalled."""
+    days = max((now - start(item.memory)).total_seconds(), 0.0) / 86_400
+    return item.similarity * item.memory.importance * 0.5 ** (days / half_life)
 
 
 def seed_scores(
-    folder: Path,
-    store_class: type[MemoryStore] = MemoryStore,
-    retriever_class: type[MemoryRetriever] = MemoryRetriever,
+    folder: Path, age_from: AgeStart | None = None
 ) -> list[dict[str, float]]:
     """The seed's scenario: the scores (by text) after each step.
 
     Dark theme said on day 0; light theme said on day 90; recalled once, then
-    three more times; then the dark-theme preference restated (same day).
+    three more times; then the dark-theme preference restated (same day). The
+    scores are the retriever's, or, with `age_from`, computed from each recalled
+    memory with its age run from that moment instead.
     """
     clock = Clock()
-    store = store_class(folder / "memory.sqlite", clock=clock)
-    retriever = retriever_class(store=store, supersede=False)
+    store = MemoryStore(folder / "memory.sqlite", clock=clock)
+    retriever = MemoryRetriever(store=store, supersede=False)
     store.remember("prefers the dark theme", importance=DARK[1], embedding=DARK[0])
     clock.advance(days=90)
     light = "switched the editor to the light theme"
@@ -100,7 +106,13 @@ def seed_scores(
 
     def scores() -> dict[str, float]:
         kept = retriever.recall(vector=QUERY).kept
-        return {item.memory.text: item.score for item in kept}
+        if age_from is None:
+            return {item.memory.text: item.score for item in kept}
+        half_life = retriever.half_life_days
+        return {
+            item.memory.text: aged_from(age_from, item, clock.now, half_life)
+            for item in kept
+        }
 
     steps = [scores()]
     for _ in range(3):
@@ -138,17 +150,23 @@ def test_the_seed_table(tmp_path: Path) -> None:
     assert table_holds(steps)
 
 
+def test_the_retriever_s_scores_are_the_age_from_said_at(tmp_path: Path) -> None:
+    # the wrong clocks below differ from the retriever's scores in the clock alone
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    ours, recomputed = seed_scores(tmp_path / "a"), seed_scores(tmp_path / "b", said)
+    for step, again in zip(ours, recomputed, strict=True):
+        assert step.keys() == again.keys()
+        assert all(step[k] == pytest.approx(again[k], abs=1e-6) for k in step)
+
+
 @pytest.mark.parametrize(
-    ("store_class", "retriever_class"),
-    [(MemoryStore, AgeFromCreation), (RefreshedOnRead, MemoryRetriever)],
-    ids=["age-from-created_at", "age-refreshed-on-recall"],
+    "age_from", [created, last_read], ids=["age-from-created_at", "age-from-recall"]
 )
 def test_the_seed_table_fails_on_a_wrong_clock(
-    tmp_path: Path,
-    store_class: type[MemoryStore],
-    retriever_class: type[MemoryRetriever],
+    tmp_path: Path, age_from: AgeStart
 ) -> None:
-    assert not table_holds(seed_scores(tmp_path, store_class, retriever_class))
+    assert not table_holds(seed_scores(tmp_path, age_from))
 
 
 def test_recall_never_changes_said_at(tmp_path: Path) -> None:
@@ -376,7 +394,7 @@ def test_every_factor_is_in_the_score(
         v = np.array(vector, dtype=np.float32).astype(np.float64)
         cosine = float(v @ query / np.linalg.norm(v) / np.linalg.norm(query))
         expected.append(
-            (f"memory {i}", cosine * importance * recency_factor(days, half_life))
+            (f"memory {i}", cosine * importance * 0.5 ** (days / half_life))
         )
     expected.sort(key=lambda pair: -pair[1])
     assert len(kept) == min(k, len(memories))
@@ -510,4 +528,3 @@ def test_the_cached_arrays_equal_a_fresh_read(
         assert np.array_equal(cached.vectors, fresh.vectors)
         assert np.array_equal(cached.said_at, fresh.said_at)
         assert np.array_equal(cached.importance, fresh.importance)
-        assert np.array_equal(cached.created_at, fresh.created_at)

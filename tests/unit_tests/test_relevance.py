@@ -1,6 +1,7 @@
 import json
 import math
 from importlib import resources
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -15,8 +16,6 @@ from langchain_ragbudget.evidence._sentence_scoring import (
     SentenceModel,
     blended_relevance,
     fitted_relevance,
-    overlap_relevance,
-    relevance_named,
     sentence_features,
     shipped_model,
     terms,
@@ -136,12 +135,6 @@ def test_a_bad_model_file_names_the_key(change: object, key: str) -> None:
     assert raised.value.file == "model.json" and raised.value.key == key
 
 
-def test_overlap_relevance_prefers_the_rarer_term() -> None:
-    passage = ["Salt was measured.", "Salt again.", "Pressure once."]
-    scores = overlap_relevance("salt pressure", passage)
-    assert scores[2] > scores[0] == scores[1] > 0
-
-
 @given(QUESTIONS, PASSAGES)
 def test_scores_are_one_per_sentence_and_question_terms_come_first(
     question: str, passage: list[str]
@@ -153,30 +146,14 @@ def test_scores_are_one_per_sentence_and_question_terms_come_first(
         assert (1.0 <= score < 2.0) if has_term else (0.0 <= score < 1.0)
 
 
-def test_a_late_sentence_without_question_terms_never_beats_the_answer() -> None:
-    # A model that only likes late sentences (abstracts end with findings) must
-    # still rank an answer stated first, as runbooks do, above unrelated sentences.
-    late = SentenceModel(
-        tuple(10.0 if name == "position" else 0.0 for name in FEATURES), 0.0
-    )
-    question = "How quickly must a SEV1 page be acknowledged?"
-    passage = [
-        "A SEV1 page must be acknowledged within 5 minutes.",
-        "Pagerline then calls the secondary engineer.",
-        "The secondary has 10 more minutes before the manager is called.",
-    ]
-    alone = [late.probability(row) for row in sentence_features(question, passage)]
-    assert alone[2] > alone[1] > alone[0]  # the bias this guards against
-    scores = fitted_relevance(question, passage, model=late)
-    assert max(range(3), key=scores.__getitem__) == 0
-    assert scores[2] > scores[1]  # among the rest, the model's order stands
-
-
 def test_blend_is_the_overlap_scaled_plus_a_share_of_the_model() -> None:
-    own = overlap_relevance(QUESTION, PASSAGE)
+    # the overlap by hand: question terms salt, intak (each in two of the four
+    # sentences: IDF log 3) and lower, blood, pressur (in one: log 5)
+    second, third = 2 * math.log(3), 2 * math.log(3) + 3 * math.log(5)
+    own = [0.0, second / third, 1.0, 0.0]
     model = fitted_relevance(QUESTION, PASSAGE)
     expected = [
-        (1 - FITTED_SHARE) * x / max(own) + FITTED_SHARE * f
+        (1 - FITTED_SHARE) * x + FITTED_SHARE * f
         for x, f in zip(own, model, strict=True)
     ]
     assert blended_relevance(QUESTION, PASSAGE) == pytest.approx(expected)
@@ -191,7 +168,7 @@ def test_blend_without_a_question_keeps_leading_sentences() -> None:
 
 def test_blend_of_a_passage_without_question_terms_keeps_leading_sentences() -> None:
     # the model alone orders such a passage by position (late first); the
-    # default keeps the leading sentences there, as `overlap` does
+    # default keeps the leading sentences there (all score 0)
     assert len(set(fitted_relevance("what is the", PASSAGE))) > 1
     assert blended_relevance("what is the", PASSAGE) == [0.0] * 4
     assert blended_relevance("volcanoes erupt", PASSAGE) == [0.0] * 4
@@ -228,9 +205,15 @@ def test_blend_never_puts_a_sentence_without_question_terms_first(
         assert scores == [0.0] * len(passage)
 
 
-def test_each_relevance_setting_names_its_scorer() -> None:
-    assert relevance_named("overlap") is overlap_relevance
-    assert relevance_named("fitted") is fitted_relevance
-    assert relevance_named("blend") is blended_relevance
+def test_blend_is_the_default_and_an_unknown_scorer_is_refused_by_key(
+    tmp_path: Path,
+) -> None:
     assert SurfaceSettings(max_docs=1, max_tokens=10).relevance == "blend"
     assert {s.relevance for s in load_config().surfaces.values()} == {"blend"}
+    path = tmp_path / "ragbudget.yml"
+    path.write_text("surfaces:\n  chat:\n    relevance: overlap\n")
+    with pytest.raises(ConfigError) as raised:
+        load_config(path)
+    error = raised.value
+    assert (error.file, error.key) == (str(path), "surfaces.chat.relevance")
+    assert "'blend' or 'fitted'" in str(error)

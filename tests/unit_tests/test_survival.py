@@ -96,11 +96,11 @@ def test_whole_sentences_check() -> None:
     assert not is_whole_sentences("Third one. First one.", original)  # order
 
 
-def test_the_trim_row_is_the_shipped_default_and_overlap_stays_beside_it() -> None:
-    # make eval's "trim" row must measure what users get; the old default stays
-    # measured beside it so a change of default shows in the same table
+def test_the_trim_row_is_the_shipped_default_and_fitted_stays_beside_it() -> None:
+    # make eval's "trim" row must measure what users get; the alternative scorer
+    # is measured beside it, so the case for keeping it shows in the same table
     default = SurfaceSettings.model_fields["relevance"].default
     assert _BUDGET_POLICIES["trim"] == ("trim", default)
     assert load_config().surfaces["chat"].relevance == default
-    assert _BUDGET_POLICIES["trim, overlap"] == ("trim", "overlap")
+    assert _BUDGET_POLICIES["trim, fitted"] == ("trim", "fitted")
     assert set(POLICIES) == {"naive slice", *_BUDGET_POLICIES}

@@ -56,7 +56,6 @@ def test_choose_sentences_prefers_relevance_and_keeps_order() -> None:
 @pytest.mark.parametrize(
     ("relevance", "kept"),
     [
-        ("overlap", "Application logs are kept for 90 days."),
         ("blend", "Application logs are kept for 90 days."),  # the default
         ("fitted", "Audit logs are kept for a year."),
     ],
@@ -64,8 +63,8 @@ def test_choose_sentences_prefers_relevance_and_keeps_order() -> None:
 def test_the_surface_chooses_how_sentences_are_scored(
     relevance: str, kept: str
 ) -> None:
-    # overlap weighs the question's terms; the model fitted on abstracts also
-    # weighs position (findings come late) and here picks the wrong kind of log.
+    # blend is led by the question's terms; the model fitted on abstracts alone
+    # also weighs position (findings come late) and here picks the wrong log.
     passage = Document(
         id="retention",
         page_content="Application logs are kept for 90 days. Metrics live longer. "
