@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
@@ -159,28 +159,16 @@ class DropRecord:
         return {**self.to_dict(), **scores_of(self.document)}
 
 
-class DeferredSource(Protocol):
-    """Makes, on demand, what a `DeferredDropRecord` shows of its candidate."""
-
-    def document(self, rank: int) -> Document:
-        """The dropped candidate at `rank`, with the scores it had gathered."""
-        ...
-
-    def detail(self, rank: int) -> str:
-        """A readable explanation of the drop at `rank`."""
-        ...
-
-
 class DeferredDropRecord(DropRecord):
-    """A drop record whose document and detail are made only when someone reads them.
+    """A drop record whose document is built only when someone reads it.
 
     Fusion cuts most of its candidates; building each one's merged document (the
     metadata of every retriever, its ranks and scores) would cost more than the
-    fusion itself, and most are never looked at. The records of one cut share one
-    `source`; each holds only its key, rank and a reference to it.
+    fusion itself, and a retriever used on its own never reads it. Every other
+    field is set at once; `build(rank)` makes the document on its first read.
     """
 
-    _source: DeferredSource
+    _build: Callable[[int], Document]
     _built: Document | None
 
     def __init__(
@@ -189,28 +177,30 @@ class DeferredDropRecord(DropRecord):
         stage: Stage,
         reason: DropReason,
         rank: int,
-        source: DeferredSource,
+        detail: str,
+        build: Callable[[int], Document],
     ) -> None:
         # Frozen: fields go straight into __dict__ (fusion makes ~160 per query).
         self.__dict__.update(
-            key=key, stage=stage, reason=reason, rank=rank, _source=source, _built=None
+            key=key,
+            stage=stage,
+            reason=reason,
+            rank=rank,
+            detail=detail,
+            _build=build,
+            _built=None,
         )
 
     @property
     def document(self) -> Document:
         """The dropped candidate, built on first read and kept."""
         if self._built is None:
-            object.__setattr__(self, "_built", self._source.document(self.rank))
+            object.__setattr__(self, "_built", self._build(self.rank))
         assert self._built is not None
         return self._built
 
-    @property
-    def detail(self) -> str:
-        """Why it was dropped, in words (made on each read: it is rarely read)."""
-        return self._source.detail(self.rank)
-
     def __reduce__(self) -> tuple[type[DropRecord], tuple[Any, ...]]:
-        # Pickled as the plain record it stands for, document built: the source
+        # Pickled as the plain record it stands for, document built: `build`
         # refers to the retriever, which has no place in a pickled result.
         return (
             DropRecord,

@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, get_args
 
 from langchain_ragbudget.config._settings import FusionMethod
+from langchain_ragbudget.ledger._validation import finite_score
 
 FUSION_METHODS: tuple[FusionMethod, ...] = get_args(FusionMethod)
 SCORE_METHODS: tuple[FusionMethod, ...] = ("minmax", "dbsf")
@@ -200,10 +201,6 @@ NORMALISERS: dict[FusionMethod, Normaliser] = {
 }
 
 
-def _usable(score: float | None) -> float | None:
-    return score if score is not None and math.isfinite(score) else None
-
-
 def score_fusion(
     rankings: Sequence[Sequence[str]],
     scores: Sequence[Sequence[float | None]],
@@ -242,7 +239,7 @@ def score_fusion(
     for keys, values in zip(rankings, scores, strict=True):
         first: dict[str, float | None] = {}
         for key, value in zip(keys, values, strict=True):
-            first.setdefault(key, _usable(value))
+            first.setdefault(key, finite_score(value))
         usable = {key: value for key, value in first.items() if value is not None}
         normalised.append(
             dict(zip(usable, normalise(list(usable.values())), strict=True))

@@ -516,15 +516,17 @@ class _FusionCut:
             self.fused[rank - 1], rank, self.firsts, self.labels, self.reference
         )
 
-    def detail(self, rank: int) -> str:
-        """Why the candidate at `rank` was cut."""
-        return f"fused rank {rank} is past k={self.k}"
-
     def records(self, upstream: list[DropRecord]) -> list[DropRecord]:
         """The records upstream made, then one per cut candidate."""
+        build = self.document
         cut: list[DropRecord] = [
             DeferredDropRecord(
-                item.key, Stage.FUSION, DropReason.FUSION_CUT, rank, self
+                item.key,
+                Stage.FUSION,
+                DropReason.FUSION_CUT,
+                rank,
+                f"fused rank {rank} is past k={self.k}",
+                build,
             )
             for rank, item in enumerate(self.fused[self.k :], self.k + 1)
             if item.key not in self.listed
