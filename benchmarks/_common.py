@@ -75,7 +75,7 @@ def cached_store(
     return cached_vector_store(
         dataset.corpus,
         config.embedding,
-        embeddings or build_embeddings(config.embedding),
+        embeddings or build_embeddings(config),
         name=dataset.name,
         progress=progress,
         ef_search=config.vector_store.ef_search,

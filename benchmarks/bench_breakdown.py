@@ -47,7 +47,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from rich.table import Table
 
-from langchain_ragbudget import build_embeddings, build_hybrid_retriever
+from langchain_ragbudget import build_embeddings
 from langchain_ragbudget.config._settings import load_config
 from langchain_ragbudget.evaluation import load_beir
 from langchain_ragbudget.progress import ProgressBars
@@ -85,10 +85,12 @@ def main() -> None:
     config = load_config()
     if args.int8:
         config = int8_queries(config)
-    embeddings = build_embeddings(config.embedding)
+    embeddings = build_embeddings(config)
     with ProgressBars(transient=True) as progress:
         store = cached_store(dataset, config, embeddings, progress)
-    hybrid = build_hybrid_retriever(dataset.corpus, config, vectorstore=store)
+    hybrid = HybridRetriever.from_config(
+        config, documents=dataset.corpus, vectorstore=store
+    )
     if args.k is not None:
         hybrid = hybrid.model_copy(update={"k": args.k})
     warnings.filterwarnings("ignore", category=DeprecationWarning)

@@ -81,7 +81,7 @@ def main() -> None:
         return
     dataset = load_beir(args.data)
     config = load_config()
-    embeddings = build_embeddings(config.embedding)
+    embeddings = build_embeddings(config)
     with ProgressBars(transient=True) as progress:  # embeds SciFact on a first run
         cached_store(dataset, config, embeddings, progress)
     source = vector_store_folder(dataset.corpus, config.embedding, dataset.name)

@@ -32,7 +32,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from rich.table import Table
 
-from langchain_ragbudget import ContextBudget, build_hybrid_retriever, load_config
+from langchain_ragbudget import ContextBudget, HybridRetriever, load_config
 from langchain_ragbudget.chain._stuff import DEFAULT_PROMPT
 from langchain_ragbudget.evaluation import judged_id, load_beir
 from langchain_ragbudget.progress import ProgressBars
@@ -77,7 +77,9 @@ def main() -> None:
     config = load_config()
     with ProgressBars(transient=True) as progress:
         store = cached_store(dataset, config, progress=progress)
-    retriever = build_hybrid_retriever(dataset.corpus, config, vectorstore=store)
+    retriever = HybridRetriever.from_config(
+        config, documents=dataset.corpus, vectorstore=store
+    )
     budgets = {
         name: ContextBudget.from_config(
             config,

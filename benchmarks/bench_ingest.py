@@ -21,11 +21,11 @@ from typing import Any
 from _common import console, parser_with_data, print_machine, timing
 from rich.table import Table
 
+from langchain_ragbudget import build_embeddings
 from langchain_ragbudget.config._settings import load_config
 from langchain_ragbudget.evaluation import load_corpus
 from langchain_ragbudget.index import Chunker, HybridIndex
 from langchain_ragbudget.progress import ProgressBars
-from langchain_ragbudget.retrieval._factory import build_embeddings
 from langchain_ragbudget.retrieval._sparse import BM25Retriever
 
 out = console(120)
@@ -36,7 +36,7 @@ class TimedEmbeddings:
     """The configured embedder, timed."""
 
     def __init__(self) -> None:
-        self.inner = build_embeddings(load_config().embedding)
+        self.inner = build_embeddings(load_config())
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         start = time.perf_counter()

@@ -19,11 +19,11 @@ from _common import console, parser_with_data, print_machine
 from langchain_core.documents import Document
 from rich.table import Table
 
+from langchain_ragbudget import build_embeddings, build_vector_store
 from langchain_ragbudget.config._settings import load_config
 from langchain_ragbudget.evaluation import load_corpus
 from langchain_ragbudget.retrieval import _dense as dense
 from langchain_ragbudget.retrieval._embeddings import EMBEDDED_STEP
-from langchain_ragbudget.retrieval._factory import build_embeddings, build_vector_store
 
 STEPS = (256, EMBEDDED_STEP)
 
@@ -31,7 +31,7 @@ STEPS = (256, EMBEDDED_STEP)
 def one_run(documents: list[Document], step: int) -> tuple[float, float]:
     """Seconds to add every document in writes of `step`; longest report gap."""
     config = load_config()  # in memory: each call gets a collection of its own
-    store = build_vector_store(config.vector_store, build_embeddings(config.embedding))
+    store = build_vector_store(config, build_embeddings(config))
     reports = [time.perf_counter()]
     dense.add_documents(
         store,

@@ -36,11 +36,10 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore
 from rich.table import Table
 
-from langchain_ragbudget import DenseRetriever, build_hybrid_retriever
+from langchain_ragbudget import BM25Retriever, DenseRetriever, HybridRetriever
 from langchain_ragbudget.config._settings import load_config
 from langchain_ragbudget.evaluation import load_beir, ndcg_at_k, recall_at_k
 from langchain_ragbudget.progress import ProgressBars, StageProgress
-from langchain_ragbudget.retrieval._factory import build_sparse_retriever
 
 FETCH = 100
 out = console(120)
@@ -76,10 +75,10 @@ def main() -> None:
     from langchain_community.retrievers import BM25Retriever as StockBM25
 
     stock_bm25 = StockBM25.from_documents(dataset.corpus, k=FETCH)
-    ours = build_sparse_retriever(dataset.corpus, config)
+    ours = BM25Retriever.from_config(config, documents=dataset.corpus)
     hybrid, hybrid_int8 = (
-        build_hybrid_retriever(
-            dataset.corpus, settings, vectorstore=vectors, sparse=ours
+        HybridRetriever.from_config(
+            settings, documents=dataset.corpus, vectorstore=vectors, sparse=ours
         ).model_copy(update={"k": FETCH})
         for settings, vectors in ((config, store), (int8, store_int8))
     )

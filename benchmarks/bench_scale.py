@@ -47,19 +47,19 @@ import numpy as np
 from _common import cached_store, machine, parser_with_data, percentiles, rotated
 from langchain_core.documents import Document
 
-from langchain_ragbudget import DenseRetriever, build_embeddings
-from langchain_ragbudget.chain._factory import build_budget
+from langchain_ragbudget import (
+    ContextBudget,
+    DenseRetriever,
+    HybridRetriever,
+    build_embeddings,
+)
 
 # The package's cache folder (RAGBUDGET_CACHE_DIR, else the user cache), where the
 # synthetic corpora are built once: no public module exports it.
 from langchain_ragbudget.config._disk import cache_root
 from langchain_ragbudget.config._settings import load_config
 from langchain_ragbudget.evaluation import load_beir
-from langchain_ragbudget.retrieval._factory import (
-    build_sparse_retriever,
-    build_vector_store,
-    hybrid_retriever,
-)
+from langchain_ragbudget.retrieval._dense import open_chroma
 from langchain_ragbudget.retrieval._sparse import BM25Retriever
 
 NOISE = 0.05
@@ -153,7 +153,7 @@ def build(size: int, data: str) -> dict[str, Any]:
         start = time.perf_counter()
         documents, sources = synthetic_chunks(size, sentences)
         generated = time.perf_counter()
-        sparse = build_sparse_retriever(documents, load_config())
+        sparse = BM25Retriever.from_config(load_config(), documents=documents)
         shutil.rmtree(folder / "bm25", ignore_errors=True)
         sparse.save(folder / "bm25")
         np.save(folder / "sources.npy", sources)
@@ -202,7 +202,7 @@ def open_hybrid(size: int, host: str | None = None, port: int = 8000) -> Any:
     start = time.perf_counter()
     sparse = BM25Retriever.load(folder / "bm25", mmap=True, k=100)
     loaded = time.perf_counter() - start
-    embeddings = build_embeddings(config.embedding)
+    embeddings = build_embeddings(config)
     settings = config.vector_store.model_copy(
         update={"collection": "scale", "persist_directory": str(folder / "chroma")}
     )
@@ -210,10 +210,12 @@ def open_hybrid(size: int, host: str | None = None, port: int = 8000) -> Any:
         settings = settings.model_copy(
             update={"host": host, "port": port, "persist_directory": None}
         )
-    store = build_vector_store(settings, embeddings)
+    store = open_chroma(settings, embeddings)
     assert isinstance(store, Chroma)
     docstore = {doc.id: doc for doc in sparse.documents if doc.id is not None}
-    hybrid = hybrid_retriever(sparse, store, config, docstore)
+    hybrid = HybridRetriever.from_config(
+        config, sparse=sparse, vectorstore=store, chunk_store=docstore
+    )
     return hybrid, sparse, store, docstore, loaded, config
 
 
@@ -237,7 +239,7 @@ def serve(size: int, queries: list[str], ensemble_max: int) -> dict[str, Any]:
     """Open a built corpus and time every system on the same queries, rotated."""
     hybrid, sparse, store, docstore, loaded, config = open_hybrid(size)
     dense = DenseRetriever(vectorstore=store, k=100, docstore=docstore)
-    budget = build_budget(config)
+    budget = ContextBudget.from_config(config)
     systems: dict[str, Any] = {
         "sparse": lambda q: sparse.scored_hits(q, 100),
         "plain bm25s": lambda q: plain_bm25s(sparse, q),

@@ -28,11 +28,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 )
 from rich.table import Table
 
-from langchain_ragbudget import create_budgeted_rag_chain
-from langchain_ragbudget.chain._factory import build_budget
+from langchain_ragbudget import (
+    ContextBudget,
+    HybridRetriever,
+    create_budgeted_rag_chain,
+)
 from langchain_ragbudget.config._settings import load_config
 from langchain_ragbudget.evaluation import cached_sparse_retriever, load_beir
-from langchain_ragbudget.retrieval._factory import hybrid_retriever
 
 
 class NothingHandler(BaseCallbackHandler):
@@ -49,8 +51,10 @@ def main() -> None:
     store = cached_store(dataset, config)
     sparse = cached_sparse_retriever(dataset.corpus, config, name=dataset.name)
     docstore = {doc.id: doc for doc in dataset.corpus if doc.id is not None}
-    retriever = hybrid_retriever(sparse, store, config, docstore)
-    budget = build_budget(config)
+    retriever = HybridRetriever.from_config(
+        config, sparse=sparse, vectorstore=store, chunk_store=docstore
+    )
+    budget = ContextBudget.from_config(config)
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))

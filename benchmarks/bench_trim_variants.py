@@ -37,6 +37,7 @@ from fit_sentence_relevance import REGULARISATION, training_rows
 from langchain_core.documents import Document
 from scipy.stats import binomtest
 
+from langchain_ragbudget import build_embeddings
 from langchain_ragbudget.budget import _context_budget as budget_module
 from langchain_ragbudget.budget._context_budget import ContextBudget
 from langchain_ragbudget.config._settings import SurfaceSettings, load_config
@@ -59,7 +60,6 @@ from langchain_ragbudget.evidence._sentence_scoring import (
     terms,
 )
 from langchain_ragbudget.progress import ProgressBars
-from langchain_ragbudget.retrieval._factory import build_embeddings
 
 BUDGETS = [256, 384, 512, 768, 1024]
 ENCODING = "o200k_base"
@@ -327,7 +327,7 @@ Vector = Callable[[str], tuple[float, ...]]
 
 def sentence_vectors() -> Vector:
     """MiniLM vectors of texts, each embedded once per run."""
-    embeddings = build_embeddings(load_config().embedding)
+    embeddings = build_embeddings(load_config())
 
     @cache
     def vector(text: str) -> tuple[float, ...]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from jupyterlab_page import chromium, jupyterlab_css, render
 
-from langchain_ragbudget import ContextBudget, build_hybrid_retriever, load_config
+from langchain_ragbudget import ContextBudget, HybridRetriever, load_config
 from langchain_ragbudget.sample import (
     demo_config_path,
     load_sample_corpus,
@@ -36,7 +36,7 @@ def main() -> None:
         )
     config = load_config(demo_config_path())
     question = load_sample_questions()[0]["question"]
-    retriever = build_hybrid_retriever(load_sample_corpus(), config)
+    retriever = HybridRetriever.from_config(config, documents=load_sample_corpus())
     budget = ContextBudget.from_config(config, surface="chat")
     context = budget.invoke(
         {"question": question, "documents": retriever.invoke(question)}

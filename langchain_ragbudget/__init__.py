@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     )
     from langchain_ragbudget.chain import (
         BudgetedAnswer,
+        build_chat_model,
         create_budgeted_rag_chain,
         create_budgeted_stuff_chain,
     )
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
         RagBudgetConfig,
         SurfaceSettings,
         load_config,
-        load_surface,
     )
     from langchain_ragbudget.errors import (
         ConfigError,
@@ -56,7 +56,6 @@ if TYPE_CHECKING:
         MemoryRetriever,
         MemoryStore,
         MemoryStoreError,
-        open_memory_store,
     )
     from langchain_ragbudget.retrieval import (
         BM25Retriever,
@@ -66,8 +65,6 @@ if TYPE_CHECKING:
         HybridRetriever,
         ScoredSearch,
         build_embeddings,
-        build_hybrid_retriever,
-        build_reranker,
         build_vector_store,
         weighted_rrf,
     )
@@ -111,17 +108,14 @@ _EXPORTS = {
     "Stage": "ledger",
     "StageSkip": "ledger",
     "SurfaceSettings": "config",
+    "build_chat_model": "chain",
     "build_embeddings": "retrieval",
-    "build_hybrid_retriever": "retrieval",
-    "build_reranker": "retrieval",
     "build_vector_store": "retrieval",
     "calibrate_threshold": "evidence",
     "create_budgeted_rag_chain": "chain",
     "create_budgeted_stuff_chain": "chain",
     "ledger_scope": "ledger",
     "load_config": "config",
-    "load_surface": "config",
-    "open_memory_store": "memory",
     "weighted_rrf": "retrieval",
 }
 
@@ -161,17 +155,14 @@ __all__ = [
     "Stage",
     "StageSkip",
     "SurfaceSettings",
+    "build_chat_model",
     "build_embeddings",
-    "build_hybrid_retriever",
-    "build_reranker",
     "build_vector_store",
     "calibrate_threshold",
     "create_budgeted_rag_chain",
     "create_budgeted_stuff_chain",
     "ledger_scope",
     "load_config",
-    "load_surface",
-    "open_memory_store",
     "weighted_rrf",
 ]
 

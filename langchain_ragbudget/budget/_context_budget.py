@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -62,7 +61,8 @@ from langchain_ragbudget.config._overrides import (
     refuse_unknown,
 )
 from langchain_ragbudget.config._settings import (
-    RagBudgetConfig,
+    DEFAULT_SURFACE,
+    ConfigLike,
     RetrievalSettings,
     SurfaceSettings,
     as_config,
@@ -160,12 +160,16 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     @classmethod
     def from_config(
         cls,
-        config: RagBudgetConfig | str | Path | None = None,
+        config: ConfigLike = None,
         *,
-        surface: str = "chat",
+        surface: str = DEFAULT_SURFACE,
         **overrides: Any,
     ) -> ContextBudget:
         """The budget of `surface`, as the configuration describes it.
+
+        It knows every surface of the configuration, so a call can switch to
+        any of them (`with_config(configurable={"surface": ...})`); each was
+        checked when the configuration loaded.
 
         Args:
             config: A loaded configuration, a YAML file, or None for the shipped

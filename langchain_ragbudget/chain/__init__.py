@@ -2,6 +2,7 @@
 
 from langchain_ragbudget.chain._pipeline import (
     Explained,
+    build_chat_model,
     create_budgeted_rag_chain,
     explain,
 )
@@ -10,6 +11,7 @@ from langchain_ragbudget.chain._stuff import BudgetedAnswer, create_budgeted_stu
 __all__ = [
     "BudgetedAnswer",
     "Explained",
+    "build_chat_model",
     "create_budgeted_rag_chain",
     "create_budgeted_stuff_chain",
     "explain",

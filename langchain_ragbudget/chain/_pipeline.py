@@ -10,11 +10,12 @@ emits an OpenTelemetry span per stage carrying those records (tracing.py).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.language_models import BaseLanguageModel
+from langchain_core.language_models import BaseChatModel, BaseLanguageModel
 from langchain_core.messages import BaseMessage
 from langchain_core.prompts import BasePromptTemplate
 from langchain_core.retrievers import BaseRetriever
@@ -30,13 +31,55 @@ from langchain_ragbudget.chain._stuff import (
     prompt_variables,
 )
 from langchain_ragbudget.chain._tracing import traced
-from langchain_ragbudget.config._settings import TracingSettings
+from langchain_ragbudget.config._settings import ConfigLike, TracingSettings, as_config
+from langchain_ragbudget.errors import MissingExtraError, require
 from langchain_ragbudget.ledger._records import ledger_scope
 from langchain_ragbudget.memory._budget import ATTACH, memory_step
 from langchain_ragbudget.retrieval._rerank import FlashRankRerank
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
+
+DEFAULT_CHAT_MODEL = "openai:gpt-4o-mini"  # when only OPENAI_API_KEY is set
+
+
+def build_chat_model(config: ConfigLike = None) -> BaseChatModel | None:
+    """The configured chat model; gpt-4o-mini when only OPENAI_API_KEY is set.
+
+    Args:
+        config: A loaded configuration, a YAML file, or None for the shipped
+            defaults; its `llm` section is used.
+
+    Returns:
+        The model, or None when none is configured.
+
+    Raises:
+        ConfigError: The file is invalid (before any model is made).
+        MissingExtraError: The model's provider package is not installed (the
+            `llm` extra holds the OpenAI one).
+    """
+    settings = as_config(config).llm
+    name = settings.model
+    if name is None and os.environ.get("OPENAI_API_KEY"):
+        name = DEFAULT_CHAT_MODEL
+    if name is None:
+        return None
+    require("langchain_classic", "llm", f"chat model {name!r}")
+    from langchain_classic.chat_models import init_chat_model
+
+    try:
+        model: BaseChatModel = init_chat_model(
+            name,
+            temperature=settings.temperature,
+            max_tokens=settings.max_tokens,
+            timeout=settings.timeout,
+        )
+    except ImportError as exc:  # the provider's own package (langchain-openai...)
+        raise MissingExtraError(
+            f"chat model {name!r} needs its provider's package ({exc}); for OpenAI: "
+            "pip install 'langchain-ragbudget[llm]'"
+        ) from exc
+    return model
 
 
 def create_budgeted_rag_chain(
@@ -90,18 +133,18 @@ def create_budgeted_rag_chain(
 
             from langchain_ragbudget import (
                 ContextBudget,
-                build_hybrid_retriever,
-                build_reranker,
+                FlashRankRerank,
+                HybridRetriever,
                 create_budgeted_rag_chain,
                 load_config,
             )
 
             config = load_config("ragbudget.yml")
             chain = create_budgeted_rag_chain(
-                build_hybrid_retriever(documents, config),
+                HybridRetriever.from_config(config, documents=documents),
                 llm,
                 budget=ContextBudget.from_config(config, surface="chat"),
-                reranker=build_reranker(config),  # None if rerank.enabled is false
+                reranker=FlashRankRerank.from_config(config),  # None when disabled
                 structured=True,
                 tracing=config.tracing,  # `tracing: {otel: true}` in the YAML
             )

@@ -237,7 +237,7 @@ def _add_index(commands: Commands) -> None:
 
 
 def _add_ask(commands: Commands) -> None:
-    from langchain_ragbudget.config._surfaces import DEFAULT_SURFACE
+    from langchain_ragbudget.config._settings import DEFAULT_SURFACE
 
     ask = _command(
         commands,

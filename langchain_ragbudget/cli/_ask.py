@@ -28,7 +28,7 @@ def run_ask(args: argparse.Namespace, console: Console) -> None:
     config.surface(args.surface)
     check_question(args.question)
 
-    from langchain_ragbudget.chain._factory import build_budget
+    from langchain_ragbudget.budget._context_budget import ContextBudget
     from langchain_ragbudget.chain._pipeline import explain
     from langchain_ragbudget.cli._demo import chat_model
     from langchain_ragbudget.cli._views import (
@@ -36,12 +36,12 @@ def run_ask(args: argparse.Namespace, console: Console) -> None:
         pipeline_line,
         show_explained,
     )
-    from langchain_ragbudget.retrieval._factory import build_reranker
+    from langchain_ragbudget.retrieval._rerank import FlashRankRerank
 
-    budget = build_budget(config, surface=args.surface)
+    budget = ContextBudget.from_config(config, surface=args.surface)
     index = open_index(args, console, create=False, config=config)
     config = index.config
-    reranker = build_reranker(config)
+    reranker = FlashRankRerank.from_config(config)
     console.print(pipeline_line(config, reranker))
     llm = chat_model(config, console)
     explained = explain(

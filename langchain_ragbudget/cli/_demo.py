@@ -13,15 +13,13 @@ from pathlib import Path
 from langchain_core.language_models import BaseChatModel
 from rich.console import Console
 
-from langchain_ragbudget.chain._factory import build_budget, build_chat_model
-from langchain_ragbudget.chain._pipeline import explain
+from langchain_ragbudget.budget._context_budget import ContextBudget
+from langchain_ragbudget.chain._pipeline import build_chat_model, explain
 from langchain_ragbudget.cli._views import pipeline_line, show_explained
 from langchain_ragbudget.config._settings import RagBudgetConfig, load_config
 from langchain_ragbudget.errors import MissingExtraError
-from langchain_ragbudget.retrieval._factory import (
-    build_hybrid_retriever,
-    build_reranker,
-)
+from langchain_ragbudget.retrieval._hybrid import HybridRetriever
+from langchain_ragbudget.retrieval._rerank import FlashRankRerank
 from langchain_ragbudget.sample import (
     demo_config_path,
     load_sample_corpus,
@@ -43,8 +41,8 @@ def run_demo(
     corpus = load_sample_corpus()
     item = load_sample_questions()[DEMO_QUESTION]
     with console.status(f"indexing {len(corpus)} sample passages (BM25 + Chroma)"):
-        retriever = build_hybrid_retriever(corpus, config)
-        reranker = build_reranker(config)
+        retriever = HybridRetriever.from_config(config, documents=corpus)
+        reranker = FlashRankRerank.from_config(config)
     llm = chat_model(config, console)
     console.print(
         f"[bold]{item['question']}[/bold]  (answer passage marked *: "
@@ -54,7 +52,7 @@ def run_demo(
         explained = explain(
             item["question"],
             retriever,
-            build_budget(config, surface=surface),
+            ContextBudget.from_config(config, surface=surface),
             reranker=reranker,
             llm=llm,
             tracing=config.tracing,
@@ -72,7 +70,7 @@ def run_demo(
 def chat_model(config: RagBudgetConfig, console: Console) -> BaseChatModel | None:
     """The configured chat model; a missing provider package is said, not fatal."""
     try:
-        return build_chat_model(config.llm)
+        return build_chat_model(config)
     except MissingExtraError as error:
         console.print(f"{error}; showing the prompt only", style="yellow", markup=False)
         return None

@@ -61,17 +61,19 @@ def run_memory(args: argparse.Namespace, console: Console) -> int:
     is an error (exit 2) for every command but `add`, which creates it.
     """
     from langchain_ragbudget.config._settings import load_config
-    from langchain_ragbudget.memory._retriever import open_memory_store
+    from langchain_ragbudget.memory._retriever import MemoryStore
 
     config = load_config(args.config)
     if args.memory_command != "add" and not args.store.is_file():
         raise InvalidInputError(f"no memory store at {args.store}")
     embeddings = None
     if args.memory_command == "add" or getattr(args, "query", None):
-        from langchain_ragbudget.retrieval._factory import build_embeddings
+        from langchain_ragbudget.retrieval._embeddings import build_embeddings
 
-        embeddings = build_embeddings(config.embedding)
-    with open_memory_store(args.store, config, embeddings) as store:
+        embeddings = build_embeddings(config)
+    with MemoryStore.from_config(
+        config, path=args.store, embeddings=embeddings
+    ) as store:
         if args.memory_command == "add":
             return _add(args, store, console)
         if args.memory_command == "list":
@@ -110,7 +112,7 @@ def _list(
 ) -> int:
     from langchain_ragbudget.memory._retriever import MemoryRetriever
 
-    retriever = MemoryRetriever.from_config(store, config)
+    retriever = MemoryRetriever.from_config(config, store=store)
     rows = []
     if args.query:
         for item in retriever.score(args.query):

@@ -2,7 +2,7 @@
 
 The evidence table (every candidate, kept or dropped with its stage and reason), the
 prompt that is sent, and the answer with its warnings. What is shown is computed by
-`pipeline.explain`; the objects come from `factory`.
+`chain.explain`; the objects come from each stage's `from_config`.
 """
 
 from __future__ import annotations
@@ -472,7 +472,12 @@ def config_table(effective: EffectiveConfig, values: Sequence[ConfigValue]) -> T
     table.add_column("key", overflow="fold")
     table.add_column("value", overflow="fold")
     table.add_column("from", overflow="fold")
-    styles = {Origin.FILE: "bold", Origin.INHERITED: "cyan", Origin.DEFAULT: ""}
+    styles = {
+        Origin.FILE: "bold",
+        Origin.INHERITED: "cyan",
+        Origin.DEFAULT: "",
+        Origin.BUILT_IN: "dim",
+    }
     for value in values:
         table.add_row(
             value.key,

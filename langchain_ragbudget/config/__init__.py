@@ -1,17 +1,17 @@
-"""Configuration: one YAML file over the shipped defaults, checked once, on load."""
+"""Configuration: one YAML file over the shipped surfaces, checked once, on load."""
 
 from langchain_ragbudget.config._settings import (
+    ConfigLike,
     RagBudgetConfig,
     SurfaceSettings,
     explain_config,
     load_config,
-    load_surface,
 )
 
 __all__ = [
+    "ConfigLike",
     "RagBudgetConfig",
     "SurfaceSettings",
     "explain_config",
     "load_config",
-    "load_surface",
 ]

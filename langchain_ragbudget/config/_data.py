@@ -21,7 +21,25 @@ from langchain_ragbudget.config._suggest import did_you_mean
 from langchain_ragbudget.errors import ConfigError
 
 DEFAULT_CONFIG_NAME = "config_default.yml"
-"""The shipped defaults' file name (config.py's, repeated: config imports this)."""
+"""The shipped defaults' file name."""
+
+
+class KeyPathError(ValueError):
+    """A validator's refusal of one value below the field it validates.
+
+    Pydantic places an error at the field whose validator raised it; this one
+    carries the rest of the key path (`chat.weak_evidence.thresholds.x` under
+    `surfaces`), so the error names the key the user wrote, and its value.
+
+    Attributes:
+        parts: The key path below the validated field.
+        problem: What is wrong, in words.
+    """
+
+    def __init__(self, parts: list[str], problem: str) -> None:
+        super().__init__(f"{dotted(parts)}: {problem}")
+        self.parts = parts
+        self.problem = problem
 
 
 class Shown:
@@ -141,11 +159,13 @@ def validation_error(
         for error in errors
         if key_parts(data, error["loc"], error["type"]) == parts
     ]
-    value = _lookup(data, parts)
     problem = "; ".join(dict.fromkeys(problems))
-    if first["type"] == "extra_forbidden" and model is not None and parts:
+    below = (first.get("ctx") or {}).get("error")
+    if isinstance(below, KeyPathError):
+        parts, problem = [*parts, *below.parts], below.problem
+    elif first["type"] == "extra_forbidden" and model is not None and parts:
         problem += did_you_mean(parts[-1], known_keys(model, parts[:-1]))
-    return ConfigError(file, dotted(parts), Shown.of(value), problem)
+    return ConfigError(file, dotted(parts), Shown.of(_lookup(data, parts)), problem)
 
 
 def known_keys(model: type[BaseModel], parts: list[str]) -> list[str]:

@@ -1,9 +1,11 @@
-"""Configuration: one YAML file merged over the shipped defaults, checked by pydantic.
+"""Configuration: one YAML file merged over the shipped surfaces, checked by pydantic.
 
-Errors are raised here, at load time, and name the file, the dotted key path and the
-offending value, so a typo never travels into the pipeline.
+The settings models hold every default; `config_default.yml` holds the surfaces.
+Every check a value gets happens here, at load time, and its error names the
+file, the dotted key path and the offending value, so a typo never travels into
+the pipeline and no builder can skip a check.
 
-Strict on purpose: every model is a `StrictModel` (`_settings_fields`), which takes no
+Strict on purpose: every model is a `StrictModel` (`_fields`), which takes no
 booleans or strings for numbers, no fractional floats for integers, and no NaN or
 infinity anywhere. The YAML itself is read by `_yaml`, which refuses duplicate keys,
 non-string keys, cyclic aliases, deep nesting and alias expansion beyond a fixed
@@ -35,6 +37,7 @@ from pydantic import (
 
 from langchain_ragbudget.config._data import (
     DEFAULT_CONFIG_NAME,
+    KeyPathError,
     check_prompt_room,
     check_surface_names,
     deep_merge,
@@ -51,9 +54,8 @@ from langchain_ragbudget.config._fields import (
     RetrieverProvider,
     StrictModel,
 )
-from langchain_ragbudget.config._fields import import_provider as import_provider
 from langchain_ragbudget.config._memory_settings import MemorySettings as MemorySettings
-from langchain_ragbudget.config._surfaces import DEFAULT_SURFACE as DEFAULT_SURFACE
+from langchain_ragbudget.config._suggest import did_you_mean
 from langchain_ragbudget.config._tokens import resolve_encoding_name
 from langchain_ragbudget.config._weak_model import MAX_TREE_NODES as MAX_TREE_NODES
 from langchain_ragbudget.config._weak_model import MAX_TREES as MAX_TREES
@@ -66,20 +68,23 @@ from langchain_ragbudget.config._weak_settings import (
 )
 from langchain_ragbudget.config._yaml import read_text, read_yaml
 from langchain_ragbudget.errors import ConfigError as ConfigError
+from langchain_ragbudget.ledger._metadata_keys import (
+    DENSE,
+    FUSED_SCORE,
+    RERANK_SCORE,
+    SPARSE,
+    score_key,
+)
 
 BM25Method = Literal["robertson", "atire", "bm25l", "bm25+", "lucene"]
 QueryPrecision = Literal["float32", "int8"]
 FusionMethod = Literal["rrf", "minmax", "dbsf"]  # fusion.py says what each does
 Relevance = Literal["blend", "fitted"]  # how `trim` scores sentences
-PLACEHOLDERS = (
-    "__debezium_unavailable_value",
-    "placeholder",
-    "lorem ipsum",
-    "todo",
-    "tbd",
-    "coming soon",
-    "n/a",
-)
+DEFAULT_SURFACE = "chat"
+"""The surface used when none is named, and the one a new surface inherits from."""
+SCORE_KEYS = (RERANK_SCORE, FUSED_SCORE, score_key(SPARSE), score_key(DENSE))
+"""The scores the configured pipeline writes (rerank, fusion, its BM25 and dense
+retrievers): the keys a weak-evidence threshold can name."""
 # A built-in name, or "package.module:ClassName" of any LangChain implementation.
 _CLASS_PATH = r"[A-Za-z_][\w.]*:[A-Za-z_]\w*"
 _PROVIDER = rf"^(fastembed|chroma|{_CLASS_PATH})$"
@@ -89,14 +94,19 @@ _SPARSE_PROVIDER = rf"^(bm25s|{_CLASS_PATH})$"
 def default_of(settings: type[BaseModel], name: str) -> Any:
     """The default of one settings field, for a component that takes the same value.
 
-    The settings models hold every default once; components and the shipped YAML
-    agree with them (a test checks both).
+    The settings models hold every default once; a component reads its own
+    defaults from them, so the two cannot disagree.
     """
     return settings.model_fields[name].get_default(call_default_factory=True)
 
 
 class RetrieverSettings(StrictModel):
-    """Weight in the fusion and how many candidates one retriever hands over."""
+    """One retriever's share of the fusion.
+
+    Attributes:
+        weight: Its weight in the fusion (0: left out, not both).
+        fetch_k: How many candidates it hands to fusion.
+    """
 
     weight: StrictFloat = Field(1.0, ge=0)
     fetch_k: StrictInt = Field(100, ge=1)
@@ -105,13 +115,20 @@ class RetrieverSettings(StrictModel):
 class RetrievalSettings(StrictModel):
     """Hybrid retrieval: final k, the fusion method and each retriever's share.
 
-    `fusion` is `rrf` (by rank, with `rrf_c`), `minmax` or `dbsf` (by score,
-    normalised per query); `ragbudget tune` picks one on labelled queries.
-    `neighbours`: the chunks either side of each of the `k` that an index's
-    retriever adds after them, from the same document (0, the default: none), so
-    evidence that runs on past a retrieved chunk can reach the prompt; the budget
-    gives them only the room the retrieved passages leave, and drops them on the
-    record when there is none.
+    Attributes:
+        k: Candidates the hybrid retriever returns after fusion.
+        fusion: `rrf` (by rank, with `rrf_c`), `minmax` or `dbsf` (by score,
+            normalised per query: min-max, or mean +- 3 std, then weighted);
+            `ragbudget tune` picks one on labelled queries.
+        rrf_c: The reciprocal rank fusion constant: `score = sum w / (c + rank)`.
+        id_key: The metadata key that identifies a passage without `Document.id`.
+        neighbours: The chunks either side of each of the `k` that an index's
+            retriever adds after them, from the same document (0: none), so
+            evidence that runs on past a retrieved chunk can reach the prompt;
+            the budget gives them only the room the retrieved passages leave,
+            and drops them on the record when there is none.
+        sparse: The sparse retriever's weight and fetch size.
+        dense: The dense retriever's weight and fetch size.
     """
 
     k: StrictInt = Field(10, ge=1)
@@ -132,11 +149,21 @@ class RetrievalSettings(StrictModel):
 class SparseSettings(StrictModel):
     """The sparse side: BM25 on bm25s (its parameters, its tokenizer), or any retriever.
 
-    `provider` names a LangChain retriever class as "package.module:Class" (BM25 on
-    Elasticsearch or OpenSearch, say); fusion, rerank and budget stay as they are.
-    `index_title`: bm25s indexes a passage's `title` metadata ahead of its text when
-    the text does not contain it, so a chunk far into a document still matches the
-    document's name (the passage returned is unchanged).
+    Attributes:
+        provider: `bm25s`, or a LangChain retriever class as
+            "package.module:Class" (BM25 on Elasticsearch or OpenSearch, say),
+            built with `Class.from_documents(passages, **options)` if it has
+            that, else `Class(**options)`; fusion, rerank and budget stay as
+            they are.
+        options: Keyword arguments for such a class (not used by bm25s).
+        k1: BM25 term-frequency saturation.
+        b: BM25 length normalisation, 0 to 1.
+        method: The bm25s scoring variant.
+        stemmer: A PyStemmer language, or None for no stemming.
+        stopwords: A bm25s stopword language, a list of words, or None.
+        index_title: Index a passage's `title` metadata ahead of its text when
+            the text does not contain it, so a chunk far into a document still
+            matches the document's name (the passage returned is unchanged).
     """
 
     provider: RetrieverProvider = Field("bm25s", pattern=_SPARSE_PROVIDER)
@@ -150,7 +177,22 @@ class SparseSettings(StrictModel):
 
 
 class EmbeddingSettings(StrictModel):
-    """The embedding model; `model_path` points at a local ONNX copy when offline."""
+    """The embedding model.
+
+    Attributes:
+        provider: `fastembed`, or any LangChain Embeddings class as
+            "package.module:Class", made with `options`.
+        options: Keyword arguments for such a class (not used by fastembed).
+        model: The fastembed model name.
+        model_path: A local ONNX folder, for a machine without the network (the
+            environment variable RAGBUDGET_EMBEDDING_MODEL_PATH also sets it).
+        cache_dir: fastembed's download cache; None for fastembed's own.
+        batch_size: Texts embedded per batch; bounded, since a large batch of
+            long texts takes gigabytes.
+        threads: ONNX Runtime threads; None for its default.
+        query_precision: `float32`, or `int8`: queries through an int8 copy of
+            the model (faster; documents stay float32; fastembed only).
+    """
 
     provider: Provider = Field("fastembed", pattern=_PROVIDER)
     options: Options = Field(default_factory=dict)
@@ -174,12 +216,24 @@ class EmbeddingSettings(StrictModel):
 class VectorStoreSettings(StrictModel):
     """Chroma embedded (in memory or persistent) or a Chroma server.
 
-    `collection`, `persist_directory`, `host`, `port`, `timeout` and `ef_search`
-    are Chroma's; another provider takes its settings through `options`.
-    `ef_search` is the breadth of Chroma's HNSW search, set on the collection when
-    it is opened: 200 by default, twice Chroma's own, whose narrower search misses
-    more of the exact nearest neighbours and can answer differently from one
-    process to the next (BENCHMARKS.md); `None` keeps what the collection has.
+    `collection` to `ef_search` are Chroma's; another provider takes its
+    settings through `options`.
+
+    Attributes:
+        provider: `chroma`, or any LangChain VectorStore class as
+            "package.module:Class", made with `embedding` and `options`.
+        options: Keyword arguments for such a class (not used by chroma).
+        collection: The Chroma collection.
+        persist_directory: A folder for a persistent store; None: in memory, a
+            fresh collection per build.
+        host: A Chroma server to use instead (with `port`).
+        port: The server's port.
+        timeout: Seconds for every request to a Chroma server.
+        ef_search: The breadth of Chroma's HNSW search, set on the collection
+            when it is opened: twice Chroma's own by default, whose narrower
+            search misses more of the exact nearest neighbours and can answer
+            differently from one process to the next (BENCHMARKS.md); None
+            keeps what the collection has.
     """
 
     provider: Provider = Field("chroma", pattern=_PROVIDER)
@@ -193,14 +247,38 @@ class VectorStoreSettings(StrictModel):
 
 
 class IndexSettings(StrictModel):
-    """Where an index lives, how files are chunked, which texts are placeholders."""
+    """Where an index lives, how files are chunked, which texts are placeholders.
+
+    Attributes:
+        directory: Where `ragbudget index` keeps Chroma, BM25 and the manifest.
+        chunk_size: Tokens per chunk, at most.
+        chunk_overlap: Tokens shared by neighbouring chunks (whole sentences).
+        chunker: `sentences`: chunks end at sentence ends and a heading starts
+            one; `recursive`: LangChain's token-aware recursive splitter, which
+            cuts inside sentences (an index built with it needs it to open).
+        encoding: The tiktoken encoding the chunker counts in.
+        placeholders: A file whose whole text is one of these is refused, not
+            indexed.
+        lock_timeout: Seconds a second writer waits for the index's write lock
+            before it fails, naming the holder.
+    """
 
     directory: StrictStr = "ragbudget-index"
     chunk_size: StrictInt = Field(256, ge=16)
     chunk_overlap: StrictInt = Field(32, ge=0)
     chunker: Literal["sentences", "recursive"] = "sentences"
     encoding: StrictStr = "cl100k_base"
-    placeholders: list[StrictStr] = Field(default_factory=lambda: [*PLACEHOLDERS])
+    placeholders: list[StrictStr] = Field(
+        default_factory=lambda: [
+            "__debezium_unavailable_value",
+            "placeholder",
+            "lorem ipsum",
+            "todo",
+            "tbd",
+            "coming soon",
+            "n/a",
+        ]
+    )
     lock_timeout: StrictFloat = Field(60.0, ge=0)
 
     @model_validator(mode="after")
@@ -214,7 +292,21 @@ class IndexSettings(StrictModel):
 
 
 class RerankSettings(StrictModel):
-    """The FlashRank stage: model, where it lives, what it keeps."""
+    """The FlashRank stage: model, where it lives, what it keeps.
+
+    Attributes:
+        enabled: False: no rerank stage (`FlashRankRerank.from_config` gives
+            None), so no model is fetched and no answer warns of it.
+        model: A FlashRank cross-encoder.
+        cache_dir: Where models live; None: the user cache folder (never /tmp).
+        max_length: Tokens of query and passage the cross-encoder reads.
+        top_n: Candidates kept after reranking; the rest are reported.
+        score_floor: Candidates scoring below it are dropped and reported.
+        on_unavailable: `skip`: run without rerank and say so; `error`: fail at
+            start-up.
+        download: Whether a missing model may be fetched.
+        download_timeout: Seconds, for connecting and for each read.
+    """
 
     enabled: StrictBool = True
     model: StrictStr = "ms-marco-MiniLM-L-12-v2"
@@ -228,7 +320,15 @@ class RerankSettings(StrictModel):
 
 
 class LlmSettings(StrictModel):
-    """The chat model for the demo and the CLI, built with init_chat_model."""
+    """The chat model for the demo and the CLI, built with init_chat_model.
+
+    Attributes:
+        model: For `init_chat_model`, e.g. `openai:gpt-4o-mini`; None: no model
+            (`build_chat_model` then uses that one if OPENAI_API_KEY is set).
+        temperature: The sampling temperature.
+        max_tokens: The answer's own budget.
+        timeout: Seconds; no network call goes without one.
+    """
 
     model: StrictStr | None = None
     temperature: StrictFloat = Field(0.0, ge=0)
@@ -237,7 +337,11 @@ class LlmSettings(StrictModel):
 
 
 class TracingSettings(StrictModel):
-    """OpenTelemetry spans per stage (the `otel` extra); off unless switched on."""
+    """OpenTelemetry spans per stage (the `otel` extra); off unless switched on.
+
+    Attributes:
+        otel: Spans per stage, carrying the drop records, to your tracer provider.
+    """
 
     otel: StrictBool = False
 
@@ -343,7 +447,10 @@ class RagBudgetConfig(StrictModel):
         llm: The chat model for the demo and the CLI.
         tracing: Whether chains built with it emit OpenTelemetry spans.
         memory: How agent memories are recalled and ranked (`memory.py`).
-        surfaces: Each surface's context budget, by name.
+        surfaces: Each surface's context budget, by name. A weak-evidence
+            threshold must name a score the pipeline writes (`SCORE_KEYS`):
+            one it never writes would never fire, so it is refused here, for
+            every surface, since a call can switch to any of them.
         source: The file this configuration came from (used in error messages).
     """
 
@@ -368,6 +475,22 @@ class RagBudgetConfig(StrictModel):
                 raise ValueError(f"surface {name!r}: {problem}")
         return value
 
+    @field_validator("surfaces")
+    @classmethod
+    def _thresholds_on_written_scores(
+        cls, value: dict[str, SurfaceSettings]
+    ) -> dict[str, SurfaceSettings]:
+        for name, settings in value.items():
+            for key in settings.weak_evidence.thresholds:
+                if key not in SCORE_KEYS:
+                    raise KeyPathError(
+                        [name, "weak_evidence", "thresholds", key],
+                        f"no stage writes this score; known: "
+                        f"{', '.join(sorted(SCORE_KEYS))}"
+                        f"{did_you_mean(key, SCORE_KEYS)}",
+                    )
+        return value
+
     def surface(self, name: str) -> SurfaceSettings:
         """Return one surface's budget, or fail naming the surfaces that exist.
 
@@ -387,12 +510,20 @@ class RagBudgetConfig(StrictModel):
 
 
 def load_config(path: str | Path | None = None) -> RagBudgetConfig:
-    """Load the shipped defaults, merge the YAML at `path` over them, validate.
+    """Load the shipped surfaces, merge the YAML at `path` over them, validate.
 
-    Mappings merge key by key, so a file that sets `surfaces.chat.max_tokens`
-    keeps every other default; lists and scalars replace the default. A surface
-    the shipped file does not define takes every key it leaves out from the
-    shipped `chat` surface (`DEFAULT_SURFACE`; see `_inherit_surfaces` for why).
+    Every check a configuration value gets happens here, once, so no builder
+    can skip one: unknown keys, bad values, a weak-evidence threshold on a
+    score no stage writes, a fitted model's unknown features. Every builder
+    (`ContextBudget.from_config`, `HybridRetriever.from_config`...) takes the
+    result, or a path it loads through here.
+
+    `config_default.yml` holds the surfaces; every other value a file leaves
+    out is the settings models' default. Mappings merge key by key, so a file
+    that sets `surfaces.chat.max_tokens` keeps every other default; lists and
+    scalars replace the default. A surface the shipped file does not define
+    takes every key it leaves out from the shipped `chat` surface
+    (`DEFAULT_SURFACE`; see `_inherit_surfaces` for why).
 
     Args:
         path: A YAML file; None for the shipped defaults alone.
@@ -403,8 +534,8 @@ def load_config(path: str | Path | None = None) -> RagBudgetConfig:
     Raises:
         ConfigError: Any problem with the file (unreadable, larger than 1 MiB, not
             UTF-8, not YAML, duplicate or non-string keys, alias bombs, deep
-            nesting, an unknown key, a bad value), naming the file, the key or
-            line, and the value.
+            nesting, an unknown key, a bad value, a threshold on a score no
+            stage writes), naming the file, the key or line, and the value.
 
     Example:
         .. code-block:: python
@@ -424,6 +555,7 @@ class Origin(StrEnum):
     DEFAULT = "default"  # the shipped config_default.yml
     FILE = "file"  # the user's YAML
     INHERITED = "inherited"  # a new surface's key, from the shipped default surface
+    BUILT_IN = "built-in"  # no file sets it: the settings model's default
 
 
 @dataclass(frozen=True)
@@ -433,8 +565,9 @@ class ConfigValue:
     Attributes:
         key: The dotted key path, e.g. `surfaces.voice.max_docs`.
         value: The validated value (as `model_dump` gives it).
-        origin: The shipped defaults, the user's file, or inherited by a new
-            surface from the shipped default surface.
+        origin: The shipped surfaces, the user's file, inherited by a new
+            surface from the shipped default surface, or (set by no file) the
+            settings model's default.
     """
 
     key: str
@@ -447,6 +580,8 @@ class ConfigValue:
             return str(file)
         if self.origin == Origin.INHERITED:
             return f"inherited from {DEFAULT_CONFIG_NAME} surfaces.{DEFAULT_SURFACE}"
+        if self.origin == Origin.BUILT_IN:
+            return "built-in default"
         return DEFAULT_CONFIG_NAME
 
 
@@ -478,15 +613,18 @@ def explain_config(path: str | Path | None = None) -> EffectiveConfig:
         ConfigError: As `load_config`.
     """
     loaded = _load(path)
-    shipped_surfaces = loaded.defaults.get("surfaces", {})
+    shipped = loaded.defaults["surfaces"]
     values = []
     for parts, value in leaves(loaded.config.model_dump(), []):
         if has_key_path(loaded.user, parts):
             origin = Origin.FILE
-        elif parts[0] == "surfaces" and parts[1] not in shipped_surfaces:
-            origin = Origin.INHERITED
-        else:
+        elif parts[0] == "surfaces" and parts[1] not in shipped:
+            inherited = has_key_path(shipped[DEFAULT_SURFACE], parts[2:])
+            origin = Origin.INHERITED if inherited else Origin.BUILT_IN
+        elif has_key_path(loaded.defaults, parts):
             origin = Origin.DEFAULT
+        else:
+            origin = Origin.BUILT_IN
         values.append(ConfigValue(dotted(parts), value, origin))
     return EffectiveConfig(loaded.config, None if path is None else str(path), values)
 
@@ -535,30 +673,13 @@ def _inherit_surfaces(
     return merged
 
 
-def load_surface(
-    path: RagBudgetConfig | str | Path | None = None, *, name: str
-) -> SurfaceSettings:
-    """Shortcut: the budget of one surface from a config file.
-
-    The config comes first, as in every builder; `name` is keyword-only, since a
-    call in the old order, `load_surface("chat", "ragbudget.yml")`, cannot be told
-    apart from a file named `chat` by its values (it now fails with a TypeError).
-
-    Args:
-        path: A YAML file, a loaded config, or None for the shipped defaults.
-        name: The surface (e.g. `chat`).
-
-    Returns:
-        That surface's settings.
-
-    Raises:
-        ConfigError: The file is invalid or has no such surface.
-    """
-    return as_config(path).surface(name)
+ConfigLike = RagBudgetConfig | str | Path | None
+"""What every builder takes as its config: a loaded one, a YAML file, or None for
+the shipped defaults."""
 
 
-def as_config(config: RagBudgetConfig | str | Path | None) -> RagBudgetConfig:
-    """The configuration a component's `from_config` was given, loaded if need be.
+def as_config(config: ConfigLike) -> RagBudgetConfig:
+    """The configuration a builder was given, loaded (and so checked) if need be.
 
     Args:
         config: A loaded configuration, a YAML file merged over the defaults, or
@@ -569,8 +690,16 @@ def as_config(config: RagBudgetConfig | str | Path | None) -> RagBudgetConfig:
 
     Raises:
         ConfigError: The file is invalid.
+        TypeError: `config` is none of those (a settings section, say).
     """
-    return config if isinstance(config, RagBudgetConfig) else load_config(config)
+    if isinstance(config, RagBudgetConfig):
+        return config
+    if config is not None and not isinstance(config, str | Path):
+        raise TypeError(
+            "a builder takes the whole configuration (load_config(...)), a YAML "
+            f"path or None; got a {type(config).__name__}"
+        )
+    return load_config(config)
 
 
 def _defaults() -> dict[str, Any]:

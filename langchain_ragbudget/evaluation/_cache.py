@@ -26,14 +26,12 @@ from langchain_ragbudget.config._settings import (
     VectorStoreSettings,
 )
 from langchain_ragbudget.progress import ProgressCallback, StageProgress
-from langchain_ragbudget.retrieval._dense import add_documents
-from langchain_ragbudget.retrieval._factory import (
+from langchain_ragbudget.retrieval._dense import (
     CHROMA_DEFAULT_EF_SEARCH,
-    build_embeddings,
-    build_hybrid_retriever,
-    build_sparse_retriever,
-    build_vector_store,
+    add_documents,
+    open_chroma,
 )
+from langchain_ragbudget.retrieval._embeddings import build_embeddings
 from langchain_ragbudget.retrieval._hybrid import HybridRetriever
 from langchain_ragbudget.retrieval._sparse import BM25Retriever
 
@@ -65,7 +63,7 @@ def cached_sparse_retriever(
     fetch_k = config.retrieval.sparse.fetch_k
 
     def build() -> BM25Retriever:
-        retriever = build_sparse_retriever(documents, config)
+        retriever = BM25Retriever.from_config(config, documents=documents)
         retriever.save(folder)
         return retriever
 
@@ -140,7 +138,7 @@ def cached_vector_store(
 
     def build() -> VectorStore:
         folder.mkdir(parents=True)
-        store = build_vector_store(settings, embeddings)
+        store = open_chroma(settings, embeddings)
         embedded = StageProgress(progress, EMBEDDING_CORPUS, len(documents)).start()
         add_documents(store, documents, on_batch=embedded.advance)
         return store
@@ -148,7 +146,7 @@ def cached_vector_store(
     return _built_once(
         folder,
         {"documents": len(documents), "model": embedding.model, "key": key},
-        lambda: build_vector_store(settings, embeddings),
+        lambda: open_chroma(settings, embeddings),
         build,
     )
 
@@ -168,11 +166,13 @@ def cached_hybrid_retriever(
     store = cached_vector_store(
         documents,
         config.embedding,
-        build_embeddings(config.embedding),
+        build_embeddings(config),
         name=name,
         root=root,
         progress=progress,
         ef_search=config.vector_store.ef_search,
     )
     sparse = cached_sparse_retriever(documents, config, name=name, root=root)
-    return build_hybrid_retriever(documents, config, vectorstore=store, sparse=sparse)
+    return HybridRetriever.from_config(
+        config, documents=documents, vectorstore=store, sparse=sparse
+    )

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from langchain_core.documents import Document
 
 from langchain_ragbudget.budget._render import ContextFormat
-from langchain_ragbudget.chain._factory import build_budget
 from langchain_ragbudget.config._disk import atomic_write_text, cache_root
 from langchain_ragbudget.config._settings import RagBudgetConfig
 from langchain_ragbudget.config._tokens import count_tokens
@@ -34,8 +33,8 @@ from langchain_ragbudget.evaluation._survival import (
 from langchain_ragbudget.index._hybrid_index import HybridIndex
 from langchain_ragbudget.ledger._metadata_keys import NEIGHBOUR_OF
 from langchain_ragbudget.progress import ProgressCallback, StageProgress, prefixed
-from langchain_ragbudget.retrieval._factory import bm25_settings
 from langchain_ragbudget.retrieval._hybrid import HybridRetriever
+from langchain_ragbudget.retrieval._sparse import bm25_settings
 
 
 @dataclass(frozen=True)
@@ -129,9 +128,7 @@ def evaluate_chunked(
     k = chunk_k(config.retrieval.k, chunk_size)
     retriever = index.as_retriever(k=k)
     ranking = _ranking(index, k)
-    encoding = build_budget(
-        config, surface=next(iter(config.surfaces))
-    ).settings.encoding_name
+    encoding = config.surface(next(iter(config.surfaces))).encoding_name
     tally = _Tally(dataset, budgets, encoding, chunk_size)
     fmt = ContextFormat(join_neighbours=join_neighbours)
     queries = list(dataset.queries.items())[:limit]

@@ -14,13 +14,11 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
 from langchain_ragbudget.budget._context_budget import ContextBudget
-from langchain_ragbudget.chain._factory import build_budget
 from langchain_ragbudget.config._settings import RagBudgetConfig
 from langchain_ragbudget.evaluation._beir import BeirDataset, judged_id
 from langchain_ragbudget.evaluation._cache import cached_hybrid_retriever
 from langchain_ragbudget.ledger._records import CandidateList
 from langchain_ragbudget.progress import ProgressCallback
-from langchain_ragbudget.retrieval._factory import build_reranker
 from langchain_ragbudget.retrieval._hybrid import HybridRetriever
 from langchain_ragbudget.retrieval._rerank import FlashRankRerank
 
@@ -44,7 +42,7 @@ class Stages:
     ) -> Stages:
         budgets: dict[str, ContextBudget] = {}
         for name in surfaces:
-            budget = build_budget(config, surface=name)
+            budget = ContextBudget.from_config(config, surface=name)
             budgets[name] = budget
             if budget.settings.packing == "trim":  # the same surface without it
                 before = budget.settings.model_copy(update={"packing": "skip"})
@@ -57,7 +55,7 @@ class Stages:
             name=dataset.name,
             progress=progress,
         )
-        return cls(hybrid, reranker or build_reranker(config), budgets)
+        return cls(hybrid, reranker or FlashRankRerank.from_config(config), budgets)
 
     @property
     def encoding(self) -> str:

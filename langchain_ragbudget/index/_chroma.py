@@ -23,8 +23,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_ragbudget.config._settings import RagBudgetConfig, VectorStoreSettings
 from langchain_ragbudget.errors import IndexLoadError
-from langchain_ragbudget.retrieval._dense import connect_chroma_server
-from langchain_ragbudget.retrieval._factory import build_vector_store
+from langchain_ragbudget.retrieval._dense import connect_chroma_server, open_chroma
 
 if TYPE_CHECKING:  # chromadb takes most of a second to import: only when used
     from langchain_chroma import Chroma
@@ -68,16 +67,12 @@ def open_dense(
             )
         _check_hnsw(directory / CHROMA_DIR)
     try:
-        store = build_vector_store(settings, embeddings)
+        store = open_chroma(settings, embeddings)
     except Exception as exc:  # chromadb raises its own types for a broken database
         raise IndexLoadError(
             f"{database}: the vector store cannot be opened "
             f"({type(exc).__name__}: {exc}); {repair}"
         ) from exc
-    from langchain_chroma import Chroma
-
-    if not isinstance(store, Chroma):  # build_vector_store makes Chroma
-        raise TypeError(f"expected a Chroma store, got {type(store)}")
     try:
         collection: Any = store._collection
         sample = collection.get(limit=1, include=["embeddings"])

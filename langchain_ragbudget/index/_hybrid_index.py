@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from langchain_ragbudget.config._settings import RagBudgetConfig, load_config
+from langchain_ragbudget.config._settings import ConfigLike, RagBudgetConfig, as_config
 from langchain_ragbudget.errors import IndexLoadError, InvalidInputError
 from langchain_ragbudget.index._chroma import (
     CHROMA_DB,
@@ -73,10 +73,6 @@ from langchain_ragbudget.index._write_errors import restored_on_disk_error
 from langchain_ragbudget.ledger._identity import content_hash
 from langchain_ragbudget.progress import ProgressCallback, StageProgress
 from langchain_ragbudget.retrieval._dense import add_documents
-from langchain_ragbudget.retrieval._factory import (
-    build_sparse_retriever,
-    hybrid_retriever,
-)
 from langchain_ragbudget.retrieval._hybrid import HybridRetriever
 from langchain_ragbudget.retrieval._sparse import BM25Retriever
 
@@ -146,7 +142,7 @@ class HybridIndex:
     def open(
         cls,
         directory: str | Path,
-        config: RagBudgetConfig | None = None,
+        config: ConfigLike = None,
         embeddings: Embeddings | None = None,
         *,
         create: bool = True,
@@ -171,7 +167,8 @@ class HybridIndex:
 
         Args:
             directory: The index folder.
-            config: The configuration; the shipped defaults if None.
+            config: A loaded configuration, a YAML file, or the shipped
+                defaults if None; checked before anything is opened or written.
             embeddings: The embedding model; built from `config` if None.
             create: Whether a folder holding no index may become a new one.
             write: Whether to hold the write lock from now until `close`.
@@ -189,7 +186,7 @@ class HybridIndex:
 
     @classmethod
     def inspect(
-        cls, directory: str | Path, config: RagBudgetConfig | None = None
+        cls, directory: str | Path, config: ConfigLike = None
     ) -> IndexInspection:
         """Report what the index in `directory` holds, changing nothing.
 
@@ -210,7 +207,7 @@ class HybridIndex:
         Raises:
             IndexLoadError: `directory` does not exist, is a file, or holds no index.
         """
-        config = config or load_config()
+        config = as_config(config)
         path = Path(directory)
         if not holds_index(path):
             raise IndexLoadError(f"{path}: no index here ({MANIFEST} not found)")
@@ -489,7 +486,9 @@ class HybridIndex:
         """
         self._flush(progress)
         chunks = list(self._chunks.values())
-        self._sparse = build_sparse_retriever(chunks, self.config) if chunks else None
+        self._sparse = (
+            BM25Retriever.from_config(self.config, documents=chunks) if chunks else None
+        )
         self._version = save_sparse(
             self.directory, self._records, self._sparse, self._manifest
         )
@@ -575,8 +574,12 @@ class HybridIndex:
             raise IndexLoadError(
                 f"index {self.directory} is empty: ingest documents first"
             )
-        return hybrid_retriever(
-            self._sparse, self.vectorstore, self.config, self._chunks, **overrides
+        return HybridRetriever.from_config(
+            self.config,
+            sparse=self._sparse,
+            vectorstore=self.vectorstore,
+            chunk_store=self._chunks,
+            **overrides,
         )
 
 

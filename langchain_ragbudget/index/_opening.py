@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from langchain_core.embeddings import Embeddings
 
-from langchain_ragbudget.config._settings import RagBudgetConfig, load_config
+from langchain_ragbudget.config._settings import ConfigLike, RagBudgetConfig, as_config
 from langchain_ragbudget.errors import IndexLoadError
 from langchain_ragbudget.index._chroma import open_dense
 from langchain_ragbudget.index._lock import (
@@ -41,7 +41,7 @@ from langchain_ragbudget.index._versions import (
     remove_superseded,
     write_manifest,
 )
-from langchain_ragbudget.retrieval._factory import build_embeddings
+from langchain_ragbudget.retrieval._embeddings import build_embeddings
 
 if TYPE_CHECKING:
     from langchain_ragbudget.index._hybrid_index import HybridIndex
@@ -54,13 +54,13 @@ READ_ATTEMPTS = 5  # a reader whose version a writer replaced mid-read starts ag
 def open_directory(
     cls: type[HybridIndex],
     directory: str | Path,
-    config: RagBudgetConfig | None,
+    config: ConfigLike,
     embeddings: Embeddings | None,
     create: bool,
     write: bool,
 ) -> HybridIndex:
     """`HybridIndex.open`: take the lock if writing, then read (again if replaced)."""
-    config = config or load_config()
+    config = as_config(config)
     path = Path(directory)
     if not holds_index(path) and not create:
         raise IndexLoadError(
@@ -111,7 +111,7 @@ def _load(
     vectorstore = open_dense(
         path,
         config,
-        embeddings or build_embeddings(config.embedding),
+        embeddings or build_embeddings(config),
         may_create=create and not records,
     )
     index = cls(path, config, vectorstore, records, chunks, manifest)

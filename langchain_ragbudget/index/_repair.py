@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from langchain_ragbudget.config._settings import RagBudgetConfig, load_config
+from langchain_ragbudget.config._settings import ConfigLike, RagBudgetConfig, as_config
 from langchain_ragbudget.errors import IndexLoadError, IndexRepairError
 from langchain_ragbudget.index._chroma import (
     CHROMA_DIR,
@@ -55,7 +55,7 @@ from langchain_ragbudget.index._versions import (
 )
 from langchain_ragbudget.index._write_errors import disk_errors_named
 from langchain_ragbudget.ledger._identity import content_hash
-from langchain_ragbudget.retrieval._factory import build_embeddings
+from langchain_ragbudget.retrieval._embeddings import build_embeddings
 
 if TYPE_CHECKING:  # chromadb takes most of a second to import: only when used
     from langchain_chroma import Chroma
@@ -66,7 +66,7 @@ if TYPE_CHECKING:  # chromadb takes most of a second to import: only when used
 def repair_directory(
     cls: type[HybridIndex],
     directory: str | Path,
-    config: RagBudgetConfig | None = None,
+    config: ConfigLike = None,
     embeddings: Embeddings | None = None,
 ) -> tuple[HybridIndex, RepairReport]:
     """Repair the index in `directory`, however damaged; see the module docstring.
@@ -77,7 +77,8 @@ def repair_directory(
     Args:
         cls: The index class (this is `HybridIndex.repair_directory`).
         directory: The index folder.
-        config: The configuration; the shipped defaults if None.
+        config: A loaded configuration, a YAML file, or the shipped defaults if
+            None.
         embeddings: The embedding model; built from `config` if None.
 
     Returns:
@@ -92,7 +93,7 @@ def repair_directory(
         IndexWriteError: The disk is full, read-only or over quota; the last
             committed version is unchanged.
     """
-    config = config or load_config()
+    config = as_config(config)
     path = Path(directory)
     if not holds_index(path):
         raise IndexLoadError(
@@ -124,7 +125,7 @@ def _repair_locked(
     )
     if rewrite:
         report.problems.append(f"{path / MANIFEST} is missing or unreadable")
-    embeddings = embeddings or build_embeddings(config.embedding)
+    embeddings = embeddings or build_embeddings(config)
     store, dense = _read_dense(path, config, embeddings, report)
     if dense is None and not sparse.chunks_complete:
         raise IndexRepairError(

@@ -40,8 +40,7 @@ from langchain_ragbudget.config._disk import atomic_write_text, publish_folder
 from langchain_ragbudget.config._settings import RagBudgetConfig
 from langchain_ragbudget.errors import IndexLoadError
 from langchain_ragbudget.index._chroma import CHROMA_DIR
-from langchain_ragbudget.retrieval._factory import bm25_settings, build_sparse_retriever
-from langchain_ragbudget.retrieval._sparse import BM25Retriever
+from langchain_ragbudget.retrieval._sparse import BM25Retriever, bm25_settings
 
 logger = logging.getLogger(__name__)
 
@@ -446,7 +445,7 @@ def as_configured(
     if not differ:
         return sparse
     started = time.perf_counter()
-    rebuilt = build_sparse_retriever(sparse.documents, config)
+    rebuilt = BM25Retriever.from_config(config, documents=sparse.documents)
     logger.warning(
         "%s: its BM25 side was saved with %s, the configuration says %s; "
         "rebuilt in memory (%d chunks, %.1f s); the next write saves it "

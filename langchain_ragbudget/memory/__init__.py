@@ -15,7 +15,6 @@ if TYPE_CHECKING:
         MemoryRetriever,
         MemoryStore,
         MemoryStoreError,
-        open_memory_store,
     )
 
 __all__ = [
@@ -23,7 +22,6 @@ __all__ = [
     "MemoryRetriever",
     "MemoryStore",
     "MemoryStoreError",
-    "open_memory_store",
 ]
 
 

@@ -20,20 +20,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
 from langchain_ragbudget.budget._report import MemoryContext as MemoryContext
 from langchain_ragbudget.budget._report import StaleFlag as StaleFlag
 from langchain_ragbudget.config._memory_settings import MemorySettings as MemorySettings
-from langchain_ragbudget.config._settings import RagBudgetConfig, as_config
+from langchain_ragbudget.config._overrides import field_names, refuse_unknown
+from langchain_ragbudget.config._settings import ConfigLike, as_config
 from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.ledger._records import CandidateList, DropRecord
 from langchain_ragbudget.memory._ranking import Ranking
@@ -61,32 +60,7 @@ __all__ = [
     "MemoryStoreError",
     "SourceHashes",
     "StaleFlag",
-    "open_memory_store",
 ]
-
-
-def open_memory_store(
-    path: str | Path,
-    config: RagBudgetConfig | str | Path | None = None,
-    embeddings: Embeddings | None = None,
-    **options: Any,
-) -> MemoryStore:
-    """A `MemoryStore` at `path` with the config's `memory` settings.
-
-    Args:
-        path: The SQLite file.
-        config: A loaded configuration, a YAML file, or None for the defaults.
-        embeddings: Embeds text (e.g. `factory.build_embeddings(config)`).
-        **options: `MemoryStore` keywords (`clock`...).
-    """
-    settings = as_config(config).memory
-    return MemoryStore(
-        path,
-        embeddings,
-        restate_similarity=settings.restate_similarity,
-        default_importance=settings.importance,
-        **options,
-    )
 
 
 @dataclass(frozen=True)
@@ -132,11 +106,14 @@ class MemoryRetriever(BaseRetriever):
     Example:
         .. code-block:: python
 
-            from langchain_ragbudget import MemoryRetriever, open_memory_store
+            from langchain_ragbudget import MemoryRetriever, MemoryStore
 
-            store = open_memory_store("memory.sqlite", embeddings=embeddings)
+            store = MemoryStore.from_config(
+                config, path="memory.sqlite", embeddings=embeddings
+            )
             store.remember("prefers the dark theme", subject="editor.theme")
-            memories = MemoryRetriever(store=store).invoke("which theme?")
+            retriever = MemoryRetriever.from_config(config, store=store)
+            memories = retriever.invoke("which theme?")
     """
 
     store: MemoryStore
@@ -153,14 +130,31 @@ class MemoryRetriever(BaseRetriever):
     @classmethod
     def from_config(
         cls,
-        store: MemoryStore,
-        config: RagBudgetConfig | str | Path | None = None,
+        config: ConfigLike = None,
         *,
+        store: MemoryStore,
         sources: SourceHashes | None = None,
         **overrides: Any,
     ) -> MemoryRetriever:
-        """A retriever with the config's `memory` settings (keywords override)."""
+        """A retriever over `store` with the configuration's `memory` settings.
+
+        Args:
+            config: A loaded configuration, a YAML file, or None for the shipped
+                defaults.
+            store: The memory store (`MemoryStore.from_config`).
+            sources: Where source documents are checked (a `HybridIndex`).
+            **overrides: Fields to set instead of the configured ones.
+
+        Raises:
+            ConfigError: The file is invalid.
+            TypeError: A keyword is not a field of the retriever.
+        """
         settings = as_config(config).memory
+        refuse_unknown(
+            "MemoryRetriever.from_config()",
+            overrides,
+            field_names(cls) - {"store", "sources"},
+        )
         values = {
             "k": settings.k,
             "half_life_days": settings.half_life_days,

@@ -32,7 +32,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from langchain_ragbudget.config._memory_settings import MemorySettings
-from langchain_ragbudget.config._settings import default_of
+from langchain_ragbudget.config._settings import ConfigLike, as_config, default_of
 from langchain_ragbudget.errors import InvalidInputError, RagBudgetError
 from langchain_ragbudget.memory._ranking import Ranking, RankingCache, unit_rows
 
@@ -210,6 +210,37 @@ class MemoryStore:
         self._lock = threading.RLock()
         self._cache = RankingCache()
         self._connection = self._connect()
+
+    @classmethod
+    def from_config(
+        cls,
+        config: ConfigLike = None,
+        *,
+        path: str | Path,
+        embeddings: Embeddings | None = None,
+        **options: Any,
+    ) -> MemoryStore:
+        """A store at `path` with the configuration's `memory` settings.
+
+        Args:
+            config: A loaded configuration, a YAML file, or None for the shipped
+                defaults (`memory.restate_similarity`, `memory.importance`).
+            path: The SQLite file (created when absent).
+            embeddings: Embeds text (e.g. `build_embeddings(config)`).
+            **options: Other `MemoryStore` keywords (`clock`).
+
+        Raises:
+            ConfigError: The file is invalid (before the store is opened).
+            MemoryStoreError: As the constructor.
+        """
+        settings = as_config(config).memory
+        return cls(
+            path,
+            embeddings,
+            restate_similarity=settings.restate_similarity,
+            default_importance=settings.importance,
+            **options,
+        )
 
     def _connect(self) -> sqlite3.Connection:
         if self.path.is_dir():

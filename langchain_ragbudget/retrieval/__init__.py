@@ -10,13 +10,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from langchain_ragbudget.retrieval._dense import DenseRetriever
-    from langchain_ragbudget.retrieval._embeddings import FastEmbedEmbeddings
-    from langchain_ragbudget.retrieval._factory import (
+    from langchain_ragbudget.retrieval._dense import DenseRetriever, build_vector_store
+    from langchain_ragbudget.retrieval._embeddings import (
+        FastEmbedEmbeddings,
         build_embeddings,
-        build_hybrid_retriever,
-        build_reranker,
-        build_vector_store,
     )
     from langchain_ragbudget.retrieval._fusion import weighted_rrf
     from langchain_ragbudget.retrieval._hybrid import HybridRetriever, ScoredSearch
@@ -30,10 +27,8 @@ _EXPORTS = {
     "FlashRankRerank": "_rerank",
     "HybridRetriever": "_hybrid",
     "ScoredSearch": "_hybrid",
-    "build_embeddings": "_factory",
-    "build_hybrid_retriever": "_factory",
-    "build_reranker": "_factory",
-    "build_vector_store": "_factory",
+    "build_embeddings": "_embeddings",
+    "build_vector_store": "_dense",
     "weighted_rrf": "_fusion",
 }
 __all__ = [
@@ -44,8 +39,6 @@ __all__ = [
     "HybridRetriever",
     "ScoredSearch",
     "build_embeddings",
-    "build_hybrid_retriever",
-    "build_reranker",
     "build_vector_store",
     "weighted_rrf",
 ]

@@ -11,19 +11,24 @@ InMemoryVectorStore) gives its raw `similarity_search_with_score` instead.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
 )
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, model_validator
 
+from langchain_ragbudget.config._fields import import_provider
 from langchain_ragbudget.config._settings import (
+    ConfigLike,
     VectorStoreSettings,
+    as_config,
 )
 from langchain_ragbudget.config._timeouts import call_with_timeout
 from langchain_ragbudget.errors import VectorStoreUnavailableError
@@ -31,6 +36,9 @@ from langchain_ragbudget.ledger._identity import with_scores
 from langchain_ragbudget.ledger._validation import check_query
 from langchain_ragbudget.retrieval._embeddings import embedding_progress
 from langchain_ragbudget.retrieval._scored import ScoredRetriever
+
+if TYPE_CHECKING:  # chromadb takes most of a second to import: only when used
+    from langchain_chroma import Chroma
 
 ADD_BATCH_SIZE = 256
 
@@ -161,6 +169,91 @@ def is_chroma(store: VectorStore) -> bool:
     from langchain_chroma import Chroma
 
     return isinstance(store, Chroma)
+
+
+def build_vector_store(config: ConfigLike, embeddings: Embeddings) -> VectorStore:
+    """The configured vector store: Chroma (in memory, in a folder, or a server).
+
+    Args:
+        config: A loaded configuration, a YAML file, or None for the shipped
+            defaults; its `vector_store` section is used.
+        embeddings: The embedding model the store uses.
+
+    Returns:
+        A Chroma store (`open_chroma`), or an instance of the configured
+        `package.module:Class` provider, made with `embedding` and `options`.
+
+    Raises:
+        ConfigError: The file is invalid (before anything is built).
+        VectorStoreUnavailableError: A Chroma server (`host` set) cannot be
+            reached within `timeout`.
+    """
+    settings = as_config(config).vector_store
+    if settings.provider == "chroma":
+        return open_chroma(settings, embeddings)
+    provider = import_provider(settings.provider)
+    store: VectorStore = provider(embedding=embeddings, **settings.options)
+    return store
+
+
+CHROMA_DEFAULT_EF_SEARCH = 100
+"""Chroma's own HNSW `ef_search` for a new collection (not a setting of ours)."""
+
+
+def open_chroma(settings: VectorStoreSettings, embeddings: Embeddings) -> Chroma:
+    """A Chroma store as `settings` describe it, whatever their `provider`.
+
+    In memory, every call gets a collection of its own (chromadb shares in-memory
+    collections across clients of one process, so two corpora would mix).
+    Telemetry is off: it would be a network call nobody asked for. The index and
+    the evaluation cache open their own Chroma folders through it.
+
+    Returns:
+        A Chroma store with cosine distance, and `ef_search` set on its
+        collection unless it is None.
+
+    Raises:
+        VectorStoreUnavailableError: A Chroma server (`host` set) cannot be
+            reached within `timeout`.
+    """
+    from chromadb.config import Settings
+    from langchain_chroma import Chroma
+
+    client_settings = Settings(anonymized_telemetry=False)
+    common: dict[str, Any] = {
+        "collection_name": settings.collection,
+        "embedding_function": embeddings,
+        "collection_metadata": {"hnsw:space": "cosine"},
+    }
+    if settings.host is not None:
+        client = connect_chroma_server(settings, client_settings)
+        chroma = Chroma(client=client, **common)
+    else:
+        if settings.persist_directory is None:
+            name = f"{settings.collection}-{uuid.uuid4().hex[:12]}"
+            common["collection_name"] = name
+        chroma = Chroma(
+            persist_directory=settings.persist_directory,
+            client_settings=client_settings,
+            **common,
+        )
+    if settings.ef_search is not None:
+        _set_ef_search(chroma._client, chroma._collection.name, settings.ef_search)
+    return chroma
+
+
+def _set_ef_search(client: Any, collection: str, ef_search: int) -> None:
+    """Set a collection's HNSW search breadth, before its index is first loaded.
+
+    Chroma keeps it in the collection's configuration (so a persistent index, or a
+    server's collection, keeps it for later opens too); it is written only when it
+    differs, through a handle of its own: the handle that modifies marks its
+    embedding function "legacy", and langchain-chroma would warn of it per query.
+    """
+    handle = client.get_collection(collection)
+    hnsw = (handle.configuration_json or {}).get("hnsw") or {}
+    if hnsw.get("ef_search") != ef_search:
+        handle.modify(configuration={"hnsw": {"ef_search": ef_search}})
 
 
 def connect_chroma_server(settings: VectorStoreSettings, client_settings: Any) -> Any:

@@ -20,9 +20,12 @@ from urllib.parse import urlsplit
 from langchain_core.embeddings import Embeddings
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from langchain_ragbudget.config._fields import import_provider
 from langchain_ragbudget.config._settings import (
+    ConfigLike,
     EmbeddingSettings,
     QueryPrecision,
+    as_config,
     default_of,
 )
 from langchain_ragbudget.config._timeouts import call_with_timeout
@@ -131,6 +134,39 @@ class FastEmbedEmbeddings(BaseModel, Embeddings):
         """Embed one query (with the int8 model if `query_precision` says so)."""
         (vector,) = self._query_embedding().query_embed(text)
         return list(vector.tolist())
+
+
+# The embedding settings FastEmbedEmbeddings takes under the same names.
+_FASTEMBED_FIELDS = {
+    "model_path",
+    "cache_dir",
+    "batch_size",
+    "threads",
+    "query_precision",
+}
+
+
+def build_embeddings(config: ConfigLike = None) -> Embeddings:
+    """The configured embedding model (fastembed ONNX by default).
+
+    Args:
+        config: A loaded configuration, a YAML file, or None for the shipped
+            defaults; its `embedding` section is used.
+
+    Returns:
+        A `FastEmbedEmbeddings` (its model loads on first use), or an instance of
+        the configured `package.module:Class` provider, made with `options`.
+
+    Raises:
+        ConfigError: The file is invalid (before anything is built).
+    """
+    settings = as_config(config).embedding
+    if settings.provider != "fastembed":
+        provider = import_provider(settings.provider)
+        embeddings: Embeddings = provider(**settings.options)
+        return embeddings
+    same_names = settings.model_dump(include=_FASTEMBED_FIELDS)
+    return FastEmbedEmbeddings(model_name=settings.model, **same_names)
 
 
 def _downloaded_model_file(text_embedding: Any) -> tuple[Path, str]:

@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from operator import itemgetter
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Protocol, cast, runtime_checkable
 
 from langchain_core.callbacks import (
@@ -28,20 +27,29 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, SkipValidation, model_validator
 
-from langchain_ragbudget.config._overrides import known_keywords
+from langchain_ragbudget.config._fields import import_provider
+from langchain_ragbudget.config._overrides import (
+    field_names,
+    known_keywords,
+    refuse_unknown,
+)
 from langchain_ragbudget.config._settings import (
+    ConfigLike,
     FusionMethod,
     RagBudgetConfig,
     RetrievalSettings,
+    as_config,
     default_of,
 )
-from langchain_ragbudget.errors import InvalidInputError
+from langchain_ragbudget.errors import ConfigError, InvalidInputError
 from langchain_ragbudget.ledger._identity import distinct_keys, document_key
 from langchain_ragbudget.ledger._metadata_keys import (
+    DENSE,
     FUSED_RANK,
     FUSED_SCORE,
     FUSION_METHOD,
     NEIGHBOUR_OF,
+    SPARSE,
     normalised_key,
     rank_key,
     score_key,
@@ -61,6 +69,7 @@ from langchain_ragbudget.ledger._records import (
 )
 from langchain_ragbudget.ledger._validation import (
     check_documents,
+    check_passages,
     check_query,
     finite_score,
 )
@@ -195,38 +204,99 @@ class HybridRetriever(BaseRetriever):
     @classmethod
     def from_config(
         cls,
-        config: RagBudgetConfig | str | Path | None = None,
+        config: ConfigLike = None,
         *,
-        documents: Sequence[Document],
+        documents: Sequence[Document] | None = None,
         vectorstore: VectorStore | None = None,
         embeddings: Embeddings | None = None,
         sparse: BaseRetriever | None = None,
+        chunk_store: Mapping[str, Document] | None = None,
+        **overrides: Any,
     ) -> HybridRetriever:
-        """BM25 + dense over `documents`, fused as configured.
+        """The pipeline's retriever: sparse and dense search, fused as configured.
 
-        The same as `build_hybrid_retriever(documents, config, ...)`, under the
-        name every other stage's builder has (see it for the keywords and errors).
+        Over `documents`, the configured sparse side (`sparse.provider`) indexes
+        them unless `sparse` is given, and the configured vector store is built
+        and filled with them unless `vectorstore` is given. Without `documents`,
+        give both sides (an index does). The two are named `bm25` and `dense`,
+        so they write the scores a weak-evidence threshold can name.
 
         Args:
             config: A loaded configuration, a YAML file, or None for the shipped
-                defaults.
-            documents: The passages to search.
-            vectorstore: A store already holding `documents` (else the configured
-                one, filled with them).
-            embeddings: The embedding model for a new store.
-            sparse: A sparse retriever already built over `documents`.
-        """
-        from langchain_ragbudget.retrieval._factory import (
-            build_hybrid_retriever,  # imports us
-        )
+                defaults (weights, fetch sizes, k, fusion, rrf_c, id_key,
+                neighbours, and the sides it builds).
+            documents: The passages to search; each needs text.
+            vectorstore: A store already holding the passages.
+            embeddings: The embedding model of a new store (else the configured
+                one).
+            sparse: A sparse retriever already over the passages (BM25 from a
+                cache, say).
+            chunk_store: Passages by id: the dense side reads texts from it (a
+                Chroma store is asked for ids and distances only; a hit whose id
+                it lacks is left out), and `retrieval.neighbours` adds neighbours
+                from it. Made from `documents` when each has an id and the store
+                is Chroma.
+            **overrides: HybridRetriever fields to set instead (e.g. `k`).
 
-        return build_hybrid_retriever(
-            documents,
-            config,
-            vectorstore=vectorstore,
-            embeddings=embeddings,
-            sparse=sparse,
+        Raises:
+            ConfigError: The file is invalid (before anything is built), or the
+                `sparse.provider` class refuses its `options`.
+            TypeError: Neither `documents` nor both sides, or a keyword that is
+                no field to override.
+            InvalidInputError: A document is not a Document or has no text.
+            ValueError: `documents` is empty, or no document has a word BM25
+                can index (when `sparse` is not given).
+            ModelUnavailableError: The embedding model cannot be loaded (when
+                the documents are embedded into a new store).
+            VectorStoreUnavailableError: The configured Chroma server cannot be
+                reached.
+        """
+        config = as_config(config)
+        fixed = {"retrievers", "names", "chunk_store"}
+        refuse_unknown(
+            "HybridRetriever.from_config()", overrides, field_names(cls) - fixed
         )
+        if documents is None:
+            if sparse is None or vectorstore is None:
+                raise TypeError(
+                    "HybridRetriever.from_config() takes documents, or both "
+                    "sparse and vectorstore"
+                )
+        else:
+            documents = check_passages(documents)
+            vectorstore, chunk_store = _dense_side(
+                config, documents, vectorstore, embeddings, chunk_store
+            )
+            sparse = sparse or _configured_sparse(config, documents)
+        return cls._fused(config.retrieval, sparse, vectorstore, chunk_store, overrides)
+
+    @classmethod
+    def _fused(
+        cls,
+        retrieval: RetrievalSettings,
+        sparse: BaseRetriever,
+        vectorstore: VectorStore,
+        chunk_store: Mapping[str, Document] | None,
+        overrides: dict[str, Any],
+    ) -> HybridRetriever:
+        """The two sides fused as `retrieval` says, `overrides` set instead."""
+        from langchain_ragbudget.retrieval._dense import DenseRetriever
+
+        dense = DenseRetriever(
+            vectorstore=vectorstore, k=retrieval.dense.fetch_k, docstore=chunk_store
+        )
+        settings: dict[str, Any] = {
+            "retrievers": [sparse, dense],
+            "names": [SPARSE, DENSE],
+            "weights": [retrieval.sparse.weight, retrieval.dense.weight],
+            "k": retrieval.k,
+            "fusion": retrieval.fusion,
+            "rrf_c": retrieval.rrf_c,
+            "id_key": retrieval.id_key,
+            "chunk_store": chunk_store,
+            "neighbours": retrieval.neighbours,
+        }
+        return cls(**{**settings, **overrides})
 
     @property
     def resolved_weights(self) -> list[float]:
@@ -532,6 +602,70 @@ class _FusionCut:
             if item.key not in self.listed
         ]
         return upstream + cut
+
+
+def _dense_side(
+    config: RagBudgetConfig,
+    documents: Sequence[Document],
+    vectorstore: VectorStore | None,
+    embeddings: Embeddings | None,
+    chunk_store: Mapping[str, Document] | None,
+) -> tuple[VectorStore, Mapping[str, Document] | None]:
+    """The vector store over `documents`, built and filled if None.
+
+    With it, the passages by id its hits are read from (None: from the store).
+    """
+    from langchain_ragbudget.retrieval._dense import (
+        add_documents,
+        build_vector_store,
+        is_chroma,
+    )
+    from langchain_ragbudget.retrieval._embeddings import build_embeddings
+
+    if vectorstore is None:
+        vectorstore = build_vector_store(config, embeddings or build_embeddings(config))
+        add_documents(vectorstore, documents)
+    if chunk_store is None and is_chroma(vectorstore):
+        by_id = {doc.id: doc for doc in documents if doc.id is not None}
+        chunk_store = by_id if len(by_id) == len(documents) else None
+    return vectorstore, chunk_store
+
+
+def _configured_sparse(
+    config: RagBudgetConfig, documents: Sequence[Document]
+) -> BaseRetriever:
+    """The configured sparse retriever over `documents`: bm25s, or the class.
+
+    A `sparse.provider` class with `from_documents` indexes `documents` (as bm25s
+    does); one without is made with `options` alone, for a server that already
+    holds the passages. `retrieval.sparse.fetch_k` becomes its `k` when it has
+    that field and `options` does not set one.
+
+    Raises:
+        ConfigError: The class refuses `options` (named with the file and key).
+    """
+    settings = config.sparse
+    if settings.provider == "bm25s":
+        from langchain_ragbudget.retrieval._sparse import BM25Retriever
+
+        return BM25Retriever.from_config(config, documents=documents)
+    provider = import_provider(settings.provider)
+    options = dict(settings.options)
+    if "k" in getattr(provider, "model_fields", {}):
+        options.setdefault("k", config.retrieval.sparse.fetch_k)
+    try:
+        if hasattr(provider, "from_documents"):
+            retriever: BaseRetriever = provider.from_documents(documents, **options)
+        else:
+            retriever = provider(**options)
+    except (TypeError, ValueError) as exc:  # pydantic's ValidationError included
+        raise ConfigError(
+            config.source,
+            "sparse.options",
+            settings.options,
+            f"{settings.provider} refused them: {type(exc).__name__}: {exc}",
+        ) from exc
+    return retriever
 
 
 def hit_keys(

@@ -28,7 +28,7 @@ from langchain_ragbudget.config._overrides import (
     refuse_unknown,
 )
 from langchain_ragbudget.config._settings import (
-    RagBudgetConfig,
+    ConfigLike,
     RerankSettings,
     RetrievalSettings,
     as_config,
@@ -144,31 +144,37 @@ class FlashRankRerank(
 
     @classmethod
     def from_config(
-        cls, config: RagBudgetConfig | str | Path | None = None, **kwargs: Any
-    ) -> FlashRankRerank:
+        cls, config: ConfigLike = None, **overrides: Any
+    ) -> FlashRankRerank | None:
         """The stage as the configuration's `rerank:` section describes it.
+
+        With `rerank.enabled: false` there is no rerank stage: None, so no model
+        is loaded or downloaded and no answer carries a rerank warning. Pass the
+        result to `create_budgeted_rag_chain(reranker=...)` as it is.
 
         Args:
             config: A loaded configuration, a YAML file, or None for the shipped
-                defaults (`rerank.enabled` is the caller's business).
-            **kwargs: Fields to set instead of the configured ones, e.g.
+                defaults.
+            **overrides: Fields to set instead of the configured ones, e.g.
                 `download=False`.
 
         Returns:
             The rerank stage, with the config's `retrieval.id_key`, its model
-            loaded.
+            loaded; None when `rerank.enabled` is false.
 
         Raises:
-            ConfigError: The file is invalid.
+            ConfigError: The file is invalid (before any model is loaded).
             TypeError: A keyword is not a field of the stage (`enabled` is
-                not: a disabled stage is one the caller leaves out).
+                not: switch the stage off in the configuration).
             ModelUnavailableError: The model cannot be had and
                 `on_unavailable` is `error`.
         """
         config = as_config(config)
-        refuse_unknown("FlashRankRerank.from_config()", kwargs, field_names(cls))
+        refuse_unknown("FlashRankRerank.from_config()", overrides, field_names(cls))
+        if not config.rerank.enabled:
+            return None
         settings = config.rerank.model_dump(exclude={"enabled"})
-        return cls(**{**settings, "id_key": config.retrieval.id_key, **kwargs})
+        return cls(**{**settings, "id_key": config.retrieval.id_key, **overrides})
 
     @model_validator(mode="before")
     @classmethod

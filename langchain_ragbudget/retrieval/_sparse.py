@@ -20,8 +20,15 @@ import Stemmer
 from langchain_core.documents import Document
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from langchain_ragbudget.config._settings import BM25Method, SparseSettings, default_of
-from langchain_ragbudget.errors import IndexLoadError
+from langchain_ragbudget.config._settings import (
+    BM25Method,
+    ConfigLike,
+    RagBudgetConfig,
+    SparseSettings,
+    as_config,
+    default_of,
+)
+from langchain_ragbudget.errors import ConfigError, IndexLoadError
 from langchain_ragbudget.ledger._validation import check_passages, check_query
 from langchain_ragbudget.retrieval._scored import ScoredRetriever
 
@@ -80,13 +87,30 @@ def top_positive(
     return positions[order], positive[order]
 
 
+def bm25_settings(config: RagBudgetConfig) -> dict[str, Any]:
+    """The `BM25Retriever` fields the configuration's `sparse` section sets.
+
+    A saved index compares its own with these to tell whether it was built
+    with other settings.
+    """
+    sparse = config.sparse
+    return {
+        "k1": sparse.k1,
+        "b": sparse.b,
+        "method": sparse.method,
+        "stemmer_language": sparse.stemmer,
+        "stopwords": sparse.stopwords,
+        "index_title": sparse.index_title,
+    }
+
+
 class BM25Retriever(ScoredRetriever):
     """BM25 over a fixed set of Documents, scored by bm25s.
 
     Returns at most `k` documents, best first, each a copy carrying its BM25 score in
     `metadata[score_key]`; documents sharing no term with the query are not returned.
-    Build with `from_documents`; persist with `save` and `load` (JSON and .npy, no
-    pickle).
+    Build with `from_documents` (or `from_config`, with the configured
+    parameters); persist with `save` and `load` (JSON and .npy, no pickle).
 
     Attributes:
         k: How many documents to return at most (a call's `k` overrides it).
@@ -153,6 +177,41 @@ class BM25Retriever(ScoredRetriever):
         retriever = cls(**kwargs)
         retriever._build(list(documents))
         return retriever
+
+    @classmethod
+    def from_config(
+        cls, config: ConfigLike = None, *, documents: Iterable[Document]
+    ) -> BM25Retriever:
+        """BM25 over `documents` with the configured parameters and fetch size.
+
+        Args:
+            config: A loaded configuration, a YAML file, or None for the shipped
+                defaults (its `sparse` section, and `retrieval.sparse.fetch_k`
+                as `k`).
+            documents: The passages to index; each needs text.
+
+        Raises:
+            ConfigError: The file is invalid; or `sparse.provider` names another
+                retriever class: this builds bm25s only (as the on-disk index and
+                the corpus caches do), and `HybridRetriever.from_config` builds
+                that class.
+            InvalidInputError: An item is not a Document, or has no text.
+            ValueError: `documents` is empty, or no document has a word BM25
+                can index.
+        """
+        config = as_config(config)
+        if config.sparse.provider != "bm25s":
+            raise ConfigError(
+                config.source,
+                "sparse.provider",
+                config.sparse.provider,
+                "BM25Retriever.from_config builds bm25s only (so do the on-disk "
+                "index and the corpus caches); HybridRetriever.from_config builds "
+                "this class",
+            )
+        return cls.from_documents(
+            documents, k=config.retrieval.sparse.fetch_k, **bm25_settings(config)
+        )
 
     @classmethod
     def from_texts(

@@ -15,8 +15,8 @@ from langchain_core.runnables import RunnableParallel, RunnablePassthrough
 from langchain_ragbudget import (
     ContextBudget,
     DenseRetriever,
+    HybridRetriever,
     build_embeddings,
-    build_hybrid_retriever,
     build_vector_store,
     load_config,
 )
@@ -57,7 +57,9 @@ def test_hybrid_retrieval_against_a_chroma_server(
     path.write_text(
         f"vector_store:\n  host: 127.0.0.1\n  port: {chroma_port}\n  timeout: 10\n"
     )
-    retriever = build_hybrid_retriever(load_sample_corpus(), load_config(path))
+    retriever = HybridRetriever.from_config(
+        load_config(path), documents=load_sample_corpus()
+    )
     top = retriever.invoke("How long are application logs retained?", k=3)
     assert "data-retention-policy::0" in [doc.id for doc in top]
     assert all(
@@ -74,7 +76,7 @@ def test_ef_search_is_set_on_the_server_s_collection(
         "  collection: widened\n  ef_search: 300\n"
     )
     config = load_config(path)
-    store = build_vector_store(config.vector_store, build_embeddings(config.embedding))
+    store = build_vector_store(config, build_embeddings(config))
     collection = chromadb.HttpClient(host="127.0.0.1", port=chroma_port).get_collection(
         "widened"
     )
@@ -96,7 +98,7 @@ def test_budgeted_pipeline_on_a_chroma_server_with_a_class_path_sparse_side(
         "  collection: moved\n"
     )
     config = load_config(path)
-    retriever = build_hybrid_retriever(load_sample_corpus(), config)
+    retriever = HybridRetriever.from_config(config, documents=load_sample_corpus())
     assert type(retriever.retrievers[0]).__module__.startswith("langchain_community")
     chain = RunnableParallel(
         question=RunnablePassthrough(), documents=retriever

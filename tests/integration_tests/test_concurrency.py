@@ -19,7 +19,7 @@ from langchain_ragbudget import (
     BudgetedAnswer,
     ContextBudget,
     FlashRankRerank,
-    build_hybrid_retriever,
+    HybridRetriever,
     create_budgeted_rag_chain,
     load_config,
 )
@@ -64,7 +64,7 @@ async def test_a_thousand_concurrent_calls_equal_the_sequential_ones(
 ) -> None:
     config = load_config()
     chain = create_budgeted_rag_chain(
-        build_hybrid_retriever(load_sample_corpus(), config),
+        HybridRetriever.from_config(config, documents=load_sample_corpus()),
         EchoChatModel(),
         budget=ContextBudget.from_config(config, surface="chat"),
         reranker=FlashRankRerank(cache_dir=str(tiny_flashrank_dir), top_n=6),

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from langchain_ragbudget import ContextBudget, build_hybrid_retriever, load_config
+from langchain_ragbudget import ContextBudget, HybridRetriever, load_config
 from langchain_ragbudget.chain._stuff import build_answer
 from langchain_ragbudget.evaluation import evaluate, load_beir
 from langchain_ragbudget.index import HybridIndex
@@ -50,7 +50,7 @@ def displays(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     index of the sample corpus inspected, and (with SciFact) a small evaluation."""
     config = load_config(demo_config_path())
     question = load_sample_questions()[0]["question"]
-    retriever = build_hybrid_retriever(load_sample_corpus(), config)
+    retriever = HybridRetriever.from_config(config, documents=load_sample_corpus())
     candidates = retriever.invoke(question)
     assert isinstance(candidates, CandidateList)
     budget = ContextBudget.from_config(config, surface="chat")

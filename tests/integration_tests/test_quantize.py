@@ -9,9 +9,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from langchain_ragbudget import FastEmbedEmbeddings, ModelUnavailableError, load_config
+from langchain_ragbudget import (
+    FastEmbedEmbeddings,
+    ModelUnavailableError,
+    build_embeddings,
+    load_config,
+)
 from langchain_ragbudget.errors import ConfigError
-from langchain_ragbudget.retrieval._factory import build_embeddings
 from langchain_ragbudget.retrieval._quantize import int8_model_folder
 
 MODEL_PATH = os.environ.get("RAGBUDGET_EMBEDDING_MODEL_PATH", "")  # unset: tests skip
@@ -81,7 +85,7 @@ def test_int8_query_vectors_match_float32(
 def test_config_selects_int8_and_rejects_other_values(tmp_path: Path) -> None:
     config = tmp_path / "c.yml"
     config.write_text("embedding:\n  query_precision: int8\n")
-    embeddings = build_embeddings(load_config(config).embedding)
+    embeddings = build_embeddings(config)
     assert isinstance(embeddings, FastEmbedEmbeddings)
     assert embeddings.query_precision == "int8"
     config.write_text("embedding:\n  query_precision: int4\n")

@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 from sklearn.ensemble import GradientBoostingClassifier
 
-from langchain_ragbudget.chain._factory import build_budget
+from langchain_ragbudget import ContextBudget
 from langchain_ragbudget.config._settings import (
     RagBudgetConfig,
     TreeEvidence,
@@ -179,5 +179,5 @@ def test_a_tree_reading_an_unknown_signal_is_refused_by_its_key() -> None:
         hand_tree(feature="secret_sauce")
     assert caught.value.errors()[0]["loc"] == ("trees", 0, "nodes", 1, "feature")
     assert "unknown feature 'secret_sauce'" in str(caught.value)
-    budget = build_budget(with_model(hand_tree()))  # known signals wire
+    budget = ContextBudget.from_config(with_model(hand_tree()))  # known signals wire
     assert budget.settings.weak_evidence.combined == hand_tree()

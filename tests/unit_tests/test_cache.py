@@ -4,7 +4,7 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
-from langchain_ragbudget import load_config
+from langchain_ragbudget import build_embeddings, load_config
 from langchain_ragbudget.evaluation import _cache as cache
 from langchain_ragbudget.evaluation._cache import (
     cached_sparse_retriever,
@@ -12,10 +12,7 @@ from langchain_ragbudget.evaluation._cache import (
     corpus_fingerprint,
     vector_store_folder,
 )
-from langchain_ragbudget.retrieval._factory import (
-    CHROMA_DEFAULT_EF_SEARCH,
-    build_embeddings,
-)
+from langchain_ragbudget.retrieval._dense import CHROMA_DEFAULT_EF_SEARCH
 
 DOCS = [
     Document(id="a", page_content="Solar panels make electricity."),
@@ -27,7 +24,7 @@ class CountingEmbeddings:
     """Wraps the real embedder and counts the texts it embeds."""
 
     def __init__(self) -> None:
-        self.inner = build_embeddings(load_config().embedding)
+        self.inner = build_embeddings(load_config())
         self.embedded = 0
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -96,10 +93,10 @@ def test_bm25_is_loaded_not_rebuilt(
     config = load_config()
     built = cached_sparse_retriever(DOCS, config, root=tmp_path)
 
-    def no_rebuild(*args: object) -> None:
+    def no_rebuild(*args: object, **kwargs: object) -> None:
         raise AssertionError("rebuilt instead of loaded")
 
-    monkeypatch.setattr(cache, "build_sparse_retriever", no_rebuild)
+    monkeypatch.setattr(cache.BM25Retriever, "from_config", no_rebuild)
     loaded = cached_sparse_retriever(DOCS, config, root=tmp_path)
     assert loaded.invoke("solar") == built.invoke("solar")
     assert loaded.k == config.retrieval.sparse.fetch_k

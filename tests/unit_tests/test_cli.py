@@ -215,7 +215,12 @@ def test_config_shows_every_value_with_its_origin(
         "origin": "file",
         "source": str(path),
     }
-    assert settings["retrieval.rrf_c"]["origin"] == "default"
+    assert settings["retrieval.rrf_c"] == {
+        "value": 60.0,
+        "origin": "built-in",
+        "source": "built-in default",
+    }
+    assert settings["surfaces.search.max_docs"]["origin"] == "default"
     assert settings["surfaces.voice.max_docs"]["origin"] == "inherited"
     assert settings["surfaces.voice.max_tokens"]["value"] == 300
     assert main(["config", "--config", str(path), "--surface", "voice"]) == 0

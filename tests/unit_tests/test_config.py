@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from langchain_ragbudget import ConfigError, load_config, load_surface
+from langchain_ragbudget import ConfigError, load_config
 from langchain_ragbudget.config._settings import DEFAULT_SURFACE, Origin, explain_config
 
 
@@ -40,7 +40,7 @@ def test_user_yaml_merges_over_defaults(tmp_path: Path) -> None:
     assert config.retrieval.dense.fetch_k == 100  # kept from the defaults
     assert config.surface("chat").max_tokens == 900
     assert config.surface("chat").max_docs == 4  # kept from the defaults
-    assert load_surface(path, name="api").encoding == "cl100k_base"
+    assert config.surface("api").encoding == "cl100k_base"
 
 
 @pytest.mark.parametrize(
@@ -472,9 +472,11 @@ def test_every_effective_value_says_where_it_came_from(tmp_path: Path) -> None:
     origins = {value.key: value.origin for value in effective.values}
     values = {value.key: value.value for value in effective.values}
     assert origins["retrieval.k"] == Origin.FILE and values["retrieval.k"] == 7
-    assert origins["retrieval.rrf_c"] == Origin.DEFAULT
+    assert origins["retrieval.rrf_c"] == Origin.BUILT_IN
     assert origins["surfaces.voice.max_tokens"] == Origin.FILE
     assert origins["surfaces.voice.packing"] == Origin.INHERITED
+    assert origins["surfaces.voice.order"] == Origin.BUILT_IN
+    assert origins["surfaces.chat.order"] == Origin.BUILT_IN
     assert origins["surfaces.chat.weak_evidence.thresholds.rerank_score"] == Origin.FILE
     assert (
         origins["surfaces.chat.weak_evidence.thresholds.dense_score"] == Origin.DEFAULT
@@ -490,13 +492,17 @@ def test_every_effective_value_says_where_it_came_from(tmp_path: Path) -> None:
         assert node == value
     sources = {v.key: v.source(effective.file) for v in effective.values}
     assert sources["retrieval.k"] == str(path)
-    assert sources["surfaces.voice.order"] == (
+    assert sources["surfaces.voice.packing"] == (
         "inherited from config_default.yml surfaces.chat"
     )
-    assert sources["retrieval.rrf_c"] == "config_default.yml"
+    assert sources["surfaces.search.max_docs"] == "config_default.yml"
+    assert sources["retrieval.rrf_c"] == "built-in default"
 
 
-def test_the_shipped_defaults_alone_are_all_default() -> None:
+def test_the_shipped_defaults_alone_are_the_file_s_or_built_in() -> None:
     effective = explain_config()
     assert effective.file is None
-    assert {value.origin for value in effective.values} == {Origin.DEFAULT}
+    origins = {value.key: value.origin for value in effective.values}
+    assert set(origins.values()) == {Origin.DEFAULT, Origin.BUILT_IN}
+    assert origins["surfaces.chat.max_tokens"] == Origin.DEFAULT
+    assert origins["rerank.top_n"] == Origin.BUILT_IN

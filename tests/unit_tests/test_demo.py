@@ -10,18 +10,26 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from rich.console import Console
 
-from langchain_ragbudget.chain._factory import build_chat_model
+from langchain_ragbudget import build_chat_model
 from langchain_ragbudget.cli import _demo as demo
 from langchain_ragbudget.cli._main import main
-from langchain_ragbudget.retrieval._rerank import FlashRankRerank
+from langchain_ragbudget.sample import demo_config_path
+
+# No FlashRank model in the test's cache, and no download: tests never touch the
+# network, and the rerank stage is skipped and reported.
+OFFLINE = "rerank:\n  download: false\n"
 
 
 def run(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Any, llm: Any = None, config: Any = None
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any, llm: Any = None, extra: str = ""
 ) -> str:
-    monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(tmp_path))  # no FlashRank model there
+    """The demo on its own YAML (plus `extra`), offline."""
+    monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setattr(demo, "chat_model", lambda config, console: llm)
+    config = tmp_path / "demo.yml"
+    shipped = demo_config_path().read_text(encoding="utf-8")
+    config.write_text(f"{shipped}{extra}{OFFLINE}", encoding="utf-8")
     out = io.StringIO()
     demo.run_demo(config, console=Console(file=out, width=200))
     return out.getvalue()
@@ -32,7 +40,6 @@ def run(
 def test_demo_prints_evidence_prompt_and_warnings(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
-    monkeypatch.setattr(demo, "build_reranker", _offline_reranker)
     text = run(monkeypatch, tmp_path)
     assert "surface 'chat': max_docs=4, max_tokens=600" in text
     assert "surface 'search': max_docs=8, max_tokens=4000" in text
@@ -50,7 +57,6 @@ def test_demo_prints_evidence_prompt_and_warnings(
 def test_demo_shows_the_answer_with_a_model(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
-    monkeypatch.setattr(demo, "build_reranker", _offline_reranker)
     answers = iter(
         [
             AIMessage(content="Within 5 minutes [1]."),
@@ -78,10 +84,8 @@ def test_a_drop_that_out_ranks_a_kept_passage_is_named_first(
 ) -> None:
     # The real pipeline on the sample corpus, the demo's budget with `skip`: the
     # second passage (705 tokens) does not fit, smaller ones after it do.
-    monkeypatch.setattr(demo, "build_reranker", _offline_reranker)
-    config = tmp_path / "skip.yml"
-    config.write_text("surfaces:\n  chat:\n    max_tokens: 600\n    packing: skip\n")
-    text = " ".join(run(monkeypatch, tmp_path, config=config).split())
+    skip = "    packing: skip\n"  # under the demo's surfaces.chat
+    text = " ".join(run(monkeypatch, tmp_path, extra=skip).split())
     (line,) = re.findall(r"\[warning: chat context: [^\]]*\]", text.replace("│", ""))
     named = line.split("evidence likely lost: ")[1]
     assert named.startswith(
@@ -90,20 +94,15 @@ def test_a_drop_that_out_ranks_a_kept_passage_is_named_first(
     assert re.search(r"; \d+ lower-ranked left out \(", line)
 
 
-def _offline_reranker(config: Any) -> FlashRankRerank:
-    """The configured reranker with downloads off: tests never touch the network."""
-    return FlashRankRerank.from_config(config, download=False)
-
-
 def test_openai_key_selects_gpt_4o_mini_with_a_timeout(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
     pytest.importorskip("langchain_openai")
-    from langchain_ragbudget.config._settings import LlmSettings
-
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")  # no request is made
     from langchain_openai import ChatOpenAI
 
-    model = build_chat_model(LlmSettings(timeout=12))
+    config = tmp_path / "llm.yml"
+    config.write_text("llm:\n  timeout: 12\n", encoding="utf-8")
+    model = build_chat_model(config)
     assert isinstance(model, ChatOpenAI)
     assert model.model_name == "gpt-4o-mini" and model.request_timeout == 12

@@ -12,14 +12,14 @@ from langchain_core.documents import Document
 from langchain_ragbudget import (
     DenseRetriever,
     FastEmbedEmbeddings,
+    HybridRetriever,
     ModelUnavailableError,
-    build_hybrid_retriever,
+    build_embeddings,
     load_config,
 )
 from langchain_ragbudget.config._settings import VectorStoreSettings
 from langchain_ragbudget.ledger._records import LEDGER_KEY, drops_of
-from langchain_ragbudget.retrieval._dense import add_documents
-from langchain_ragbudget.retrieval._factory import build_embeddings, build_vector_store
+from langchain_ragbudget.retrieval._dense import add_documents, open_chroma
 from langchain_ragbudget.retrieval._hybrid import ScoredSearch
 from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
 
@@ -42,7 +42,7 @@ DOCS = [
 
 @pytest.fixture(scope="module")
 def embeddings() -> FastEmbedEmbeddings:
-    embedder = build_embeddings(load_config().embedding)
+    embedder = build_embeddings(load_config())
     assert isinstance(embedder, FastEmbedEmbeddings)
     return embedder
 
@@ -83,7 +83,7 @@ def test_missing_local_model_is_a_clear_error(tmp_path: Path) -> None:
 
 @pytest.mark.needs_embedding_model
 def test_dense_retriever_keeps_ids_and_scores(embeddings: FastEmbedEmbeddings) -> None:
-    store = build_vector_store(VectorStoreSettings(), embeddings)
+    store = open_chroma(VectorStoreSettings(), embeddings)
     add_documents(store, DOCS, batch_size=2)
     results = DenseRetriever(vectorstore=store, k=2).invoke("a kitten sleeping")
     assert {d.id for d in results} == {"a", "c"}
@@ -98,8 +98,8 @@ def test_persistent_chroma_reopens(
     settings = VectorStoreSettings(
         collection="persisted", persist_directory=str(tmp_path / "db")
     )
-    add_documents(build_vector_store(settings, embeddings), DOCS)
-    reopened = DenseRetriever(vectorstore=build_vector_store(settings, embeddings), k=1)
+    add_documents(open_chroma(settings, embeddings), DOCS)
+    reopened = DenseRetriever(vectorstore=open_chroma(settings, embeddings), k=1)
     assert reopened.invoke("markets")[0].id == "b"
 
 
@@ -114,28 +114,28 @@ def test_ef_search_is_set_on_the_collection_and_kept(
     embeddings: FastEmbedEmbeddings, tmp_path: Path
 ) -> None:
     folder = str(tmp_path / "db")
-    assert _ef_search(build_vector_store(VectorStoreSettings(), embeddings)) == 200
+    assert _ef_search(open_chroma(VectorStoreSettings(), embeddings)) == 200
     settings = VectorStoreSettings(
         collection="tuned", persist_directory=folder, ef_search=None
     )
-    store = build_vector_store(settings, embeddings)
+    store = open_chroma(settings, embeddings)
     assert _ef_search(store) == 100  # None: Chroma's own, left alone
     add_documents(store, DOCS)
     wider = settings.model_copy(update={"ef_search": 250})
-    searched = DenseRetriever(vectorstore=build_vector_store(wider, embeddings), k=1)
+    searched = DenseRetriever(vectorstore=open_chroma(wider, embeddings), k=1)
     assert _ef_search(searched.vectorstore) == 250
     assert searched.invoke("markets")[0].id == "b"
-    assert _ef_search(build_vector_store(settings, embeddings)) == 250  # kept
-    in_memory = build_vector_store(VectorStoreSettings(ef_search=40), embeddings)
+    assert _ef_search(open_chroma(settings, embeddings)) == 250  # kept
+    in_memory = open_chroma(VectorStoreSettings(ef_search=40), embeddings)
     assert _ef_search(in_memory) == 40
 
 
 @pytest.mark.needs_embedding_model
 def test_embedded_hybrid_end_to_end(embeddings: FastEmbedEmbeddings) -> None:
     config = load_config()
-    results = build_hybrid_retriever(DOCS, config, embeddings=embeddings).invoke(
-        "cat on a mat", k=2
-    )
+    results = HybridRetriever.from_config(
+        config, documents=DOCS, embeddings=embeddings
+    ).invoke("cat on a mat", k=2)
     top = results[0]
     assert top.id == "a"
     assert {
@@ -151,7 +151,7 @@ def test_embedded_hybrid_end_to_end(embeddings: FastEmbedEmbeddings) -> None:
 
 @pytest.mark.needs_embedding_model
 def test_docstore_path_matches_the_plain_path(embeddings: FastEmbedEmbeddings) -> None:
-    store = build_vector_store(VectorStoreSettings(), embeddings)
+    store = open_chroma(VectorStoreSettings(), embeddings)
     add_documents(store, DOCS)
     plain = DenseRetriever(vectorstore=store, k=3).invoke("cats")
     docstore = {doc.id: doc for doc in DOCS if doc.id is not None}
@@ -168,7 +168,7 @@ async def test_docstore_path_leaves_out_vectors_not_yet_committed(
     embeddings: FastEmbedEmbeddings,
 ) -> None:
     """Vectors the docstore lacks (a publish in progress) are not hits, not errors."""
-    store = build_vector_store(VectorStoreSettings(), embeddings)
+    store = open_chroma(VectorStoreSettings(), embeddings)
     add_documents(store, DOCS)
     partial = {"a": DOCS[0]}
     retriever = DenseRetriever(vectorstore=store, k=3, docstore=partial)
@@ -181,7 +181,7 @@ def test_the_collection_is_counted_only_when_a_hit_is_not_committed(
     embeddings: FastEmbedEmbeddings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Counting costs about a millisecond a query; a committed top k needs none."""
-    store: Any = build_vector_store(VectorStoreSettings(), embeddings)
+    store: Any = open_chroma(VectorStoreSettings(), embeddings)
     add_documents(store, DOCS)
     counted: list[int] = []
     collection_type = type(store._collection)
@@ -210,8 +210,12 @@ def test_docstore_needs_chroma(embeddings: FastEmbedEmbeddings) -> None:
 @pytest.mark.needs_embedding_model
 def test_two_in_memory_builds_do_not_mix(embeddings: FastEmbedEmbeddings) -> None:
     config = load_config()
-    first = build_hybrid_retriever(DOCS[:2], config, embeddings=embeddings)
-    second = build_hybrid_retriever(DOCS[2:], config, embeddings=embeddings)
+    first = HybridRetriever.from_config(
+        config, documents=DOCS[:2], embeddings=embeddings
+    )
+    second = HybridRetriever.from_config(
+        config, documents=DOCS[2:], embeddings=embeddings
+    )
     assert {d.id for d in first.invoke("cat", k=5)} <= {"a", "b"}
     assert {d.id for d in second.invoke("cat", k=5)} == {"c"}
 
@@ -226,7 +230,7 @@ def test_embeddings_and_vector_store_swapped_by_config(tmp_path: Path) -> None:
         "  provider: langchain_core.vectorstores:InMemoryVectorStore\n"
     )
     config = load_config(path)
-    retriever = build_hybrid_retriever(DOCS, config)
+    retriever = HybridRetriever.from_config(config, documents=DOCS)
     dense = retriever.retrievers[1]
     assert isinstance(dense, DenseRetriever)
     assert type(dense.vectorstore).__name__ == "InMemoryVectorStore"
@@ -275,7 +279,7 @@ def test_a_silent_chroma_server_times_out_with_a_clear_error() -> None:
     settings = VectorStoreSettings(host="127.0.0.1", port=port, timeout=0.5)
     start = time.monotonic()
     with pytest.raises(VectorStoreUnavailableError, match=f"127.0.0.1:{port}"):
-        build_vector_store(settings, build_embeddings(load_config().embedding))
+        open_chroma(settings, build_embeddings(load_config()))
     assert time.monotonic() - start < 5
     listener.close()
 
@@ -300,7 +304,9 @@ def test_direct_hits_and_traced_child_runs_give_the_same_result(
     embeddings: FastEmbedEmbeddings,
 ) -> None:
     corpus = load_sample_corpus()
-    hybrid = build_hybrid_retriever(corpus, load_config(), embeddings=embeddings)
+    hybrid = HybridRetriever.from_config(
+        load_config(), documents=corpus, embeddings=embeddings
+    )
     assert all(isinstance(r, ScoredSearch) for r in hybrid.retrievers)
     recorder = _RunRecorder()
     for query in ("How long are application logs retained?", "refund policy"):
@@ -323,7 +329,9 @@ async def test_async_direct_hits_equal_the_sync_ones(
     embeddings: FastEmbedEmbeddings,
 ) -> None:
     corpus = load_sample_corpus()
-    hybrid = build_hybrid_retriever(corpus, load_config(), embeddings=embeddings)
+    hybrid = HybridRetriever.from_config(
+        load_config(), documents=corpus, embeddings=embeddings
+    )
     for query in ("How long are application logs retained?", "refund policy"):
         sync = hybrid.invoke(query, k=5)
         not_sync = await hybrid.ainvoke(query, k=5)
@@ -344,7 +352,9 @@ def test_batch_from_threads_matches_one_by_one(
     # Runnable.batch runs invokes in a thread pool: BM25, the ONNX session and Chroma
     # are then used from several threads at once.
     corpus = load_sample_corpus()
-    hybrid = build_hybrid_retriever(corpus, load_config(), embeddings=embeddings)
+    hybrid = HybridRetriever.from_config(
+        load_config(), documents=corpus, embeddings=embeddings
+    )
     questions = [q["question"] for q in load_sample_questions()][:12]
     one_by_one = [[d.id for d in hybrid.invoke(q, k=5)] for q in questions]
     batched = hybrid.batch(questions, {"max_concurrency": 4}, k=5)

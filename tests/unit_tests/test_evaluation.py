@@ -284,7 +284,7 @@ def test_harness_agrees_with_pytrec_eval_when_queries_are_corpus_documents(
     # Quora); its judged-relevant documents are the other passages of its source.
     import pytrec_eval
 
-    from langchain_ragbudget import build_hybrid_retriever
+    from langchain_ragbudget import HybridRetriever
     from langchain_ragbudget.evaluation._beir import BeirDataset
 
     corpus = [
@@ -309,7 +309,7 @@ def test_harness_agrees_with_pytrec_eval_when_queries_are_corpus_documents(
         },
     )
     config = load_config()
-    retriever = build_hybrid_retriever(corpus, config)
+    retriever = HybridRetriever.from_config(config, documents=corpus)
     runs = {
         qid: [str(d.id) for d in retriever.invoke(text)]
         for qid, text in dataset.queries.items()
@@ -346,7 +346,7 @@ def test_harness_agrees_with_pytrec_eval_when_queries_are_corpus_documents(
 def test_cli_weak_evidence_writes_table_plot_and_a_loadable_yaml(
     beir_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langchain_ragbudget.chain._factory import build_budget
+    from langchain_ragbudget import ContextBudget
 
     monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(tmp_path / "cache"))
     qrels = beir_folder / "qrels"
@@ -384,6 +384,6 @@ def test_cli_weak_evidence_writes_table_plot_and_a_loadable_yaml(
     text = bench.read_text()
     assert f"| combined ({kind}) |" in text and "calibration.png" in text
     config = load_config(model)  # the written model loads and wires
-    settings = build_budget(config).settings.weak_evidence
+    settings = ContextBudget.from_config(config).settings.weak_evidence
     assert settings.method == "combined" and settings.combined is not None
     assert settings.combined.model_dump(exclude_none=True) == weak["model"]

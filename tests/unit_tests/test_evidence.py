@@ -50,12 +50,12 @@ def test_calibration_needs_both_sets() -> None:
 
 @pytest.mark.needs_embedding_model
 def test_calibrate_from_questions_on_the_sample_corpus() -> None:
-    from langchain_ragbudget import build_hybrid_retriever, load_config
+    from langchain_ragbudget import HybridRetriever, load_config
     from langchain_ragbudget.evidence._assess import calibrate_from_questions
     from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
 
     config = load_config()
-    retriever = build_hybrid_retriever(load_sample_corpus(), config)
+    retriever = HybridRetriever.from_config(config, documents=load_sample_corpus())
     questions = load_sample_questions()
     present = [q["question"] for q in questions if q["answer_ids"]]
     absent = [q["question"] for q in questions if not q["answer_ids"]] + [

@@ -67,14 +67,15 @@ def test_reading_a_pdf_without_pypdf_names_the_extra(
 
 
 def test_a_chat_model_without_its_package_names_the_extra(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from langchain_ragbudget.chain._factory import build_chat_model
-    from langchain_ragbudget.config._settings import LlmSettings
+    from langchain_ragbudget import build_chat_model
 
+    config = tmp_path / "llm.yml"
+    config.write_text("llm:\n  model: openai:gpt-4o-mini\n", encoding="utf-8")
     monkeypatch.setitem(sys.modules, "langchain_classic", None)
     with pytest.raises(MissingExtraError, match=r"\[llm\]"):
-        build_chat_model(LlmSettings(model="openai:gpt-4o-mini"))
+        build_chat_model(config)
 
 
 def test_measuring_weak_evidence_without_scikit_learn_names_the_extra(

@@ -40,17 +40,14 @@ EXPECTED_ALL = [
     "Stage",
     "StageSkip",
     "SurfaceSettings",
+    "build_chat_model",
     "build_embeddings",
-    "build_hybrid_retriever",
-    "build_reranker",
     "build_vector_store",
     "calibrate_threshold",
     "create_budgeted_rag_chain",
     "create_budgeted_stuff_chain",
     "ledger_scope",
     "load_config",
-    "load_surface",
-    "open_memory_store",
     "weighted_rrf",
 ]
 

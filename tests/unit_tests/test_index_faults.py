@@ -12,12 +12,11 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from langchain_ragbudget import load_config
+from langchain_ragbudget import build_embeddings, load_config
 from langchain_ragbudget.cli._main import main
 from langchain_ragbudget.config._settings import RagBudgetConfig
 from langchain_ragbudget.errors import IndexLoadError, IndexRepairError
 from langchain_ragbudget.index._hybrid_index import HybridIndex
-from langchain_ragbudget.retrieval._factory import build_embeddings
 from langchain_ragbudget.retrieval._sparse import BM25Retriever
 
 pytestmark = [pytest.mark.needs_embedding_model, pytest.mark.needs_tiktoken]
@@ -72,7 +71,7 @@ def config() -> RagBudgetConfig:
 
 @pytest.fixture(scope="module")
 def embeddings() -> Embeddings:
-    return build_embeddings(load_config().embedding)
+    return build_embeddings(load_config())
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,6 @@ from langchain_ragbudget.config._settings import SurfaceSettings
 from langchain_ragbudget.evaluation._survival import is_whole_sentences
 from langchain_ragbudget.ledger._identity import document_key, document_source
 from langchain_ragbudget.ledger._records import ledger_scope
-from langchain_ragbudget.retrieval._factory import build_hybrid_retriever
 from langchain_ragbudget.retrieval._rerank import FlashRankRerank
 from langchain_ragbudget.sample import load_sample_corpus
 
@@ -118,7 +117,7 @@ def test_every_candidate_is_kept_or_recorded_exactly_once(
 def test_the_embedded_pipeline_on_the_sample_corpus(tiny_flashrank_dir: Path) -> None:
     config = load_config()
     corpus = load_sample_corpus()
-    retriever = build_hybrid_retriever(corpus, config)
+    retriever = HybridRetriever.from_config(config, documents=corpus)
     reranker = FlashRankRerank(cache_dir=str(tiny_flashrank_dir), top_n=6)
     chain = create_budgeted_rag_chain(
         retriever,

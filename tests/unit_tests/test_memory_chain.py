@@ -28,12 +28,16 @@ from list_retriever import ListRetriever
 from sent_to_model import Sent
 from test_history import rendered_count
 
-from langchain_ragbudget import ContextBudget, create_budgeted_rag_chain, load_config
+from langchain_ragbudget import (
+    ContextBudget,
+    build_embeddings,
+    create_budgeted_rag_chain,
+    load_config,
+)
 from langchain_ragbudget.chain._pipeline import explain
 from langchain_ragbudget.chain._stuff import BudgetedAnswer
 from langchain_ragbudget.config._settings import SurfaceSettings
 from langchain_ragbudget.memory._retriever import MemoryRetriever, MemoryStore
-from langchain_ragbudget.retrieval._factory import build_embeddings
 
 pytestmark = [pytest.mark.needs_embedding_model, pytest.mark.needs_tiktoken]
 
@@ -56,7 +60,7 @@ class Clock:
 
 @pytest.fixture(scope="module")
 def embeddings() -> Embeddings:
-    return build_embeddings(load_config().embedding)
+    return build_embeddings(load_config())
 
 
 @pytest.fixture
@@ -131,7 +135,7 @@ def test_a_stale_memory_is_marked_or_dropped(store: MemoryStore) -> None:
     assert any("1 memory(ies) kept marked stale" in w for w in answer.warnings)
     assert not [d for d in answer.dropped if d["stage"] == "memory"]
 
-    dropping = MemoryRetriever.from_config(store, sources=Index(), stale="drop")
+    dropping = MemoryRetriever.from_config(store=store, sources=Index(), stale="drop")
     answer, sent = ask(dropping)
     assert answer.memories == []
     assert [(d["stage"], d["reason"]) for d in answer.dropped] == [

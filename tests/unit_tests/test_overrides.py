@@ -143,6 +143,7 @@ def test_rerank_overrides_are_applied(tmp_path: Path) -> None:
     rerank = FlashRankRerank.from_config(
         top_n=3, score_floor=0.25, download=False, cache_dir=str(tmp_path)
     )
+    assert rerank is not None
     assert (rerank.top_n, rerank.score_floor, rerank.cache_dir) == (
         3,
         0.25,

@@ -12,10 +12,9 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
-from langchain_ragbudget import load_config
+from langchain_ragbudget import build_embeddings, build_vector_store, load_config
 from langchain_ragbudget.retrieval import _dense as dense
 from langchain_ragbudget.retrieval._embeddings import EMBEDDED_STEP
-from langchain_ragbudget.retrieval._factory import build_embeddings, build_vector_store
 
 pytestmark = [pytest.mark.needs_embedding_model]
 
@@ -29,7 +28,7 @@ def notes(count: int) -> list[Document]:
 
 def counted_store() -> tuple[Any, list[int]]:
     config = load_config()
-    store = build_vector_store(config.vector_store, build_embeddings(config.embedding))
+    store = build_vector_store(config, build_embeddings(config))
     writes: list[int] = []
     add = store.add_documents
 

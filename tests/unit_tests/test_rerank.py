@@ -133,6 +133,8 @@ def test_from_config_takes_the_whole_config_like_every_component(
         f"  cache_dir: {json.dumps(str(tiny_flashrank_dir))}\n"
     )
     stage = FlashRankRerank.from_config(yaml_file)
+    assert stage is not None
     assert stage.available and stage.top_n == 2 and stage.id_key == "doc_key"
     same = FlashRankRerank.from_config(load_config(yaml_file), top_n=3)
+    assert same is not None
     assert same.available and same.top_n == 3 and same.id_key == "doc_key"

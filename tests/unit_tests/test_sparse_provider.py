@@ -4,13 +4,18 @@ from pathlib import Path
 
 import pytest
 from keyword_retriever import KeywordRetriever
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import InMemoryVectorStore
 
-from langchain_ragbudget import ConfigError, build_hybrid_retriever, load_config
-from langchain_ragbudget.ledger._records import drops_of
-from langchain_ragbudget.retrieval._factory import (
-    build_sparse_retriever,
-    build_sparse_side,
+from langchain_ragbudget import (
+    BM25Retriever,
+    ConfigError,
+    HybridRetriever,
+    RagBudgetConfig,
+    build_embeddings,
+    load_config,
 )
+from langchain_ragbudget.ledger._records import drops_of
 from langchain_ragbudget.sample import load_sample_corpus
 
 KEYWORD = "keyword_retriever:KeywordRetriever"
@@ -22,12 +27,24 @@ def write(tmp_path: Path, text: str) -> Path:
     return path
 
 
+def sparse_side(config: RagBudgetConfig) -> BaseRetriever:
+    """The sparse side `HybridRetriever.from_config` builds over the sample.
+
+    The dense side gets an empty store: nothing is embedded, no model loads.
+    """
+    store = InMemoryVectorStore(embedding=build_embeddings(config))
+    hybrid = HybridRetriever.from_config(
+        config, documents=load_sample_corpus(), vectorstore=store
+    )
+    return hybrid.retrievers[0]
+
+
 def test_class_path_builds_that_retriever_over_the_passages(tmp_path: Path) -> None:
     config = load_config(
         write(tmp_path, f"sparse:\n  provider: {KEYWORD}\n  options:\n    k: 3\n")
     )
     corpus = load_sample_corpus()
-    sparse = build_sparse_side(corpus, config)
+    sparse = sparse_side(config)
     assert isinstance(sparse, KeywordRetriever)
     assert sparse.made_with == {"k": 3} and len(sparse.documents) == len(corpus)
     hits = sparse.invoke("How long are application logs retained?")
@@ -41,14 +58,14 @@ def test_fetch_k_is_its_k_unless_options_set_one(tmp_path: Path) -> None:
             f"sparse:\n  provider: {KEYWORD}\nretrieval:\n  sparse:\n    fetch_k: 7\n",
         )
     )
-    sparse = build_sparse_side(load_sample_corpus(), config)
+    sparse = sparse_side(config)
     assert isinstance(sparse, KeywordRetriever) and sparse.k == 7
 
 
 @pytest.mark.needs_embedding_model
 def test_hybrid_fuses_the_configured_sparse_retriever(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, f"sparse:\n  provider: {KEYWORD}\n"))
-    hybrid = build_hybrid_retriever(load_sample_corpus(), config)
+    hybrid = HybridRetriever.from_config(config, documents=load_sample_corpus())
     assert isinstance(hybrid.retrievers[0], KeywordRetriever)
     top = hybrid.invoke("How long are application logs retained?", k=3)
     assert top[0].id == "data-retention-policy::0"
@@ -72,7 +89,7 @@ def test_options_the_class_refuses_are_named(tmp_path: Path) -> None:
         )
     )
     with pytest.raises(ConfigError) as caught:
-        build_sparse_side(load_sample_corpus(), config)
+        sparse_side(config)
     assert caught.value.key == "sparse.options"
     assert "not-a-number" in str(caught.value)
 
@@ -82,5 +99,5 @@ def test_the_bm25s_index_refuses_rather_than_ignore_a_class_path(
 ) -> None:
     config = load_config(write(tmp_path, f"sparse:\n  provider: {KEYWORD}\n"))
     with pytest.raises(ConfigError) as caught:
-        build_sparse_retriever(load_sample_corpus(), config)
+        BM25Retriever.from_config(config, documents=load_sample_corpus())
     assert caught.value.key == "sparse.provider"

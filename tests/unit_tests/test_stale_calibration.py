@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
-from langchain_ragbudget.chain._factory import build_budget
+from langchain_ragbudget import ContextBudget
 from langchain_ragbudget.chain._stuff import context_warnings
 from langchain_ragbudget.config._settings import load_config
 from langchain_ragbudget.config._weak_model import CalibratedWith, CombinedEvidence
@@ -49,7 +49,7 @@ def test_another_embedding_model_makes_the_calibration_stale(
     tmp_path: Path, top: float
 ) -> None:
     config = load_config(config_file(tmp_path, BGE, MINILM))
-    context = build_budget(config, surface="chat").fit(passages(top))
+    context = ContextBudget.from_config(config, surface="chat").fit(passages(top))
     evidence = context.evidence
     assert evidence.weak is (top < 0.40)  # the threshold still decides
     assert evidence.stale == f"embedding {MINILM}, in use {BGE}"
@@ -68,7 +68,7 @@ def test_the_same_models_or_an_unknown_calibration_are_not_stale(
 ) -> None:
     for calibrated in (MINILM, None):
         config = load_config(config_file(tmp_path, MINILM, calibrated))
-        context = build_budget(config, surface="chat").fit(passages(0.9))
+        context = ContextBudget.from_config(config, surface="chat").fit(passages(0.9))
         assert context.evidence.stale is None
         assert "stale" not in context.evidence.describe()
         assert not any("stale" in w for w in context_warnings(context))
@@ -78,7 +78,7 @@ def test_a_reranker_added_after_calibration_is_stale_too(tmp_path: Path) -> None
     path = config_file(tmp_path, MINILM, MINILM)
     path.write_text(path.read_text().replace("enabled: false", "enabled: true"))
     config = load_config(path)
-    context = build_budget(config, surface="chat").fit(passages(0.9))
+    context = ContextBudget.from_config(config, surface="chat").fit(passages(0.9))
     assert context.evidence.stale == f"rerank none, in use {config.rerank.model}"
 
 
@@ -98,7 +98,7 @@ def test_eval_yaml_records_the_models_and_a_budget_reads_them(tmp_path: Path) ->
         f"embedding:\n  model: {BGE}\nrerank:\n  enabled: false\n{text}",
         encoding="utf-8",
     )
-    context = build_budget(load_config(other), surface="chat").fit(
+    context = ContextBudget.from_config(load_config(other), surface="chat").fit(
         passages(0.9), question="what?"
     )
     assert context.evidence.stale == f"embedding {MINILM}, in use {BGE}"

@@ -11,11 +11,11 @@ from langchain_ragbudget import (
     BM25Retriever,
     DenseRetriever,
     HybridRetriever,
+    build_embeddings,
     load_config,
 )
 from langchain_ragbudget.config._settings import VectorStoreSettings
-from langchain_ragbudget.retrieval._dense import add_documents
-from langchain_ragbudget.retrieval._factory import build_embeddings, build_vector_store
+from langchain_ragbudget.retrieval._dense import add_documents, open_chroma
 from langchain_ragbudget.sample import load_sample_corpus
 
 
@@ -23,9 +23,8 @@ from langchain_ragbudget.sample import load_sample_corpus
 def _parts() -> tuple[BM25Retriever, DenseRetriever]:
     corpus = load_sample_corpus()
     config = load_config()
-    store = build_vector_store(
-        VectorStoreSettings(collection="standard-suite"),
-        build_embeddings(config.embedding),
+    store = open_chroma(
+        VectorStoreSettings(collection="standard-suite"), build_embeddings(config)
     )
     add_documents(store, corpus)
     return BM25Retriever.from_documents(corpus, k=20), DenseRetriever(

@@ -10,12 +10,11 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from langchain_ragbudget.chain._factory import build_budget
+from langchain_ragbudget import ContextBudget, HybridRetriever
 from langchain_ragbudget.chain._pipeline import Explained, explain
 from langchain_ragbudget.chain._stuff import context_warnings
 from langchain_ragbudget.cli._views import explained_to_dict, show_explained
 from langchain_ragbudget.config._settings import RagBudgetConfig, load_config
-from langchain_ragbudget.retrieval._factory import build_hybrid_retriever
 from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
 
 pytestmark = [pytest.mark.needs_embedding_model, pytest.mark.needs_tiktoken]
@@ -32,8 +31,10 @@ def explained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Explained, Any]
     )
     config = load_config(yml)
     question = load_sample_questions()[0]["question"]
-    retriever = build_hybrid_retriever(load_sample_corpus(), config)
-    return explain(question, retriever, build_budget(config, surface="chat")), config
+    retriever = HybridRetriever.from_config(config, documents=load_sample_corpus())
+    return explain(
+        question, retriever, ContextBudget.from_config(config, surface="chat")
+    ), config
 
 
 def _panel_text(rendered: str, title: str) -> str:

@@ -10,7 +10,7 @@ from langchain_core.documents import Document
 from list_retriever import ListRetriever
 from sklearn.metrics import roc_auc_score
 
-from langchain_ragbudget.chain._factory import build_budget
+from langchain_ragbudget import ContextBudget
 from langchain_ragbudget.config._settings import WeakEvidenceSettings, load_config
 from langchain_ragbudget.evaluation._beir import BeirDataset
 from langchain_ragbudget.evaluation._beir import judged_id as _doc_id
@@ -209,7 +209,7 @@ def test_the_harness_sees_what_the_budget_sees(
     logistic, _ = fit_logistic(cases, names, 0.8, "northwind")
     trees, _ = fit_trees(cases, names, 0.8, "northwind")
     for model in (logistic, trees):
-        budget = build_budget(load_config())
+        budget = ContextBudget.from_config(load_config())
         combined = WeakEvidenceSettings(method="combined", combined=model)
         settings = budget.settings.model_copy(update={"weak_evidence": combined})
         budget = budget.model_copy(update={"settings": settings})

@@ -13,7 +13,7 @@ import pytest
 from langchain_core.documents import Document
 from list_retriever import ListRetriever
 
-from langchain_ragbudget.chain._factory import build_budget
+from langchain_ragbudget import ContextBudget
 from langchain_ragbudget.chain._stuff import context_warnings
 from langchain_ragbudget.config._settings import (
     CombinedEvidence,
@@ -252,7 +252,7 @@ def test_the_user_is_told_why_the_combined_check_is_unknown(
     model = CombinedEvidence(
         coefficients={"dense_list_z": 1.0}, intercept=0.0, threshold=0.5
     )
-    budget = build_budget(load_config())
+    budget = ContextBudget.from_config(load_config())
     settings = budget.settings.model_copy(
         update={
             "weak_evidence": WeakEvidenceSettings(method="combined", combined=model)
