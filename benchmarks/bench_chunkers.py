@@ -33,7 +33,7 @@ from langchain_ragbudget.evaluation._tables import (
     chunked_caption,
     overhead_rows,
 )
-from langchain_ragbudget.index._sentence_chunks import make_chunker
+from langchain_ragbudget.index._chunking import make_chunker
 
 out = Console(width=160)
 

@@ -108,12 +108,7 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
     for usage and index errors (`INDEX_EPILOG`).
     """
     from langchain_ragbudget.cli._views import ingest_report, name_list
-    from langchain_ragbudget.index._folder_ingest import (
-        check_found,
-        ingest_plan,
-        plan_folder,
-        scan_path,
-    )
+    from langchain_ragbudget.index._folder_plan import check_found, scan_path
     from langchain_ragbudget.index._loaders import check_encodings
     from langchain_ragbudget.progress import ProgressBars
 
@@ -128,13 +123,13 @@ def run_index(args: argparse.Namespace, console: Console) -> int:
             )
     check_found(found, given, prune=args.prune)
     with open_index(args, console, create=True) as index:
-        plan = plan_folder(index, given, found, encodings)
+        plan = index.plan_ingest(given, found, encodings)
         if args.prune and not args.yes:
             _refuse_large_prune(
                 plan.gone, len(index.document_ids), plan.scope, index.root
             )
         with ProgressBars(console, transient=True) as progress:
-            summary = ingest_plan(index, plan, prune=args.prune, progress=progress)
+            summary = index.ingest_plan(plan, prune=args.prune, progress=progress)
         skipped = [(item.reason, item.path, item.detail) for item in summary.skipped]
         for part in ingest_report(given, index, summary, skipped, NAMES_SHOWN):
             console.print(part, highlight=False, markup=False)
@@ -225,7 +220,7 @@ def run_repair(args: argparse.Namespace, console: Console) -> int:
     """`ragbudget repair`: bring the two sides together; rebuild a damaged side.
 
     Never creates an index and never deletes the only copy of a chunk; see
-    `langchain_ragbudget.index._repair`. Exit code 0 when the sides end in sync.
+    `langchain_ragbudget.index._merge`. Exit code 0 when the sides end in sync.
     """
     from langchain_ragbudget.index import HybridIndex
 

@@ -12,9 +12,11 @@ moved aside.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import struct
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +24,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from langchain_ragbudget.config._settings import RagBudgetConfig, VectorStoreSettings
-from langchain_ragbudget.errors import IndexLoadError
+from langchain_ragbudget.errors import IndexLoadError, IndexRepairError
 from langchain_ragbudget.retrieval._dense import connect_chroma_server, open_chroma
 
 if TYPE_CHECKING:  # chromadb takes most of a second to import: only when used
@@ -48,7 +50,7 @@ def _vector_settings(config: RagBudgetConfig, directory: Path) -> VectorStoreSet
     )
 
 
-def open_dense(
+def open_vector_store(
     directory: Path,
     config: RagBudgetConfig,
     embeddings: Embeddings,
@@ -83,12 +85,52 @@ def open_dense(
                 include=[],
             )
     except Exception as exc:
-        close_store(store)
+        close_vector_store(store)
         raise IndexLoadError(
             f"{database}: the vector store cannot be read "
             f"({type(exc).__name__}: {exc}); {repair}"
         ) from exc
     return store
+
+
+def read_vector_side(
+    directory: Path, config: RagBudgetConfig, embeddings: Embeddings
+) -> tuple[Chroma, dict[str, Document]]:
+    """The open vector store and every chunk it holds, for a repair.
+
+    Raises:
+        IndexLoadError: It is missing or cannot be read (the store is closed).
+    """
+    store = open_vector_store(directory, config, embeddings, may_create=False)
+    try:
+        return store, read_vector_chunks(store)
+    except IndexLoadError:
+        close_vector_store(store)
+        raise
+
+
+def replace_vector_store(
+    directory: Path, config: RagBudgetConfig, embeddings: Embeddings, problem: str
+) -> tuple[Chroma, Path | None]:
+    """An empty vector store in place of an unreadable one, which is moved aside.
+
+    Nothing is deleted: the damaged folder becomes `damaged-chroma-<ns>`, returned
+    (None when there was no folder). A Chroma server's store is never replaced.
+
+    Raises:
+        IndexRepairError: The store is a server's (`problem` says why it failed).
+    """
+    if config.vector_store.host is not None:
+        raise IndexRepairError(
+            f"the vector store server cannot be read ({problem}); nothing was changed"
+        )
+    damaged = directory / CHROMA_DIR
+    aside = None
+    if damaged.exists():
+        release_chroma(damaged)
+        aside = directory / f"damaged-{CHROMA_DIR}-{time.time_ns()}"
+        os.rename(damaged, aside)
+    return open_vector_store(directory, config, embeddings, may_create=True), aside
 
 
 def _check_hnsw(chroma: Path) -> None:
@@ -124,7 +166,7 @@ def _check_hnsw(chroma: Path) -> None:
                 )
 
 
-def dense_documents(store: Chroma) -> dict[str, Document]:
+def read_vector_chunks(store: Chroma) -> dict[str, Document]:
     """Every chunk the vector store holds, with its text and metadata."""
     try:
         found = _get_all(store, ["documents", "metadatas"])
@@ -140,7 +182,7 @@ def dense_documents(store: Chroma) -> dict[str, Document]:
     }
 
 
-def inspect_dense(
+def inspect_vector_store(
     directory: Path, config: RagBudgetConfig, problems: list[str], expected: bool
 ) -> dict[str, str | None] | None:
     """Text hash by chunk id on the vector side, read without writing to it.
@@ -158,7 +200,7 @@ def inspect_dense(
         if config.vector_store.host is not None:
             client = connect_chroma_server(config.vector_store, settings)
             collection = client.get_collection(config.vector_store.collection)
-            return content_hashes(collection)
+            return vector_hashes(collection)
         if not database.is_file():
             if not expected:
                 return {}
@@ -169,7 +211,7 @@ def inspect_dense(
             shutil.copytree(directory / CHROMA_DIR, copy)
             client = PersistentClient(path=str(copy), settings=settings)
             try:
-                return content_hashes(client.get_collection(COLLECTION))
+                return vector_hashes(client.get_collection(COLLECTION))
             finally:
                 _close_client(client)
                 release_chroma(copy)
@@ -183,7 +225,7 @@ def inspect_dense(
     return None
 
 
-def content_hashes(store: Any) -> dict[str, str | None]:
+def vector_hashes(store: Any) -> dict[str, str | None]:
     """Text hash by chunk id of a Chroma store or a chromadb collection."""
     found = _get_all(store, ["metadatas"])
     return {
@@ -209,13 +251,14 @@ def _get_all(store: Chroma, include: list[str]) -> dict[str, list[Any]]:
         offset += GET_PAGE
 
 
-def delete_all(store: Chroma, ids: list[str]) -> None:
+def delete_vectors(store: Chroma, ids: list[str]) -> None:
     """Delete `ids` in pages, for the same SQLite limit as `_get_all`."""
     for start in range(0, len(ids), GET_PAGE):
         store.delete(ids=ids[start : start + GET_PAGE])
 
 
-def close_store(store: Any) -> None:
+def close_vector_store(store: Any) -> None:
+    """Close the store's Chroma client, so its files are released."""
     _close_client(getattr(store, "_client", None))
 
 

@@ -1,4 +1,15 @@
-"""Token-aware chunking with LangChain's recursive splitter.
+"""Chunking: source documents into chunks with ids, positions and sections.
+
+Two chunkers, chosen by `index.chunker` (`make_chunker`). `SentenceChunker` (the
+default) makes a chunk of a run of whole sentences (found by the splitter `trim`
+uses, `sentence_spans`) up to `chunk_size` tokens: the recursive splitter of
+`Chunker` cuts inside sentences, so some evidence is whole in no chunk and no
+packing policy can keep it. In `SentenceChunker`, a Markdown or HTML heading and a
+blank line end a run of sentences, a heading starts a chunk, and neighbouring
+chunks share their last whole sentences up to `chunk_overlap` tokens; a sentence
+longer than a chunk is cut on its own (at whitespace, else anywhere) and the chunk
+says so in `sentence_split`. Each of its chunks is the exact slice
+`text[start:end]` of its document, which lets the renderer join neighbours.
 
 Each chunk carries its source document id, source, position and token count, and a
 deterministic id `<doc_id>::<position>`, so an update can replace exactly the chunks
@@ -6,10 +17,10 @@ of one document on both sides of the index. A chunk that shows no text (only
 whitespace, control or zero-width characters) is never made: `split_counted` says
 how many were left out, so the caller can report them.
 
-A chunk also carries `section`: the nearest heading at or before its start
-(`section_of`: the section holding most of it), so its citation header says where
-in the document it is, not only the document's first line (a Debian changelog's
-every chunk was titled with its newest version). Any chunker calls
+A chunk of `Chunker` also carries `section`: the nearest heading at or before its
+start (`section_of`: the section holding most of it), so its citation header says
+where in the document it is, not only the document's first line (a Debian
+changelog's every chunk was titled with its newest version). Any chunker calls
 `section_starts` once per document, then `section_of` (or `section_at`, for one
 offset) per chunk.
 """
@@ -18,15 +29,22 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from langchain_core.documents import Document
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from langchain_ragbudget.config._settings import IndexSettings
 from langchain_ragbudget.config._tokens import count_tokens, get_encoding
+from langchain_ragbudget.evidence._sentences import sentence_spans
 from langchain_ragbudget.index._loaders import is_blank
-from langchain_ragbudget.ledger._metadata_keys import SECTION
+from langchain_ragbudget.ledger._metadata_keys import (
+    CHUNK_END,
+    CHUNK_GAP,
+    CHUNK_START,
+    SECTION,
+    SENTENCE_SPLIT,
+)
 
 HEADINGS = "headings"  # document metadata (HTML): its h1-h6 texts, in order
 SECTION_CHARS = 120  # a heading longer than this is cut at a word boundary
@@ -36,6 +54,11 @@ SECTION_CHARS = 120  # a heading longer than this is cut at a word boundary
 _ATX = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _CHANGELOG = re.compile(r"^([a-z0-9][a-z0-9+.-]+ \([^()\s]+\))(?: [^;\n]+;.*)?$")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
+# What ends a run of sentences: a heading line (Markdown or HTML), a blank line.
+_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+\S|^[ \t]*<h[1-6][\s>]", re.I | re.M)
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+
+Span = tuple[int, int]
 
 
 def section_starts(text: str, headings: Sequence[str] = ()) -> list[tuple[int, str]]:
@@ -148,3 +171,163 @@ class Chunker:
                 )
             )
         return chunks, len(pieces) - len(texts)
+
+
+class SentenceChunker:
+    """Split documents into runs of whole sentences of at most `chunk_size` tokens."""
+
+    def __init__(self, settings: IndexSettings) -> None:
+        self.settings = settings
+        get_encoding(settings.encoding)
+        encoding = settings.encoding
+        self._long = RecursiveCharacterTextSplitter(
+            chunk_size=settings.chunk_size,
+            chunk_overlap=0,
+            length_function=lambda text: count_tokens(text, encoding),
+        )
+
+    def _tokens(self, text: str) -> int:
+        return count_tokens(text, self.settings.encoding)
+
+    def split(self, document: Document, doc_id: str) -> list[Document]:
+        """The chunks of one source document, in order."""
+        return self.split_counted(document, doc_id)[0]
+
+    def split_counted(
+        self, document: Document, doc_id: str
+    ) -> tuple[list[Document], int]:
+        """The chunks of one document, and how many blank pieces were left out (0).
+
+        A run of sentences never holds blank text, so nothing is left out; the count
+        is there for the same interface as the recursive `Chunker`.
+        """
+        text = document.page_content
+        chunks = []
+        previous_end = 0
+        for position, (start, end, split) in enumerate(self.spans(text)):
+            chunk_id = f"{doc_id}::{position}"
+            piece = text[start:end]
+            metadata = {
+                **document.metadata,
+                "doc_id": doc_id,
+                "chunk_id": chunk_id,
+                "position": position,
+                "tokens": self._tokens(piece),
+                CHUNK_START: start,
+                CHUNK_END: end,
+            }
+            if position and start > previous_end:  # what joins it to the one before
+                metadata[CHUNK_GAP] = text[previous_end:start]
+            previous_end = end
+            if split:
+                metadata[SENTENCE_SPLIT] = True
+            chunks.append(Document(id=chunk_id, page_content=piece, metadata=metadata))
+        return chunks, 0
+
+    def spans(self, text: str) -> list[tuple[int, int, bool]]:
+        """(start, end, holds part of a long sentence) of each chunk of `text`."""
+        out: list[tuple[int, int, bool]] = []
+        for section in _sections(text):
+            out.extend(self._pack(text, self._units(text, section)))
+        return out
+
+    def _units(self, text: str, section: Span) -> list[tuple[int, int, bool]]:
+        """The sentences of a section, a long one cut in pieces (flagged True)."""
+        units = []
+        for block_start, block_end in _blocks(text, section):
+            block = text[block_start:block_end]
+            for start, end in sentence_spans(block):
+                start, end = start + block_start, end + block_start
+                if self._tokens(text[start:end]) <= self.settings.chunk_size:
+                    units.append((start, end, False))
+                else:
+                    units.extend((s, e, True) for s, e in self._cut(text, start, end))
+        return units
+
+    def _cut(self, text: str, start: int, end: int) -> Iterator[Span]:
+        """Pieces of one long sentence, each at most a chunk, as spans of `text`.
+
+        A piece that shows nothing (control or format characters alone) joins
+        the piece before it, or the one after when it comes first, so that every
+        character of the sentence stays in a chunk.
+        """
+        spans: list[Span] = []
+        cursor = start
+        for piece in self._long.split_text(text[start:end]):
+            found = text.find(piece, cursor, end)
+            if found < 0:  # not found as it is (the splitter changed it): skipped
+                continue
+            cursor = found + len(piece)
+            joins = (
+                is_blank(piece) or is_blank(text[slice(*spans[-1])]) if spans else False
+            )
+            if joins:
+                spans[-1] = (spans[-1][0], cursor)
+            else:
+                spans.append((found, cursor))
+        if spans:  # the sentence's ends belong to its first and last pieces
+            spans[0] = (start, spans[0][1])
+            spans[-1] = (spans[-1][0], end)
+        yield from spans
+
+    def _pack(
+        self, text: str, units: list[tuple[int, int, bool]]
+    ) -> Iterator[tuple[int, int, bool]]:
+        """Greedy runs of units up to `chunk_size`, sharing whole units as overlap."""
+        size = self.settings.chunk_size
+        first = 0
+        while first < len(units):
+            last = first
+            while (
+                last + 1 < len(units)
+                and self._tokens(text[units[first][0] : units[last + 1][1]]) <= size
+            ):
+                last += 1
+            run = units[first : last + 1]
+            yield run[0][0], run[-1][1], any(split for _, _, split in run)
+            if last + 1 >= len(units):
+                return
+            first = self._overlap_start(text, units, first, last)
+
+    def _overlap_start(
+        self, text: str, units: list[tuple[int, int, bool]], first: int, last: int
+    ) -> int:
+        """Where the chunk after units[first..last] starts.
+
+        Its last whole sentences up to `chunk_overlap` tokens, leaving room for the
+        next unit, so each chunk ends later than the one before.
+        """
+        nxt, following = last + 1, units[last + 1][1]
+        while (
+            nxt - 1 > first
+            and not units[nxt - 1][2]
+            and self._tokens(text[units[nxt - 1][0] : units[last][1]])
+            <= self.settings.chunk_overlap
+            and self._tokens(text[units[nxt - 1][0] : following])
+            <= self.settings.chunk_size
+        ):
+            nxt -= 1
+        return nxt
+
+
+def _sections(text: str) -> list[Span]:
+    """Spans of `text` each starting at a heading line (the first at 0)."""
+    starts = [0] + [m.start() for m in _HEADING.finditer(text) if m.start() > 0]
+    ends = [*starts[1:], len(text)]
+    return list(zip(starts, ends, strict=True))
+
+
+def _blocks(text: str, section: Span) -> Iterator[Span]:
+    """Paragraphs of a section (split at blank lines): no sentence crosses one."""
+    start, end = section
+    for match in _BLANK_LINE.finditer(text, start, end):
+        yield start, match.start()
+        start = match.end()
+    yield start, end
+
+
+def make_chunker(settings: IndexSettings) -> Chunker | SentenceChunker:
+    """The chunker `index.chunker` names."""
+    if settings.chunker == "sentences":
+        return SentenceChunker(settings)
+    return Chunker(settings)

@@ -9,17 +9,28 @@ extended to the BM25 side, which that API cannot reach.
 The vector side is written first, then a new BM25 version is published atomically
 (`_versions`: the folder's layout and what opening recovers); after a crash between
 the two, `sync_check` finds the chunks that differ and `repair` brings the two
-sides together without losing data (`_repair`: the rules). Any missing or damaged
+sides together without losing data (`_merge`: the rules). Any missing or damaged
 file that cannot be recovered (records, a BM25 file, the Chroma database or its
 HNSW segment files, checked by `_chroma`) makes `open` raise `IndexLoadError`
 naming the file and `ragbudget repair`.
+
+One writer at a time (`_lock`): a writer (`open(write=True)`, or each write)
+takes the write lock before reading anything. A reader never takes it and never
+waits: it reads the version `CURRENT` names; if a writer replaces that version
+mid-read (its files are removed once superseded), the reader starts again from
+the new one. While a writer holds the lock, a reader writes nothing to the folder
+(no recovery of `CURRENT`, no clean-up) and a difference between the two sides is
+that writer's publish in progress, reported in `SyncReport.writer`, not damage;
+searches answer from the committed chunks (the dense side drops vector ids the
+committed version does not hold).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
-from collections.abc import Iterable, Iterator, Sized
+from collections.abc import Iterable, Iterator, Sequence, Sized
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,51 +39,81 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from langchain_ragbudget.config._settings import ConfigLike, RagBudgetConfig, as_config
-from langchain_ragbudget.errors import IndexLoadError, InvalidInputError
+from langchain_ragbudget.errors import (
+    IndexLoadError,
+    IndexRepairError,
+    IndexWriteError,
+    InvalidInputError,
+)
 from langchain_ragbudget.index._chroma import (
     CHROMA_DB,
     CHROMA_DIR,
-    close_store,
-    content_hashes,
-    delete_all,
-    dense_documents,
-    inspect_dense,
-    open_dense,
+    close_vector_store,
+    delete_vectors,
+    inspect_vector_store,
+    open_vector_store,
+    read_vector_chunks,
+    read_vector_side,
+    replace_vector_store,
+    vector_hashes,
 )
-from langchain_ragbudget.index._folder_ingest import ingest_folder as _ingest_folder
-from langchain_ragbudget.index._loaders import FileError, check_content
-from langchain_ragbudget.index._lock import WriterLock
-from langchain_ragbudget.index._opening import current_name as _current_name
-from langchain_ragbudget.index._opening import open_directory as _open_directory
-from langchain_ragbudget.index._repair import Merged, merge_sides
-from langchain_ragbudget.index._repair import repair_directory as _repair_directory
+from langchain_ragbudget.index._chunking import make_chunker
+from langchain_ragbudget.index._folder_plan import (
+    FolderPlan,
+    check_found,
+    plan_folder,
+    read_files,
+    remember_refusals,
+    root_for,
+    scan_path,
+)
+from langchain_ragbudget.index._loaders import (
+    DEFAULT_ENCODINGS,
+    FileError,
+    Scan,
+    check_content,
+    check_encodings,
+)
+from langchain_ragbudget.index._lock import (
+    WriterLock,
+    describe_holder,
+    lock_holder,
+    writer_active,
+)
+from langchain_ragbudget.index._merge import Merged, merge_sides
 from langchain_ragbudget.index._reports import (
     IndexInspection,
     IngestSummary,
+    RepairReport,
     SyncReport,
     chunk_hashes,
     compare_sides,
 )
-from langchain_ragbudget.index._sentence_chunks import make_chunker
 from langchain_ragbudget.index._versions import (
     MANIFEST,
-    as_configured,
+    bm25_as_configured,
     check_manifest,
+    current_version_name,
     find_committed_version,
     holds_index,
-    inspect_manifest,
-    load_sparse,
-    manifest_of,
-    read_sparse_tolerant,
-    save_sparse,
+    load_version,
+    manifest_for,
+    manifest_for_inspection,
+    manifest_for_open,
+    manifest_for_repair,
+    move_damaged_version_aside,
+    publish_version,
+    remove_superseded,
+    salvage_version,
     sizes_on_disk,
     version_key,
     write_manifest,
 )
-from langchain_ragbudget.index._write_errors import restored_on_disk_error
+from langchain_ragbudget.index._write_errors import disk_errors_named
 from langchain_ragbudget.ledger._identity import content_hash
 from langchain_ragbudget.progress import ProgressCallback, StageProgress
 from langchain_ragbudget.retrieval._dense import add_documents
+from langchain_ragbudget.retrieval._embeddings import build_embeddings
 from langchain_ragbudget.retrieval._hybrid import HybridRetriever
 from langchain_ragbudget.retrieval._sparse import BM25Retriever
 
@@ -83,6 +124,7 @@ logger = logging.getLogger(__name__)
 
 CHUNKING = "chunking documents"  # progress stages of `upsert`
 EMBEDDING = "embedding chunks"
+READ_ATTEMPTS = 5  # a reader whose version a writer replaced mid-read starts again
 
 
 class HybridIndex:
@@ -125,7 +167,7 @@ class HybridIndex:
     ) -> None:
         self.directory = directory
         self.config = config
-        self._manifest = manifest if manifest is not None else manifest_of(config)
+        self._manifest = manifest if manifest is not None else manifest_for(config)
         self.vectorstore = vectorstore
         self._records = records
         self._chunks = chunks
@@ -136,7 +178,7 @@ class HybridIndex:
         self._dense_hashes: dict[str, str | None] = {}
         self.sync_report = SyncReport()
         self._lock = WriterLock(directory)
-        self._version = _current_name(directory)
+        self._version = current_version_name(directory)
 
     @classmethod
     def open(
@@ -167,8 +209,7 @@ class HybridIndex:
 
         Args:
             directory: The index folder.
-            config: A loaded configuration, a YAML file, or the shipped
-                defaults if None; checked before anything is opened or written.
+            config: The configuration; the shipped defaults if None.
             embeddings: The embedding model; built from `config` if None.
             create: Whether a folder holding no index may become a new one.
             write: Whether to hold the write lock from now until `close`.
@@ -182,7 +223,86 @@ class HybridIndex:
                 or unreadable file; or a vector side without its BM25 side.
             IndexLockedError: `write`, and another writer held the lock throughout.
         """
-        return _open_directory(cls, directory, config, embeddings, create, write)
+        config = as_config(config)
+        path = Path(directory)
+        if not holds_index(path) and not create:
+            raise IndexLoadError(
+                f"{path}: no index here ({MANIFEST} not found); check the path, "
+                f"or create one with `ragbudget index FOLDER --index {path}`"
+            )
+        lock = WriterLock(path)
+        if write:
+            lock.acquire(config.index.lock_timeout)
+        try:
+            for attempt in range(1, READ_ATTEMPTS + 1):
+                seen = current_version_name(path)
+                try:
+                    return cls._read(path, config, embeddings, create, lock)
+                except (IndexLoadError, OSError):
+                    if lock.held or attempt == READ_ATTEMPTS:
+                        raise
+                    if current_version_name(path) == seen and not writer_active(path):
+                        raise
+                    logger.info("%s: a writer published mid-read; reading again", path)
+            raise AssertionError("unreachable: the last attempt returns or raises")
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    def _read(
+        cls,
+        path: Path,
+        config: RagBudgetConfig,
+        embeddings: Embeddings | None,
+        create: bool,
+        lock: WriterLock,
+    ) -> HybridIndex:
+        """One attempt of `open`: read the committed version and both sides."""
+        expected = manifest_for(config)
+        busy = not lock.held and writer_active(path)
+        if not holds_index(path):
+            path.mkdir(parents=True, exist_ok=True)
+            write_manifest(path, expected)
+        version, recovered = find_committed_version(path, recover=not busy)
+        if not recovered and not busy:  # after a recovery, committed is a guess
+            remove_superseded(path, version)
+        records, sparse, copy = load_version(path, version, config)
+        manifest = manifest_for_open(path, expected, copy)
+        sparse = bm25_as_configured(path, sparse, config)
+        chunks = {str(c.id): c for c in sparse.documents} if sparse else {}
+        vectorstore = open_vector_store(
+            path,
+            config,
+            embeddings or build_embeddings(config),
+            may_create=create and not records,
+        )
+        index = cls(path, config, vectorstore, records, chunks, manifest)
+        index._version = version.name if version is not None else ""
+        index._lock = lock
+        index._sparse = sparse
+        index.sync_report = index.sync_check()
+        in_sync = index.sync_report.in_sync
+        writer = ""
+        if not lock.held and not in_sync and writer_active(path):
+            writer = describe_holder(lock_holder(path))
+        if not records and index._dense_hashes and not lock.held:
+            index.close()
+            if writer:
+                raise IndexLoadError(
+                    f"{path}: a first index is being built by {writer}; no version "
+                    "is committed yet. Try again when it finishes."
+                )
+            raise IndexLoadError(
+                f"{path}: the BM25 side is missing (no committed version) but the "
+                f"vector store holds {len(index._dense_hashes)} chunk(s); run "
+                f"`ragbudget repair --index {path}` to rebuild it from the vector store"
+            )
+        if writer:
+            index.sync_report = dataclasses.replace(index.sync_report, writer=writer)
+        if not in_sync and not writer and not lock.held:  # a writer completes it
+            logger.warning("index %s: %s", path, index.sync_report.summary())
+        return index
 
     @classmethod
     def inspect(
@@ -212,10 +332,10 @@ class HybridIndex:
         if not holds_index(path):
             raise IndexLoadError(f"{path}: no index here ({MANIFEST} not found)")
         found = IndexInspection(path, sizes=sizes_on_disk(path))
-        sparse = read_sparse_tolerant(path, config)
-        found.problems += sparse.notes + sparse.problems
-        if sparse.version is not None:
-            found.committed_version = sparse.version.name
+        salvaged = salvage_version(path, config)
+        found.problems += salvaged.notes + salvaged.problems
+        if salvaged.version is not None:
+            found.committed_version = salvaged.version.name
         found.other_versions = sorted(
             entry.name
             for entry in path.iterdir()
@@ -225,25 +345,120 @@ class HybridIndex:
         found.moved_aside = sorted(
             e.name for e in path.iterdir() if e.name.startswith("damaged-")
         )
-        if sparse.records is not None:
-            found.documents = len(sparse.records)
-        if sparse.chunks_complete:
-            found.bm25_chunks = len(sparse.chunks)
-        found.manifest = inspect_manifest(path, sparse.manifest_copy, found.problems)
+        if salvaged.records is not None:
+            found.documents = len(salvaged.records)
+        if salvaged.chunks_complete:
+            found.bm25_chunks = len(salvaged.chunks)
+        found.manifest = manifest_for_inspection(
+            path, salvaged.manifest_copy, found.problems
+        )
         if found.manifest:
             try:
-                check_manifest(path / MANIFEST, found.manifest, manifest_of(config))
+                check_manifest(path / MANIFEST, found.manifest, manifest_for(config))
             except IndexLoadError as exc:
                 found.problems.append(str(exc))
-        dense = inspect_dense(path, config, found.problems, bool(sparse.chunks))
+        dense = inspect_vector_store(
+            path, config, found.problems, bool(salvaged.chunks)
+        )
         if dense is not None:
             found.vector_chunks = len(dense)
-            if sparse.chunks_complete:
-                found.sync = compare_sides(dense, chunk_hashes(sparse.chunks))
+            if salvaged.chunks_complete:
+                found.sync = compare_sides(dense, chunk_hashes(salvaged.chunks))
         return found
 
-    # Repair of a folder that no longer opens (the rules are `_repair`'s).
-    repair_directory = classmethod(_repair_directory)
+    @classmethod
+    def repair_directory(
+        cls,
+        directory: str | Path,
+        config: ConfigLike = None,
+        embeddings: Embeddings | None = None,
+    ) -> tuple[HybridIndex, RepairReport]:
+        """Repair the index in `directory`, however damaged (rules: `merge_sides`).
+
+        For a folder that no longer opens. A side that cannot be read is rebuilt
+        from the other; damaged files are moved aside (`damaged-*`), never deleted.
+        The write lock is held until the repaired index is closed.
+
+        Args:
+            directory: The index folder.
+            config: The configuration; the shipped defaults if None.
+            embeddings: The embedding model; built from `config` if None.
+
+        Returns:
+            The repaired, open index and a report of what was found and done.
+
+        Raises:
+            IndexLoadError: `directory` holds no index (nothing is created), or
+                it was built with another embedding model or chunking.
+            IndexRepairError: Neither side can be read, or a Chroma server's side
+                cannot (nothing is changed).
+            IndexLockedError: Another writer held the write lock throughout.
+            IndexWriteError: The disk is full, read-only or over quota; the last
+                committed version is unchanged.
+        """
+        config = as_config(config)
+        path = Path(directory)
+        if not holds_index(path):
+            raise IndexLoadError(
+                f"{path}: no index here ({MANIFEST} not found); nothing to repair"
+            )
+        lock = WriterLock(path).acquire(config.index.lock_timeout)
+        try:
+            with disk_errors_named(path, None):
+                index, report = cls._repair_locked(path, config, embeddings)
+        except BaseException:
+            lock.release()
+            raise
+        index._lock = lock  # held until the repaired index is closed
+        return index, report
+
+    @classmethod
+    def _repair_locked(
+        cls, path: Path, config: RagBudgetConfig, embeddings: Embeddings | None
+    ) -> tuple[HybridIndex, RepairReport]:
+        """`repair_directory` under the write lock."""
+        report = RepairReport()
+        salvaged = salvage_version(path, config)
+        report.problems += salvaged.notes + salvaged.problems
+        manifest, rewrite = manifest_for_repair(
+            path, manifest_for(config), salvaged.manifest_copy
+        )
+        if rewrite:
+            report.problems.append(f"{path / MANIFEST} is missing or unreadable")
+        embeddings = embeddings or build_embeddings(config)
+        store: Chroma | None = None
+        dense: dict[str, Document] | None = None
+        try:
+            store, dense = read_vector_side(path, config, embeddings)
+        except IndexLoadError as exc:
+            report.problems.append(str(exc))
+        if dense is None and not salvaged.chunks_complete:
+            raise IndexRepairError(
+                f"{path}: neither side of the index can be read ("
+                + "; ".join(report.problems)
+                + "). Nothing was changed. Restore the folder from a backup, or "
+                "index the files again into a new directory."
+            )
+        merged = merge_sides(salvaged.records, salvaged.chunks, dense or {})
+        report.restored_to_bm25 = merged.restored_to_bm25
+        report.needs_reingest = merged.needs_reingest
+        if store is None:  # the vector side is unreadable: rebuild it aside
+            store, aside = replace_vector_store(
+                path, config, embeddings, report.problems[-1]
+            )
+            if aside is not None:
+                report.moved_aside.append(str(aside))
+        aside = move_damaged_version_aside(salvaged)
+        if aside is not None:
+            report.moved_aside.append(str(aside))
+        if rewrite:
+            write_manifest(path, manifest)
+            report.manifest_rewritten = True
+        index = cls(path, config, store, {}, {}, manifest)
+        index.sync_check()
+        written, removed = index._apply(merged, dense or {})
+        report.re_embedded, report.removed_superseded = written, removed
+        return index, report
 
     @property
     def document_ids(self) -> list[str]:
@@ -273,7 +488,7 @@ class HybridIndex:
 
     def close(self) -> None:
         """Release the embedded Chroma client and the write lock, if held."""
-        close_store(self.vectorstore)
+        close_vector_store(self.vectorstore)
         self._lock.release()
 
     @contextmanager
@@ -286,31 +501,53 @@ class HybridIndex:
         `IndexWriteError`, after this index reads its committed version again.
         """
         if self._lock.held:
-            with restored_on_disk_error(self):
+            with self._reread_on_disk_error():
                 yield
             return
         self._lock.acquire(self.config.index.lock_timeout)
         try:
-            if _current_name(self.directory) != self._version:
+            if current_version_name(self.directory) != self._version:
                 self._reload()
-            with restored_on_disk_error(self):
+            with self._reread_on_disk_error():
                 yield
         finally:
             self._lock.release()
 
+    @contextmanager
+    def _reread_on_disk_error(self) -> Iterator[None]:
+        """One write (under the lock): a full disk is `IndexWriteError`.
+
+        The failed write changed this object's records and chunks, not the
+        committed version; the object reads that again, so its searches and its
+        next write start from what is committed.
+        """
+        try:
+            with disk_errors_named(self.directory, len(self._records)):
+                yield
+        except IndexWriteError:
+            self._pending_adds, self._pending_deletes = {}, []
+            try:
+                self._reload()
+            except Exception:  # the store may need space to read (chromadb compacts
+                # its log first): the error says what to do; --debug shows this
+                logger.debug(
+                    "%s: could not read the index again", self.directory, exc_info=True
+                )
+            raise
+
     def _reload(self) -> None:
         """Read the committed version and the vector store again (under the lock)."""
         embeddings = self.vectorstore.embeddings
-        close_store(self.vectorstore)
+        close_vector_store(self.vectorstore)
         version, _ = find_committed_version(self.directory, recover=True)
-        self._records, sparse, _ = load_sparse(self.directory, version, self.config)
-        self._sparse = as_configured(self.directory, sparse, self.config)
+        self._records, sparse, _ = load_version(self.directory, version, self.config)
+        self._sparse = bm25_as_configured(self.directory, sparse, self.config)
         self._chunks = (
             {str(c.id): c for c in self._sparse.documents} if self._sparse else {}
         )
         self._version = version.name if version is not None else ""
         assert embeddings is not None
-        self.vectorstore = open_dense(
+        self.vectorstore = open_vector_store(
             self.directory, self.config, embeddings, may_create=True
         )
         self.sync_report = self.sync_check()
@@ -360,8 +597,6 @@ class HybridIndex:
                 chunked.advance()
             self.commit(progress)
         return summary
-
-    ingest = _ingest_folder
 
     def _upsert_one(
         self, doc_id: str, document: Document, summary: IngestSummary
@@ -424,6 +659,90 @@ class HybridIndex:
             for chunk_id in ids
         )
 
+    def ingest(
+        self,
+        path: str | Path,
+        *,
+        exclude: Sequence[str] = (),
+        prune: bool = False,
+        progress: ProgressCallback | None = None,
+        encodings: Sequence[str] = DEFAULT_ENCODINGS,
+    ) -> IngestSummary:
+        """Index a folder (or one file) as `ragbudget index` does.
+
+        The same scan (.txt, .md, .html, .pdf; links followed, loops skipped;
+        `exclude` globs), the same ids (paths relative to the index's root
+        folder, recorded by the first ingest) and the same summary: its
+        `skipped`, `unreadable` and `missing` name every file not indexed. The
+        write lock is held from the plan to the last write.
+
+        Args:
+            path: The folder or file.
+            exclude: Glob patterns of paths or names to leave out.
+            prune: Delete indexed documents under `path` whose file is gone.
+            progress: Hears the reading, chunking and embedding stages.
+            encodings: Text encodings tried in order (`read_file`).
+
+        Returns:
+            What happened to each file and document.
+
+        Raises:
+            InvalidInputError: `path` does not exist, holds nothing to index, or is
+                outside the index's root folder.
+        """
+        given = Path(path)
+        encodings = check_encodings(encodings)
+        found = scan_path(given, exclude)
+        check_found(found, given, prune=prune)
+        with self._writing():  # the plan and its writes under one lock
+            plan = self.plan_ingest(given, found, encodings)
+            return self.ingest_plan(plan, prune=prune, progress=progress)
+
+    def plan_ingest(
+        self, given: Path, found: Scan, encodings: Sequence[str] = DEFAULT_ENCODINGS
+    ) -> FolderPlan:
+        """The ids of the files `found` under `given`, and the documents gone.
+
+        The first ingest records `given` (a file's folder) as the root folder
+        document ids are relative to. Hold the write lock (`open(write=True)`)
+        until `ingest_plan`, so the plan is still true when it is applied.
+
+        Raises:
+            InvalidInputError: `given` is outside the index's root folder.
+        """
+        root = self.root
+        if root is None:  # the first ingest (or an index made before roots)
+            root = root_for(given)
+            self.set_root(root)
+        return plan_folder(given, found, root, self.document_ids, encodings)
+
+    def ingest_plan(
+        self,
+        plan: FolderPlan,
+        *,
+        prune: bool = False,
+        progress: ProgressCallback | None = None,
+    ) -> IngestSummary:
+        """Read every file of `plan`, upsert them all, then delete the gone if `prune`.
+
+        A file that cannot be read is refused like an empty one, but listed in
+        `unreadable` too: it is a failure, where an empty file is an expected
+        refusal (`reported_before` names those the last run refused alike).
+        """
+        documents, read_errors = read_files(plan, progress)
+        summary = self.upsert(documents, progress=progress)
+        summary.errors[:0] = read_errors
+        summary.unreadable = [error.path for error in read_errors]
+        summary.reported_before = remember_refusals(self.directory, plan, read_errors)
+        summary.skipped = list(plan.skipped)
+        if plan.gone and prune:
+            before = self.chunk_count
+            summary.deleted += self.delete(plan.gone)
+            summary.chunks_deleted += before - self.chunk_count
+        elif plan.gone:
+            summary.missing = list(plan.gone)
+        return summary
+
     def delete(self, doc_ids: Iterable[str]) -> list[str]:
         """Remove documents (all their chunks, both sides); returns those removed.
 
@@ -458,7 +777,7 @@ class HybridIndex:
         stopped before it published) is not embedded again: that is the resume.
         """
         if self._pending_deletes:
-            delete_all(self.vectorstore, self._pending_deletes)
+            delete_vectors(self.vectorstore, self._pending_deletes)
             for chunk_id in self._pending_deletes:
                 self._dense_hashes.pop(chunk_id, None)
             self._pending_deletes = []
@@ -489,7 +808,7 @@ class HybridIndex:
         self._sparse = (
             BM25Retriever.from_config(self.config, documents=chunks) if chunks else None
         )
-        self._version = save_sparse(
+        self._version = publish_version(
             self.directory, self._records, self._sparse, self._manifest
         )
         self.sync_report = self._compare()
@@ -497,7 +816,7 @@ class HybridIndex:
     def sync_check(self) -> SyncReport:
         """Compare the chunk ids and text hashes of the two sides."""
         try:
-            self._dense_hashes = content_hashes(self.vectorstore)
+            self._dense_hashes = vector_hashes(self.vectorstore)
         except Exception as exc:  # chromadb raises its own types for a broken store
             raise IndexLoadError(
                 f"{self.directory / CHROMA_DIR / CHROMA_DB}: the vector store cannot "
@@ -515,8 +834,8 @@ class HybridIndex:
 
         Chunks only the vector store holds go back to BM25 (unless their document's
         committed record supersedes them); chunks only BM25 holds, or whose text
-        differs from the committed record, are re-embedded; `_repair` states the
-        rules. For files that no longer open, use `repair_directory`.
+        differs from the committed record, are re-embedded; `merge_sides` states
+        the rules. For files that no longer open, use `repair_directory`.
 
         Returns:
             The comparison before the repair; `sync_report` holds the one after.
@@ -526,7 +845,7 @@ class HybridIndex:
         """
         with self._writing():
             report = self.sync_check()
-            dense = dense_documents(self.vectorstore)
+            dense = read_vector_chunks(self.vectorstore)
             merged = merge_sides(self._records, self._chunks, dense)
             self._apply(merged, dense)
         return report
@@ -550,7 +869,7 @@ class HybridIndex:
             or chunk_id not in dense_hashes
         )
         if removed or stale:
-            delete_all(self.vectorstore, removed + stale)
+            delete_vectors(self.vectorstore, removed + stale)
         add_documents(self.vectorstore, [merged.chunks[key] for key in written])
         self._records = merged.records
         self._chunks = merged.chunks

@@ -14,12 +14,13 @@ than the committed version) are removed; a newer, uncommitted one is left alone
 until the next save. A missing or damaged `CURRENT` is recovered from the newest
 complete version folder that is not older than the one it named; a missing or
 damaged manifest from the copy in `records.json`. Any other missing or damaged file
-makes the strict reads raise `IndexLoadError` naming the file and `ragbudget
-repair`; the tolerant ones (`read_sparse_tolerant`, for repair and inspection)
-collect what they can and list the rest as problems.
+makes the strict read (`load_version`) raise `IndexLoadError` naming the file and
+`ragbudget repair`; the tolerant one (`salvage_version`, for repair and inspection)
+collects what it can and lists the rest as problems.
 
 The manifest is read one way, `_read_manifest`; opening, repair and inspection
-differ only in what they do when it is missing or damaged.
+differ only in what they do when it is missing or damaged (`manifest_for_open`,
+`manifest_for_repair`, `manifest_for_inspection`).
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ BM25_DOCUMENTS = "documents.jsonl"
 _VERSION = re.compile(r"^\.?sparse-(\d+)-(\d+)(\.tmp)?$")
 
 
-def manifest_of(config: RagBudgetConfig) -> dict[str, Any]:
+def manifest_for(config: RagBudgetConfig) -> dict[str, Any]:
+    """The manifest an index built with `config` holds: what opening compares."""
     chunking = config.index.model_dump(
         include={"chunk_size", "chunk_overlap", "encoding", "chunker"}
     )
@@ -115,7 +117,7 @@ def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
     atomic_write_text(directory / MANIFEST, json.dumps(manifest, indent=2))
 
 
-def load_manifest(
+def manifest_for_open(
     directory: Path, expected: dict[str, Any], copy: dict[str, Any] | None
 ) -> dict[str, Any]:
     """For opening: the manifest, restored from the committed copy if unreadable."""
@@ -135,7 +137,7 @@ def load_manifest(
     return dict(found)
 
 
-def manifest_tolerant(
+def manifest_for_repair(
     directory: Path, expected: dict[str, Any], copy: dict[str, Any] | None
 ) -> tuple[dict[str, Any], bool]:
     """For repair: (manifest, whether it must be rewritten); refuses another model.
@@ -151,7 +153,7 @@ def manifest_tolerant(
     return manifest, rewrite
 
 
-def inspect_manifest(
+def manifest_for_inspection(
     directory: Path, copy: dict[str, Any] | None, problems: list[str]
 ) -> dict[str, Any]:
     """For inspection: the manifest, or its committed copy (noted in `problems`)."""
@@ -169,6 +171,7 @@ def inspect_manifest(
 
 
 def check_manifest(path: Path, found: dict[str, Any], expected: dict[str, Any]) -> None:
+    """Refuse a manifest of another embedding model or other chunking settings."""
     if found.get("embedding_model") != expected["embedding_model"]:
         raise IndexLoadError(
             f"{path.parent} was built with embedding model "
@@ -213,12 +216,22 @@ def committed_documents(directory: Path) -> int | None:
     Read without loading BM25, for a message about the index's state (after an
     interrupted write); an unreadable version counts as none.
     """
+    name = current_version_name(directory)
+    if not name:
+        return None
     try:
-        name = (directory / CURRENT).read_text(encoding="utf-8").strip()
         found = json.loads((directory / name / RECORDS).read_text(encoding="utf-8"))
-        return len(found["documents"]) if name else None
+        return len(found["documents"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def current_version_name(directory: Path) -> str:
+    """The version `CURRENT` names now ("" when none or unreadable)."""
+    try:
+        return (directory / CURRENT).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
 
 
 def version_key(name: str) -> tuple[int, int] | None:
@@ -252,11 +265,7 @@ def find_committed_version(
     Returns the version (None: nothing committed yet) and whether it was recovered.
     """
     current_file = directory / CURRENT
-    named: str | None = None
-    try:
-        named = current_file.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        named = None
+    named = current_version_name(directory)
     named_key = version_key(named) if named else None
     if named and named_key is not None and (directory / named).is_dir():
         return directory / named, False
@@ -304,7 +313,7 @@ def remove_superseded(directory: Path, committed: Path | None) -> None:
             shutil.rmtree(entry)  # an interrupted or superseded save
 
 
-def load_sparse(
+def load_version(
     directory: Path, version: Path | None, config: RagBudgetConfig
 ) -> tuple[dict[str, dict[str, Any]], BM25Retriever | None, dict[str, Any] | None]:
     """Records, BM25 index and manifest copy of the committed version.
@@ -360,7 +369,9 @@ def load_sparse(
 
 
 @dataclass
-class SparseRead:
+class SalvagedVersion:
+    """What could be read of the committed version, however damaged."""
+
     version: Path | None = None
     records: dict[str, dict[str, Any]] | None = None
     chunks: dict[str, Document] = field(default_factory=dict)
@@ -370,9 +381,9 @@ class SparseRead:
     notes: list[str] = field(default_factory=list)  # recovered without loss
 
 
-def read_sparse_tolerant(directory: Path, config: RagBudgetConfig) -> SparseRead:
+def salvage_version(directory: Path, config: RagBudgetConfig) -> SalvagedVersion:
     """Whatever can be read of the sparse side, and what could not (for repair)."""
-    read = SparseRead()
+    read = SalvagedVersion()
     try:
         read.version, recovered = find_committed_version(directory, recover=False)
     except IndexLoadError as exc:
@@ -418,13 +429,26 @@ def read_sparse_tolerant(directory: Path, config: RagBudgetConfig) -> SparseRead
         read.chunks[str(chunk.id)] = chunk
     if not read.problems:
         try:
-            load_sparse(directory, read.version, config)
+            load_version(directory, read.version, config)
         except IndexLoadError as exc:
             read.problems.append(str(exc))
     return read
 
 
-def as_configured(
+def move_damaged_version_aside(salvaged: SalvagedVersion) -> Path | None:
+    """Move a version folder with damaged files to `damaged-<name>`; returns where.
+
+    None when its files were whole (or there is no version folder): nothing moved.
+    """
+    version = salvaged.version
+    if not salvaged.problems or version is None or not version.is_dir():
+        return None
+    aside = version.parent / f"damaged-{version.name}"
+    os.rename(version, aside)
+    return aside
+
+
+def bm25_as_configured(
     directory: Path, sparse: BM25Retriever | None, config: RagBudgetConfig
 ) -> BM25Retriever | None:
     """`sparse`, rebuilt in memory if it was saved with other BM25 settings.
@@ -459,7 +483,7 @@ def as_configured(
     return rebuilt
 
 
-def save_sparse(
+def publish_version(
     directory: Path,
     records: dict[str, dict[str, Any]],
     sparse: BM25Retriever | None,

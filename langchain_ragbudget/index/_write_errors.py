@@ -12,21 +12,14 @@ in place. `IndexWriteError` says so, with what to do.
 from __future__ import annotations
 
 import errno
-import logging
 import os
 import shutil
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from langchain_ragbudget.errors import IndexWriteError
-
-if TYPE_CHECKING:
-    from langchain_ragbudget.index._hybrid_index import HybridIndex
-
-logger = logging.getLogger(__name__)
 
 DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EDQUOT})
 # How SQLite (inside chromadb) words the same causes.
@@ -102,26 +95,3 @@ def disk_errors_named(directory: Path, committed: int | None) -> Iterator[None]:
             "(or make the folder writable) and run the same command again; the "
             "vectors already written are reused."
         ) from error
-
-
-@contextmanager
-def restored_on_disk_error(index: HybridIndex) -> Iterator[None]:
-    """One write of `index` (under its lock): a full disk is `IndexWriteError`.
-
-    The failed write changed the object's records and chunks, not the committed
-    version; the object reads that again, so its searches and its next write
-    start from what is committed.
-    """
-    try:
-        with disk_errors_named(index.directory, len(index._records)):
-            yield
-    except IndexWriteError:
-        index._pending_adds, index._pending_deletes = {}, []
-        try:
-            index._reload()
-        except Exception:  # the store may need space to read (chromadb compacts
-            # its log first): the error below says what to do; --debug shows this
-            logger.debug(
-                "%s: could not read the index again", index.directory, exc_info=True
-            )
-        raise

@@ -37,7 +37,6 @@ from langchain_ragbudget.config import _disk as files_module
 from langchain_ragbudget.index import _versions as index_module
 from langchain_ragbudget.index._hybrid_index import HybridIndex
 from langchain_ragbudget.retrieval._sparse import BM25Retriever
-from langchain_ragbudget.retrieval._sparse import BM25Retriever
 
 where = sys.argv[2]
 if where == "mid-write":

@@ -17,7 +17,7 @@ from langchain_ragbudget.budget._render import ContextFormat
 from langchain_ragbudget.config._settings import IndexSettings, SurfaceSettings
 from langchain_ragbudget.config._tokens import count_tokens
 from langchain_ragbudget.evaluation._survival import is_whole_sentences
-from langchain_ragbudget.index._sentence_chunks import SentenceChunker
+from langchain_ragbudget.index._chunking import SentenceChunker
 from langchain_ragbudget.ledger._metadata_keys import CONTEXT_TOKENS
 from langchain_ragbudget.ledger._records import DropReason
 from langchain_ragbudget.retrieval._neighbours import runs

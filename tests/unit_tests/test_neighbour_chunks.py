@@ -26,8 +26,8 @@ from langchain_ragbudget import (
 )
 from langchain_ragbudget.budget._context_budget import ContextBudget
 from langchain_ragbudget.config._settings import IndexSettings, SurfaceSettings
+from langchain_ragbudget.index._chunking import SentenceChunker
 from langchain_ragbudget.index._hybrid_index import HybridIndex
-from langchain_ragbudget.index._sentence_chunks import SentenceChunker
 from langchain_ragbudget.ledger._records import LEDGER_KEY, ledgers_of
 from langchain_ragbudget.retrieval._neighbours import around
 

@@ -18,7 +18,7 @@ from langchain_ragbudget.budget._context_budget import ContextBudget
 from langchain_ragbudget.budget._render import ContextFormat, quote
 from langchain_ragbudget.config._settings import IndexSettings, SurfaceSettings
 from langchain_ragbudget.config._tokens import count_tokens
-from langchain_ragbudget.index._sentence_chunks import SentenceChunker
+from langchain_ragbudget.index._chunking import SentenceChunker
 from langchain_ragbudget.ledger._metadata_keys import (
     CHUNK_END,
     CHUNK_START,

@@ -22,13 +22,11 @@ from langchain_ragbudget.config._settings import (
 )
 from langchain_ragbudget.config._tokens import count_tokens
 from langchain_ragbudget.errors import IndexLoadError
-from langchain_ragbudget.index._chunking import Chunker
-from langchain_ragbudget.index._sentence_chunks import (
+from langchain_ragbudget.index._chunking import Chunker, SentenceChunker, make_chunker
+from langchain_ragbudget.ledger._metadata_keys import (
     CHUNK_END,
     CHUNK_START,
     SENTENCE_SPLIT,
-    SentenceChunker,
-    make_chunker,
 )
 
 pytestmark = pytest.mark.needs_tiktoken

@@ -1,4 +1,4 @@
-"""Repair of a damaged index: both sides read as far as they can be, merged, rewritten.
+"""Merging the two sides of a damaged index: the rules of repair, deciding only.
 
 Repair never loses data. It reads what it can of both sides, then:
 
@@ -17,180 +17,19 @@ Repair never loses data. It reads what it can of both sides, then:
   moved aside (`damaged-*`), not deleted. If neither side can be read, repair raises
   `IndexRepairError` and changes nothing.
 
-`merge_sides` decides (and writes nothing); `HybridIndex._apply` writes its result to
-both sides. `repair_directory` is `HybridIndex.repair_directory`, for an index whose
-files no longer open.
+`merge_sides` decides from plain records and chunks and writes nothing;
+`HybridIndex.repair` and `HybridIndex.repair_directory` write its result to both
+sides.
 """
 
 from __future__ import annotations
 
-import os
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 
-from langchain_ragbudget.config._settings import ConfigLike, RagBudgetConfig, as_config
-from langchain_ragbudget.errors import IndexLoadError, IndexRepairError
-from langchain_ragbudget.index._chroma import (
-    CHROMA_DIR,
-    close_store,
-    dense_documents,
-    open_dense,
-    release_chroma,
-)
-from langchain_ragbudget.index._lock import WriterLock
-from langchain_ragbudget.index._reports import RepairReport
-from langchain_ragbudget.index._versions import (
-    MANIFEST,
-    SparseRead,
-    holds_index,
-    manifest_of,
-    manifest_tolerant,
-    read_sparse_tolerant,
-    write_manifest,
-)
-from langchain_ragbudget.index._write_errors import disk_errors_named
 from langchain_ragbudget.ledger._identity import content_hash
-from langchain_ragbudget.retrieval._embeddings import build_embeddings
-
-if TYPE_CHECKING:  # chromadb takes most of a second to import: only when used
-    from langchain_chroma import Chroma
-
-    from langchain_ragbudget.index._hybrid_index import HybridIndex  # types only
-
-
-def repair_directory(
-    cls: type[HybridIndex],
-    directory: str | Path,
-    config: ConfigLike = None,
-    embeddings: Embeddings | None = None,
-) -> tuple[HybridIndex, RepairReport]:
-    """Repair the index in `directory`, however damaged; see the module docstring.
-
-    A side that cannot be read is rebuilt from the other; damaged files are
-    moved aside (`damaged-*`), never deleted.
-
-    Args:
-        cls: The index class (this is `HybridIndex.repair_directory`).
-        directory: The index folder.
-        config: A loaded configuration, a YAML file, or the shipped defaults if
-            None.
-        embeddings: The embedding model; built from `config` if None.
-
-    Returns:
-        The repaired, open index and a report of what was found and done.
-
-    Raises:
-        IndexLoadError: `directory` holds no index (nothing is created), or
-            it was built with another embedding model or chunking.
-        IndexRepairError: Neither side can be read, or a Chroma server's side
-            cannot (nothing is changed).
-        IndexLockedError: Another writer held the write lock throughout.
-        IndexWriteError: The disk is full, read-only or over quota; the last
-            committed version is unchanged.
-    """
-    config = as_config(config)
-    path = Path(directory)
-    if not holds_index(path):
-        raise IndexLoadError(
-            f"{path}: no index here ({MANIFEST} not found); nothing to repair"
-        )
-    lock = WriterLock(path).acquire(config.index.lock_timeout)
-    try:
-        with disk_errors_named(path, None):
-            index, report = _repair_locked(cls, path, config, embeddings)
-    except BaseException:
-        lock.release()
-        raise
-    index._lock = lock  # held until the repaired index is closed
-    return index, report
-
-
-def _repair_locked(
-    cls: type[HybridIndex],
-    path: Path,
-    config: RagBudgetConfig,
-    embeddings: Embeddings | None,
-) -> tuple[HybridIndex, RepairReport]:
-    """`repair_directory` under the write lock."""
-    report = RepairReport()
-    sparse = read_sparse_tolerant(path, config)
-    report.problems += sparse.notes + sparse.problems
-    manifest, rewrite = manifest_tolerant(
-        path, manifest_of(config), sparse.manifest_copy
-    )
-    if rewrite:
-        report.problems.append(f"{path / MANIFEST} is missing or unreadable")
-    embeddings = embeddings or build_embeddings(config)
-    store, dense = _read_dense(path, config, embeddings, report)
-    if dense is None and not sparse.chunks_complete:
-        raise IndexRepairError(
-            f"{path}: neither side of the index can be read ("
-            + "; ".join(report.problems)
-            + "). Nothing was changed. Restore the folder from a backup, or "
-            "index the files again into a new directory."
-        )
-    merged = merge_sides(sparse.records, sparse.chunks, dense or {})
-    report.restored_to_bm25 = merged.restored_to_bm25
-    report.needs_reingest = merged.needs_reingest
-    if store is None:  # the vector side is unreadable: rebuild it aside
-        store = _new_dense_side(path, config, embeddings, report)
-    _move_damaged_version_aside(path, sparse, report)
-    if rewrite:
-        write_manifest(path, manifest)
-        report.manifest_rewritten = True
-    index = cls(path, config, store, {}, {}, manifest)
-    index.sync_check()
-    written, removed = index._apply(merged, dense or {})
-    report.re_embedded, report.removed_superseded = written, removed
-    return index, report
-
-
-def _read_dense(
-    path: Path, config: RagBudgetConfig, embeddings: Embeddings, report: RepairReport
-) -> tuple[Chroma | None, dict[str, Document] | None]:
-    """The open vector store and every chunk it holds; (None, None) if unreadable."""
-    store: Chroma | None = None
-    try:
-        store = open_dense(path, config, embeddings, may_create=False)
-        return store, dense_documents(store)
-    except IndexLoadError as exc:
-        report.problems.append(str(exc))
-        if store is not None:
-            close_store(store)
-        return None, None
-
-
-def _new_dense_side(
-    path: Path, config: RagBudgetConfig, embeddings: Embeddings, report: RepairReport
-) -> Chroma:
-    """An empty vector store, the unreadable one moved aside; a server's is refused."""
-    if config.vector_store.host is not None:
-        raise IndexRepairError(
-            f"the vector store server cannot be read ({report.problems[-1]}); "
-            "nothing was changed"
-        )
-    damaged = path / CHROMA_DIR
-    if damaged.exists():
-        release_chroma(damaged)
-        aside = path / f"damaged-{CHROMA_DIR}-{time.time_ns()}"
-        os.rename(damaged, aside)
-        report.moved_aside.append(str(aside))
-    return open_dense(path, config, embeddings, may_create=True)
-
-
-def _move_damaged_version_aside(
-    path: Path, sparse: SparseRead, report: RepairReport
-) -> None:
-    """Move a BM25 version folder with damaged files to `damaged-<name>`."""
-    if sparse.problems and sparse.version is not None and sparse.version.is_dir():
-        aside = path / f"damaged-{sparse.version.name}"
-        os.rename(sparse.version, aside)
-        report.moved_aside.append(str(aside))
 
 
 @dataclass

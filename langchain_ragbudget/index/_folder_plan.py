@@ -1,10 +1,10 @@
-"""A folder (or one file) into an index: scan, ids, read, upsert, prune.
+"""A folder (or one file) planned for an ingest: scan, ids, reads, refusals.
 
-The one code path behind `HybridIndex.ingest` and `ragbudget index`, so Python and
-the command line index the same files under the same ids and report them in the
-same `IngestSummary`. Document ids are paths relative to the index's root folder
-(recorded by the first ingest), so a file or subfolder can be indexed again under
-the same ids; a path outside the root is refused.
+The one path behind `HybridIndex.ingest` and `ragbudget index`, so Python and the
+command line index the same files under the same ids. Document ids are paths
+relative to the index's root folder (recorded by the first ingest), so a file or
+subfolder can be indexed again under the same ids; a path outside the root is
+refused. Everything here takes plain paths and ids; the index applies the plan.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.documents import Document
 
@@ -25,15 +25,10 @@ from langchain_ragbudget.index._loaders import (
     FileError,
     Scan,
     Skipped,
-    check_encodings,
     load_file,
     scan,
 )
-from langchain_ragbudget.index._reports import IngestSummary
 from langchain_ragbudget.progress import ProgressCallback, StageProgress
-
-if TYPE_CHECKING:
-    from langchain_ragbudget.index._hybrid_index import HybridIndex
 
 READING = "reading files"
 """The progress stage of reading the files, before `upsert`'s own stages."""
@@ -88,59 +83,45 @@ def check_found(found: Scan, given: Path, *, prune: bool = False) -> None:
 
 
 def plan_folder(
-    index: HybridIndex,
     given: Path,
     found: Scan,
+    root: Path,
+    indexed: Sequence[str],
     encodings: Sequence[str] = DEFAULT_ENCODINGS,
 ) -> FolderPlan:
-    """Ids for the scanned files, and the indexed documents gone from `given`."""
-    doc_id = document_ids(index, given)
+    """Ids for the scanned files, and the `indexed` documents gone from `given`.
+
+    Raises:
+        InvalidInputError: `given` is outside `root`.
+    """
+    doc_id = ids_under(given, root)
     files = {doc_id(path.relative_to(given).as_posix()): path for path in found.files}
     scope = doc_id("")
-    gone = [d for d in index.document_ids if _in_scope(d, scope) and d not in files]
+    gone = [d for d in indexed if _in_scope(d, scope) and d not in files]
     skipped = [
         Skipped(doc_id(item.path), item.reason, item.detail) for item in found.skipped
     ]
     return FolderPlan(given, files, skipped, gone, scope, tuple(encodings))
 
 
-def ingest_plan(
-    index: HybridIndex,
-    plan: FolderPlan,
-    *,
-    prune: bool = False,
-    progress: ProgressCallback | None = None,
-) -> IngestSummary:
-    """Read every file, upsert them all, then delete the gone ones if `prune`.
+def read_files(
+    plan: FolderPlan, progress: ProgressCallback | None = None
+) -> tuple[list[Document], list[FileError]]:
+    """Every file of `plan` as a document, and the files that could not be read.
 
-    Reading all files first gives each stage (reading, chunking, embedding) a true
-    total; the index holds every chunk in memory anyway. A file that cannot be
-    read is refused like an empty one, but listed in `unreadable` too: it is a
-    failure, where an empty file is an expected refusal.
+    All files are read before any is chunked, so each stage (reading, chunking,
+    embedding) has a true total; the index holds every chunk in memory anyway.
     """
-    read_errors: list[FileError] = []
+    errors: list[FileError] = []
     documents: list[Document] = []
     read = StageProgress(progress, READING, len(plan.files)).start()
     for key, path in plan.files.items():
         try:
             documents.append(load_file(path, plan.given, key, plan.encodings))
         except ValueError as exc:
-            read_errors.append(FileError(key, str(exc)))
+            errors.append(FileError(key, str(exc)))
         read.advance()
-    summary = index.upsert(documents, progress=progress)
-    summary.errors[:0] = read_errors
-    summary.unreadable = [error.path for error in read_errors]
-    summary.reported_before = remember_refusals(
-        Path(index.directory), plan, read_errors
-    )
-    summary.skipped = list(plan.skipped)
-    if plan.gone and prune:
-        before = index.chunk_count
-        summary.deleted += index.delete(plan.gone)
-        summary.chunks_deleted += before - index.chunk_count
-    elif plan.gone:
-        summary.missing = list(plan.gone)
-    return summary
+    return documents, errors
 
 
 def remember_refusals(
@@ -185,16 +166,19 @@ def _fingerprint(path: Path) -> dict[str, int]:
     return {"size": status.st_size, "mtime_ns": status.st_mtime_ns}
 
 
-def document_ids(index: HybridIndex, given: Path) -> Callable[[str], str]:
-    """Ids for files under `given`: their paths relative to the index's root.
+def root_for(given: Path) -> Path:
+    """The root folder a first ingest of `given` records: it, or a file's folder."""
+    target = given.resolve()
+    return target if target.is_dir() else target.parent
 
-    The first ingest records the root; a path outside it is refused.
+
+def ids_under(given: Path, root: Path) -> Callable[[str], str]:
+    """Ids for files under `given`: their paths relative to `root`.
+
+    Raises:
+        InvalidInputError: `given` is outside `root`.
     """
     target = given.resolve()
-    root = index.root
-    if root is None:  # the first ingest (or an index made before roots)
-        root = target if target.is_dir() else target.parent
-        index.set_root(root)
     if target != root and root not in target.parents:
         raise InvalidInputError(
             f"{given} is outside {root}, the folder this index's document ids are "
@@ -216,40 +200,3 @@ def _under(scope: str, relative: str) -> str:
 
 def _in_scope(doc_id: str, scope: str) -> bool:
     return scope == "." or doc_id == scope or doc_id.startswith(scope + "/")
-
-
-def ingest_folder(
-    index: HybridIndex,
-    path: str | Path,
-    *,
-    exclude: Sequence[str] = (),
-    prune: bool = False,
-    progress: ProgressCallback | None = None,
-    encodings: Sequence[str] = DEFAULT_ENCODINGS,
-) -> IngestSummary:
-    """Index a folder (or one file) as `ragbudget index` does: `HybridIndex.ingest`.
-
-    The same scan (.txt, .md, .html, .pdf; links followed, loops skipped;
-    `exclude` globs), the same ids (paths relative to the index's root
-    folder, recorded by the first ingest) and the same summary: its
-    `skipped`, `unreadable` and `missing` name every file not indexed.
-
-    Args:
-        index: The index to write to (its write lock held throughout).
-        path: The folder or file.
-        exclude: Glob patterns of paths or names to leave out.
-        prune: Delete indexed documents under `path` whose file is gone.
-        progress: Hears the reading, chunking and embedding stages.
-        encodings: Text encodings tried in order (`read_file`).
-
-    Raises:
-        InvalidInputError: `path` does not exist, holds nothing to index, or is
-            outside the index's root folder.
-    """
-    given = Path(path)
-    encodings = check_encodings(encodings)
-    found = scan_path(given, exclude)
-    check_found(found, given, prune=prune)
-    with index._writing():  # the plan and its writes under one lock
-        plan = plan_folder(index, given, found, encodings)
-        return ingest_plan(index, plan, prune=prune, progress=progress)
