@@ -185,9 +185,8 @@ def weak_caption(weak: WeakEvidence) -> str:
         f"weak evidence: {weak.n_measured} questions measured twice (as is, and "
         f"with their judged-relevant documents removed); fitted on {weak.fit_split} "
         f"({weak.n_fit} questions) for a weak-flag precision of "
-        f"{weak.target_precision:.0%}; combined model chosen there by grouped "
-        "5-fold AUROC: "
-        + ", ".join(f"{kind} {value:.3f}" for kind, value in weak.cv_auroc.items())
+        f"{weak.target_precision:.0%}; the combined (logistic) model's grouped "
+        f"5-fold cross-validated AUROC there {weak.cv_auroc:.3f}"
     )
 
 
