@@ -55,6 +55,14 @@ FEATURES = (
 rerank, `LIST_FEATURES` only when the candidates lead to their run ledger."""
 
 
+TREE_MODEL_GONE = (
+    "a boosted-tree weak-evidence model (kind: trees), which is no longer read; fit "
+    "a logistic model with `ragbudget eval DATA --weak-fit train "
+    "--weak-evidence-yaml FILE` and load that file instead"
+)
+"""What a file holding a tree model, as earlier versions wrote, is told."""
+
+
 def check_features(names: Iterable[str]) -> None:
     """Refuse a feature name the package never computes (`FEATURES`).
 
@@ -131,11 +139,7 @@ class CombinedEvidence(StrictModel):
         `trees`, a missing `coefficients`), none of which says what to do.
         """
         if isinstance(data, dict) and (data.get("kind") == "trees" or "trees" in data):
-            raise ValueError(
-                "a boosted-tree model (kind: trees), which is no longer read; fit a "
-                "logistic model with `ragbudget eval DATA --weak-fit train "
-                "--weak-evidence-yaml FILE` and load that file instead"
-            )
+            raise ValueError(TREE_MODEL_GONE)
         return data
 
     @field_validator("coefficients")

@@ -23,6 +23,7 @@ import yaml
 from yaml._yaml import CParser
 
 from langchain_ragbudget.config._data import Shown, dotted
+from langchain_ragbudget.config._weak_model import TREE_MODEL_GONE
 from langchain_ragbudget.errors import ConfigError
 
 # Bounds for hostile files. The shipped defaults are 12 KB (mostly comments), 254
@@ -35,6 +36,9 @@ from langchain_ragbudget.errors import ConfigError
 MAX_CONFIG_BYTES = 256 * 1024
 MAX_YAML_DEPTH = 32
 MAX_YAML_NODES = 10_000
+# The one large file earlier versions wrote: a boosted-tree weak-evidence model of
+# up to 26,000 nodes. Past the node bound it is named, not only counted.
+_TREE_MODEL = re.compile(r"^\s*kind:\s*trees\s*$", re.MULTILINE)
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -113,9 +117,11 @@ class _ConfigLoader(
         self.nodes += 1
         try:
             if self.nodes > MAX_YAML_NODES:  # refused before composing the rest
+                tree_model = _TREE_MODEL.search(self.file_text)
                 raise self._refusal(
                     f"more than {MAX_YAML_NODES} YAML nodes (values, lists and "
                     "mappings) in the file"
+                    + (f"; it holds {TREE_MODEL_GONE}" if tree_model else "")
                 )
             if self.depth > MAX_YAML_DEPTH:
                 raise self._refusal(f"nested deeper than {MAX_YAML_DEPTH} levels")

@@ -295,15 +295,24 @@ def test_billion_laughs_is_refused_fast_and_small(tmp_path: Path) -> None:
     assert peak < 20_000_000
 
 
-def test_a_tree_model_says_how_to_fit_one_that_loads(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("leaves", "key"),
+    [(1, "surfaces.chat.weak_evidence.combined"), (3_400, "line 3337")],
+)
+def test_a_tree_model_says_how_to_fit_one_that_loads(
+    tmp_path: Path, leaves: int, key: str
+) -> None:
     """Boosted trees are no longer read: a file an earlier `ragbudget eval` wrote
-    is refused by its key, with the command that writes a logistic model."""
+    is refused with the command that writes a logistic model, by its key, or by
+    its line when it is past the node bound (the 300 trees it shipped were)."""
     tree_model = next(case for case in BAD_CONFIGS if case[0] == "combined-tree-model")
-    path = write(tmp_path, str(tree_model[1]))
+    text = str(tree_model[1]) + "          - {value: 1.5}\n" * (leaves - 1)
     with pytest.raises(ConfigError) as caught:
-        load_config(path)
-    assert caught.value.key == "surfaces.chat.weak_evidence.combined"
-    assert "no longer read" in caught.value.problem
+        load_config(write(tmp_path, text))
+    assert caught.value.key == key
+    assert "weak-evidence model (kind: trees), which is no longer read" in (
+        caught.value.problem
+    )
     assert "ragbudget eval DATA --weak-fit train --weak-evidence-yaml FILE" in (
         caught.value.problem
     )
