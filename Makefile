@@ -66,7 +66,6 @@ notebooks: $(STAMP)  ## Run every notebook top to bottom offline (nbclient, a te
 
 bench: $(STAMP)  ## Import cost; SciFact: retrieval, the hybrid against its floor, the budget stage (BENCHMARKS.md)
 	$(BIN)/python benchmarks/bench_import.py
-	$(BIN)/python benchmarks/bench_config_read.py
 	$(BIN)/python benchmarks/bench_retrieval.py
 	$(BIN)/python benchmarks/bench_breakdown.py
 	$(BIN)/python benchmarks/bench_breakdown.py --k 100

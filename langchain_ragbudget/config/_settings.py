@@ -57,12 +57,7 @@ from langchain_ragbudget.config._fields import (
 from langchain_ragbudget.config._memory_settings import MemorySettings as MemorySettings
 from langchain_ragbudget.config._suggest import did_you_mean
 from langchain_ragbudget.config._tokens import resolve_encoding_name
-from langchain_ragbudget.config._weak_model import MAX_TREE_NODES as MAX_TREE_NODES
-from langchain_ragbudget.config._weak_model import MAX_TREES as MAX_TREES
 from langchain_ragbudget.config._weak_model import CombinedEvidence as CombinedEvidence
-from langchain_ragbudget.config._weak_model import Tree as Tree
-from langchain_ragbudget.config._weak_model import TreeEvidence as TreeEvidence
-from langchain_ragbudget.config._weak_model import TreeNode as TreeNode
 from langchain_ragbudget.config._weak_settings import (
     WeakEvidenceSettings as WeakEvidenceSettings,
 )

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import Field, StrictFloat, StrictStr, model_validator
 
 from langchain_ragbudget.config._fields import StrictModel
-from langchain_ragbudget.config._weak_model import CalibratedWith, CombinedModel
+from langchain_ragbudget.config._weak_model import CalibratedWith, CombinedEvidence
 
 
 class WeakEvidenceSettings(StrictModel):
@@ -25,8 +25,7 @@ class WeakEvidenceSettings(StrictModel):
             passage carries decides (null disables a key).
         precision: The precision of the weak flag that `ragbudget eval` chooses a
             threshold for when it fits the combined model (on the train split).
-        combined: The fitted model (logistic or boosted trees); required by
-            `method: combined`.
+        combined: The fitted logistic model; required by `method: combined`.
         calibrated_with: The embedding and rerank models the thresholds or the
             model were calibrated with (null: unknown, never called stale).
     """
@@ -34,7 +33,7 @@ class WeakEvidenceSettings(StrictModel):
     method: Literal["threshold", "combined"] = "threshold"
     thresholds: dict[StrictStr, StrictFloat | None] = Field(default_factory=dict)
     precision: StrictFloat = Field(0.8, gt=0, le=1)
-    combined: CombinedModel | None = None
+    combined: CombinedEvidence | None = None
     calibrated_with: CalibratedWith | None = None
 
     @model_validator(mode="before")

@@ -3,8 +3,8 @@
 `read_text` reads at most `MAX_CONFIG_BYTES` of UTF-8; `read_yaml` parses with
 PyYAML's safe loader (no Python tags) and refuses what `yaml.safe_load` would accept
 silently or could not bound: duplicate keys, keys that are not strings, alias
-cycles, nesting deeper than `MAX_YAML_DEPTH`, more than `MAX_YAML_NODES` nodes and
-aliases expanding past `MAX_YAML_EXPANDED_NODES`. Plain scalars are typed by YAML
+cycles, nesting deeper than `MAX_YAML_DEPTH`, and more than `MAX_YAML_NODES` nodes,
+in the file or once its aliases are expanded. Plain scalars are typed by YAML
 1.2's core schema, not PyYAML's YAML 1.1 rules, so a value means what it looks
 like: `1:30` is a string (1.1 read it as the base-60 number 90), `017` is 17 (1.1:
 octal 15), `0o17` and `0x1F` are octal and hex, `1_000` and `0b101` are strings,
@@ -15,10 +15,7 @@ file, the line or key path, and the offending text.
 
 from __future__ import annotations
 
-import gc
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,22 +23,22 @@ import yaml
 from yaml._yaml import CParser
 
 from langchain_ragbudget.config._data import Shown, dotted
+from langchain_ragbudget.config._weak_model import TREE_MODEL_GONE
 from langchain_ragbudget.errors import ConfigError
 
-# Bounds for hostile files. A real configuration is a few kilobytes, ~150 YAML nodes
-# and 5 levels deep; these leave room for long `placeholders` lists and `options`.
-# The largest thing a file holds is a fitted tree model: 300 trees of depth 3, the
-# largest `ragbudget eval` fits, are 26,105 nodes. The node bound is about twice
-# that, and keeps any file under the byte cap parsed or refused in well under a
-# second (composing costs about 6 µs a node; `benchmarks/bench_config_read.py`).
-MAX_CONFIG_BYTES = 1 << 20
+# Bounds for hostile files. The shipped defaults are 12 KB (mostly comments), 254
+# YAML nodes and 5 levels deep; a fitted weak-evidence model adds about 30 nodes a
+# surface. These leave room for long `placeholders` or `stopwords` lists, many
+# surfaces and `options`, and keep any file parsed or refused in a fraction of a
+# second. Aliases share one node among many places, so a small file can expand to
+# far more (a "billion laughs"): the node bound counts each alias's expansion too,
+# since validating and copying walk every expanded node.
+MAX_CONFIG_BYTES = 256 * 1024
 MAX_YAML_DEPTH = 32
-MAX_YAML_NODES = 50_000
-# Aliases share one composed node among many places, so a file under the node
-# bound can still expand to far more (a "billion laughs"); validating and copying
-# walk every expanded node, at about 2 µs each. This bound lets one fitted model
-# be shared by five surfaces.
-MAX_YAML_EXPANDED_NODES = 150_000
+MAX_YAML_NODES = 10_000
+# The one large file earlier versions wrote: a boosted-tree weak-evidence model of
+# up to 26,000 nodes. Past the node bound it is named, not only counted.
+_TREE_MODEL = re.compile(r"^\s*kind:\s*trees\s*$", re.MULTILINE)
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -98,9 +95,9 @@ class _ConfigLoader(
 ):
     """A safe loader (no Python tags) that bounds nesting while composing.
 
-    libyaml scans and parses (in C: a 1 MiB file in well under a second, where
-    PyYAML's pure-Python scanner took tens of seconds); PyYAML's composer builds
-    the nodes, so nesting is bounded here in Python: libyaml's own composer
+    libyaml scans and parses in C (on a 256 KiB list, PyYAML's pure-Python safe
+    loader took 3.4 s, its libyaml one 0.5 s); PyYAML's composer builds the nodes, so
+    size and nesting are bounded here in Python: libyaml's own composer
     recurses in C with no bound, and a file of `[[[[...` would otherwise end in
     a crash or RecursionError instead of a message.
     """
@@ -114,46 +111,23 @@ class _ConfigLoader(
         self.file_text = text
         self.depth = 0
         self.nodes = 0
-        self.aliases = False  # without one, composing bounded size and depth
-        self.scalar_tags: dict[str, str] = {}
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         self.depth += 1
         self.nodes += 1
         try:
             if self.nodes > MAX_YAML_NODES:  # refused before composing the rest
+                tree_model = _TREE_MODEL.search(self.file_text)
                 raise self._refusal(
                     f"more than {MAX_YAML_NODES} YAML nodes (values, lists and "
                     "mappings) in the file"
+                    + (f"; it holds {TREE_MODEL_GONE}" if tree_model else "")
                 )
             if self.depth > MAX_YAML_DEPTH:
                 raise self._refusal(f"nested deeper than {MAX_YAML_DEPTH} levels")
-            if self.check_event(yaml.AliasEvent):
-                self.aliases = True
             return super().compose_node(parent, index)
         finally:
             self.depth -= 1
-
-    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
-        """The tag of a node, a plain scalar's worked out once per distinct text.
-
-        A plain scalar's tag depends on its text alone, and a tree model repeats a
-        few dozen texts. The same answer as `Resolver.resolve` with no path
-        resolvers (none are registered here): the core-schema regexes for a plain
-        scalar, the default tag for anything else.
-        """
-        if kind is not yaml.ScalarNode:
-            return (
-                self.DEFAULT_MAPPING_TAG
-                if kind is yaml.MappingNode
-                else self.DEFAULT_SEQUENCE_TAG
-            )
-        if not implicit[0]:
-            return self.DEFAULT_SCALAR_TAG
-        tag = self.scalar_tags.get(value)
-        if tag is None:
-            tag = self.scalar_tags[value] = super().resolve(kind, value, implicit)
-        return tag
 
     def _refusal(self, problem: str) -> ConfigError:
         """`problem` at the next event's line, showing that line."""
@@ -202,16 +176,12 @@ def read_yaml(text: str, file: str) -> dict[str, Any]:
     """The top-level mapping of `text` (`{}` for an empty document), checked."""
     loader: _ConfigLoader | None = None
     try:
-        with _collection_paused():
-            loader = _ConfigLoader(text, file)  # the reader refuses control chars
-            node = loader.get_single_node()
-            if node is None:
-                return {}
-            if loader.aliases:
-                _check_nodes(node, loader, file)
-            else:
-                _check_mapping_keys(node, loader, file)
-            data = loader.construct_document(node)
+        loader = _ConfigLoader(text, file)  # the reader refuses control characters
+        node = loader.get_single_node()
+        if node is None:
+            return {}
+        _check_nodes(node, loader, file)
+        data = loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         if mark is not None:
@@ -236,40 +206,6 @@ def read_yaml(text: str, file: str) -> dict[str, Any]:
     return data
 
 
-@contextmanager
-def _collection_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a file is read.
-
-    Composing allocates one object per YAML node and keeps them all; each
-    collection the allocations trigger walks every object kept so far, which made
-    a 100,000-node file take twice as long as with collection paused (measured by
-    `benchmarks/bench_config_read.py`). The nodes hold no cycles to collect.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _check_mapping_keys(root: yaml.Node, loader: _ConfigLoader, file: str) -> None:
-    """The key checks of `_check_nodes`, for a file without aliases.
-
-    Composing such a file already bounded its size and depth, and a tree of nodes
-    has no cycle, so only every mapping's keys are left to check.
-    """
-    stack: list[tuple[yaml.Node, Any]] = [(root, None)]
-    while stack:
-        node, path = stack.pop()
-        if isinstance(node, yaml.MappingNode):
-            _check_keys(node, _parts(path), loader, file)
-            stack.extend((value, (path, key.value)) for key, value in node.value)
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend((item, (path, str(i))) for i, item in enumerate(node.value))
-
-
 def _line_at(text: str, line: int) -> str:
     """Line `line` (0-based) of `text`, stripped: the value an error shows."""
     lines = text.splitlines()
@@ -282,7 +218,7 @@ def _check_nodes(root: yaml.Node, loader: _ConfigLoader, file: str) -> None:
     - a duplicate key (safe_load keeps the last value without a word);
     - a key that is not a string (`1:`, `true:`, `null:`, `[a]:`);
     - an alias cycle (`a: &x [*x]`);
-    - aliases that expand past MAX_YAML_EXPANDED_NODES nodes or MAX_YAML_DEPTH levels
+    - aliases that expand past MAX_YAML_NODES nodes or MAX_YAML_DEPTH levels
       ("billion laughs"): PyYAML builds shared objects cheaply, but validating,
       copying or printing them walks every expanded node.
 
@@ -302,15 +238,12 @@ def _check_nodes(root: yaml.Node, loader: _ConfigLoader, file: str) -> None:
             active.discard(id(node))
             size[id(node)] = 1 + sum(size[id(c)] for c, _ in children)
             depth[id(node)] = 1 + max((depth[id(c)] for c, _ in children), default=0)
-            if (
-                size[id(node)] > MAX_YAML_EXPANDED_NODES
-                or depth[id(node)] > MAX_YAML_DEPTH
-            ):
+            if size[id(node)] > MAX_YAML_NODES or depth[id(node)] > MAX_YAML_DEPTH:
                 raise ConfigError(
                     file,
                     dotted(_parts(path)),
                     Shown(f"<{_kind(node)} at line {node.start_mark.line + 1}>"),
-                    f"aliases expand to more than {MAX_YAML_EXPANDED_NODES} nodes or "
+                    f"aliases expand to more than {MAX_YAML_NODES} nodes or "
                     f"{MAX_YAML_DEPTH} levels",
                 )
             continue

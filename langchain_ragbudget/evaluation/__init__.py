@@ -17,12 +17,7 @@ from langchain_ragbudget.evaluation._cache import (
     vector_store_folder,
 )
 from langchain_ragbudget.evaluation._chunked import ChunkedSurvival, evaluate_chunked
-from langchain_ragbudget.evaluation._harness import (
-    EvalReport,
-    StageQuality,
-    Survival,
-    evaluate,
-)
+from langchain_ragbudget.evaluation._harness import evaluate
 from langchain_ragbudget.evaluation._metrics import (
     hit_at_k,
     mrr_at_k,
@@ -30,6 +25,7 @@ from langchain_ragbudget.evaluation._metrics import (
     recall_at_k,
 )
 from langchain_ragbudget.evaluation._survival import PolicySurvival, policy_survival
+from langchain_ragbudget.evaluation._tables import EvalReport, StageQuality, Survival
 from langchain_ragbudget.evaluation._tuning import (
     FusionSetting,
     QueryLists,

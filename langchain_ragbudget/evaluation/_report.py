@@ -33,35 +33,15 @@ def update_section(path: Path, section: str) -> None:
     atomic_write_text(path, text)
 
 
-class _Node(dict[str, Any]):
-    """A tree node, written on one line: `{feature: x, threshold: 0.4, ...}`."""
-
-
-class _ModelDumper(yaml.SafeDumper):
-    """The safe dumper, with each tree node as one flow mapping."""
-
-
-_ModelDumper.add_representer(
-    _Node,
-    lambda dumper, node: dumper.represent_mapping(
-        "tag:yaml.org,2002:map", node, flow_style=True
-    ),
-)
-
-
 def weak_evidence_yaml(weak: WeakEvidence, surfaces: list[str]) -> str:
     """A YAML to merge over a configuration: the combined method on `surfaces`.
 
-    A tree model is written one node per line, so a tree reads top to bottom; the
-    models it was calibrated with go under `calibrated_with`.
+    The models it was calibrated with go under `calibrated_with`.
     """
-    model = weak.model.model_dump(exclude_none=True)
-    for tree in model.get("trees", []):
-        tree["nodes"] = [_Node(node) for node in tree["nodes"]]
     section: dict[str, Any] = {
         "method": "combined",
         "precision": weak.target_precision,
-        "combined": model,
+        "combined": weak.model.model_dump(),
     }
     if weak.calibrated_with is not None:  # a budget with other models: "stale"
         section["calibrated_with"] = weak.calibrated_with.model_dump()
@@ -70,4 +50,4 @@ def weak_evidence_yaml(weak: WeakEvidence, surfaces: list[str]) -> str:
         f"{weak_caption(weak)}\n"
     )
     body = {"surfaces": {name: {"weak_evidence": section} for name in surfaces}}
-    return header + yaml.dump(body, Dumper=_ModelDumper, sort_keys=False, width=1_000)
+    return header + yaml.safe_dump(body, sort_keys=False, width=1_000)

@@ -1,28 +1,170 @@
-"""The tables and images of an evaluation: one set of rows, drawn three ways.
+"""An evaluation's report and its tables and images: rows built once, drawn three ways.
 
-Each table of an `EvalReport` is built once here (`report_tables`), with its title
-for the terminal and the notebook and its lead-in for Markdown; `rich_tables`,
-`to_markdown` and `EvalReport`'s notebook display only lay them out. The survival
-and calibration plots are PNGs drawn on a bare matplotlib `Figure`. And the tables
-of `ragbudget tune`: the settings compared and the gain.
+`EvalReport` holds what one run measured (`_harness.evaluate` fills it). Each of its
+tables is built once here (`report_tables`), with its title for the terminal and
+the notebook and its lead-in for Markdown; `rich_tables`, `to_markdown` and
+`EvalReport`'s notebook display only lay them out. The survival and calibration
+plots are PNGs drawn on a bare matplotlib `Figure`. And the tables of `ragbudget
+tune`: the settings compared and the gain.
 """
 
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from langchain_ragbudget.errors import require
+from langchain_ragbudget.errors import MissingExtraError, require
 from langchain_ragbudget.evaluation._tuning import FOLDS, Interval, TuneReport
+from langchain_ragbudget.ledger._html import (
+    display,
+    element,
+    key_values,
+    png_image,
+    table,
+)
 
 if TYPE_CHECKING:
     from langchain_ragbudget.evaluation._chunked import ChunkedSurvival
-    from langchain_ragbudget.evaluation._harness import EvalReport
     from langchain_ragbudget.evaluation._weak_evidence import WeakEvidence
+
+
+@dataclass(frozen=True)
+class StageQuality:
+    """Mean metrics of one stage's ranking over the queries; None when skipped."""
+
+    stage: str
+    status: str
+    hit: float | None = None
+    mrr: float | None = None
+    recall: float | None = None
+    ndcg: float | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Survival:
+    """What happened to the gold passages on one surface, and to the budget."""
+
+    surface: str
+    max_tokens: int
+    max_docs: int
+    gold_retrieved: int
+    gold_kept: int
+    gold_dropped: dict[str, int]
+    silent_drops: int
+    tokens_mean: float
+    tokens_p50: float
+    tokens_max: int
+    over_budget: int
+    evidence_retrieved: int = 0
+    evidence_kept: int = 0
+
+    @property
+    def survival(self) -> float | None:
+        """Share of the gold passages the retrievers found that reached the prompt."""
+        return self.gold_kept / self.gold_retrieved if self.gold_retrieved else None
+
+    @property
+    def evidence_survival(self) -> float | None:
+        """Share of the gold passages with marked evidence that kept all of it.
+
+        Whole, or in the sentences a shortened passage kept.
+        """
+        if not self.evidence_retrieved:
+            return None
+        return self.evidence_kept / self.evidence_retrieved
+
+
+@dataclass
+class EvalReport:
+    """Everything one evaluation run measured.
+
+    Attributes:
+        dataset: The dataset's name (its folder).
+        n_queries: Queries measured.
+        n_documents: Documents in the corpus.
+        k: The k of hit@k and recall@k (MRR and nDCG are at 10).
+        quality: Mean metrics per stage: each retriever, fusion, rerank (or why it
+            was skipped), and the budget of each surface.
+        survival: Per surface: gold passages retrieved, kept and dropped (by
+            stage and reason), silent drops (must be 0), tokens used.
+        policy_budgets: The token budgets at which packing policies were compared.
+        policy_survival: Per policy, the share of gold passages kept at each budget.
+        policy_encoding: The tiktoken encoding the policies were compared in.
+        settings: The retrieval settings measured (fusion k, fetch k, weights,
+            fusion, rrf_c, rerank model).
+        evidence_gold: Gold passages with marked evidence sentences.
+        evidence_survival: Per policy, the share of those with every evidence
+            sentence in the prompt, at each budget.
+        mid_sentence_cuts: Per policy, kept texts that were not whole sentences
+            of their passage, over every query and budget (0 but for the slice,
+            which is not counted: it cuts anywhere by design).
+        chunked: Evidence survival with the corpus indexed in chunks, one entry
+            per chunk size measured (`evaluate_chunked`).
+        weak_evidence: How well the weak-evidence signals tell answerable from
+            unanswerable questions (when a fitting split was given).
+    """
+
+    dataset: str
+    n_queries: int
+    n_documents: int
+    k: int
+    quality: list[StageQuality]
+    survival: list[Survival]
+    policy_budgets: list[int]
+    policy_survival: dict[str, list[float | None]]
+    policy_encoding: str
+    settings: dict[str, Any] = field(default_factory=dict)
+    evidence_gold: int = 0
+    evidence_survival: dict[str, list[float | None]] = field(default_factory=dict)
+    mid_sentence_cuts: dict[str, int] = field(default_factory=dict)
+    chunked: list[ChunkedSurvival] = field(default_factory=list)
+    weak_evidence: WeakEvidence | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable view."""
+        data = asdict(self)
+        for row, item in zip(data["survival"], self.survival, strict=True):
+            row["survival"] = item.survival
+            row["evidence_survival"] = item.evidence_survival
+        if self.weak_evidence is not None:
+            weak, stamp = self.weak_evidence, self.weak_evidence.calibrated_with
+            data["weak_evidence"]["model"] = weak.model.model_dump(exclude_none=True)
+            data["weak_evidence"]["calibrated_with"] = stamp and stamp.model_dump()
+        return data
+
+    def __repr__(self) -> str:
+        surfaces = ", ".join(item.surface for item in self.survival) or "none"
+        return (
+            f"EvalReport({self.dataset!r}, {self.n_queries} queries, "
+            f"{self.n_documents} documents, k={self.k}, {len(self.quality)} stages, "
+            f"surfaces: {surfaces})"
+        )
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the run, every table, and the survival plot inline."""
+        summary: list[tuple[str, object]] = [
+            ("dataset", self.dataset),
+            ("queries", self.n_queries),
+            ("documents", self.n_documents),
+            ("settings", self.settings or "-"),
+        ]
+        parts = [key_values(summary, caption="evaluation")]
+        parts += [
+            table(item.header, item.rows, caption=item.title, numeric=item.numeric)
+            for item in report_tables(self)
+        ]
+        try:
+            plot = survival_png(self)
+        except MissingExtraError as error:
+            parts.append(element("p", f"No survival plot: {error}"))
+        else:
+            parts.append(png_image(plot, "gold survival against the token budget"))
+        return display("EvalReport", parts)
 
 
 @dataclass(frozen=True)
@@ -185,9 +327,8 @@ def weak_caption(weak: WeakEvidence) -> str:
         f"weak evidence: {weak.n_measured} questions measured twice (as is, and "
         f"with their judged-relevant documents removed); fitted on {weak.fit_split} "
         f"({weak.n_fit} questions) for a weak-flag precision of "
-        f"{weak.target_precision:.0%}; combined model chosen there by grouped "
-        "5-fold AUROC: "
-        + ", ".join(f"{kind} {value:.3f}" for kind, value in weak.cv_auroc.items())
+        f"{weak.target_precision:.0%}; the combined (logistic) model's grouped "
+        f"5-fold cross-validated AUROC there {weak.cv_auroc:.3f}"
     )
 
 
@@ -280,12 +421,12 @@ def rich_tables(report: EvalReport) -> list[Table]:
     """The report's tables for the terminal."""
     tables = []
     for item in report_tables(report):
-        table = Table(title=item.title)
+        drawn = Table(title=item.title)
         for i, column in enumerate(item.header):
-            table.add_column(column, justify="right" if i in item.numeric else "left")
+            drawn.add_column(column, justify="right" if i in item.numeric else "left")
         for row in item.rows:
-            table.add_row(*row)
-        tables.append(table)
+            drawn.add_row(*row)
+        tables.append(drawn)
     return tables
 
 

@@ -9,12 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from langchain_ragbudget.config._settings import (
-    CombinedEvidence,
-    RagBudgetConfig,
-    TreeEvidence,
-)
-from langchain_ragbudget.config._weak_model import CalibratedWith
+from langchain_ragbudget.config._settings import RagBudgetConfig
+from langchain_ragbudget.config._weak_model import CalibratedWith, CombinedEvidence
 from langchain_ragbudget.evaluation._beir import BeirDataset
 from langchain_ragbudget.evaluation._stages import Stages
 from langchain_ragbudget.evaluation._weak_fit import (
@@ -43,8 +39,7 @@ class WeakEvidence:
         target_precision: The weak flag's precision the thresholds aim at.
         methods: The single threshold and the combined signal, side by side.
         model: The fitted combined model (as the YAML holds it).
-        cv_auroc: Each kind of combined model to its cross-validated AUROC on
-            the fitting split (the better one is `model`).
+        cv_auroc: Its grouped 5-fold cross-validated AUROC on the fitting split.
         reliability: Mean predicted and observed share answerable per bin of the
             combined probability on the measured split.
         calibrated_with: The embedding and rerank models (and dataset) the
@@ -57,8 +52,8 @@ class WeakEvidence:
     n_measured: int
     target_precision: float
     methods: list[FlagQuality]
-    model: CombinedEvidence | TreeEvidence
-    cv_auroc: dict[str, float]
+    model: CombinedEvidence
+    cv_auroc: float
     reliability: tuple[list[float], list[float]]
     calibrated_with: CalibratedWith | None = None
 
@@ -111,7 +106,7 @@ def measure_weak_evidence(
                 ),
             ),
             flag_quality(
-                f"combined ({model.kind})",
+                "combined (logistic)",
                 fitted.held_out,
                 fit_cases.answerable,
                 probs,

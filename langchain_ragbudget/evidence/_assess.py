@@ -1,7 +1,7 @@
 """Weak-evidence signalling and the calibration of its threshold.
 
 When the best relevance score of the context is under a calibrated threshold, or a
-model fitted over cheap signals of the candidates (`weak_signal`) says the answer is
+model fitted over cheap signals of the candidates (`_signals`) says the answer is
 probably not among them, the prompt and the user-facing output both say the
 evidence is weak.
 """
@@ -16,11 +16,7 @@ from dataclasses import asdict, dataclass, replace
 from langchain_core.documents import Document
 
 from langchain_ragbudget.config._settings import RagBudgetConfig, WeakEvidenceSettings
-from langchain_ragbudget.config._weak_model import (
-    CalibratedWith,
-    CombinedEvidence,
-    TreeEvidence,
-)
+from langchain_ragbudget.config._weak_model import CalibratedWith, CombinedEvidence
 from langchain_ragbudget.evidence._signals import combined_probability, signal_features
 from langchain_ragbudget.ledger._validation import finite_score
 
@@ -145,7 +141,7 @@ def assess_evidence(
 def assess_combined(
     candidates: Sequence[Document],
     question: str,
-    model: CombinedEvidence | TreeEvidence,
+    model: CombinedEvidence,
 ) -> Evidence:
     """Apply the fitted model to the candidates' signals (the harness's decision).
 

@@ -7,11 +7,11 @@ whether the two retrievers agree, and how many of the question's terms the top
 passage holds. How far each retriever's top score stands above the rest of
 everything it fetched comes from the run ledger, which holds the candidates fusion
 cut; a list without its ledger lacks those features rather than computing them over
-a shorter list. `ragbudget eval` fits a model over them (logistic, or boosted
-trees, whichever cross-validates better) on the train split of a labelled dataset
-(each question once as is and once with its judged-relevant passages removed); the
-budget's weak-evidence check applies the same model to the same features. One
-function computes them for both, so the harness measures exactly what runs.
+a shorter list. `ragbudget eval` fits a logistic model over them on the train
+split of a labelled dataset (each question once as is and once with its
+judged-relevant passages removed); the budget's weak-evidence check applies the
+same model to the same features. One function computes them for both, so the
+harness measures exactly what runs.
 """
 
 from __future__ import annotations
@@ -23,13 +23,14 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from langchain_core.documents import Document
 
-from langchain_ragbudget.config._signal_names import FEATURES as FEATURES
-from langchain_ragbudget.config._signal_names import LIST_FEATURES as LIST_FEATURES
-from langchain_ragbudget.config._signal_names import LIST_STATISTICS
-from langchain_ragbudget.config._weak_model import CombinedEvidence, TreeEvidence
+from langchain_ragbudget.config._weak_model import FEATURES as FEATURES
+from langchain_ragbudget.config._weak_model import LIST_FEATURES as LIST_FEATURES
+from langchain_ragbudget.config._weak_model import (
+    LIST_STATISTICS,
+    CombinedEvidence,
+)
 from langchain_ragbudget.evidence._sentence_scoring import terms
 from langchain_ragbudget.evidence._sentences import sentences
-from langchain_ragbudget.evidence._trees import boosted_score
 from langchain_ragbudget.ledger._metadata_keys import (
     DENSE,
     FUSED_SCORE,
@@ -255,43 +256,25 @@ def _agreement(documents: Sequence[Document]) -> tuple[float, float]:
     return overlap, correlation if math.isfinite(correlation) else 0.0
 
 
-def answerable_probability(
-    features: Mapping[str, float],
-    coefficients: Mapping[str, float],
-    intercept: float,
+def combined_probability(
+    features: Mapping[str, float], model: CombinedEvidence
 ) -> float | None:
-    """The logistic model's probability that the candidates hold the answer.
+    """The fitted model's probability that the candidates hold the answer.
 
     `sigmoid(intercept + sum(coefficient * feature))`, coefficients on the raw
-    features (the harness folds its standardisation into them).
+    features (the harness folds its standardisation into them). One function for
+    the harness and the budget's check.
 
     Returns:
         The probability, or None when a feature the model needs is missing (a
         model fitted with rerank features, run without a reranker).
     """
-    if any(name not in features for name in coefficients):
+    if any(name not in features for name in model.coefficients):
         return None
-    logit = intercept + sum(
-        weight * features[name] for name, weight in coefficients.items()
+    logit = model.intercept + sum(
+        weight * features[name] for name, weight in model.coefficients.items()
     )
     return _sigmoid(logit)
-
-
-def combined_probability(
-    features: Mapping[str, float], model: CombinedEvidence | TreeEvidence
-) -> float | None:
-    """The fitted model's probability that the candidates hold the answer.
-
-    One function for the harness and the budget's check, whichever kind of model
-    the configuration holds.
-
-    Returns:
-        The probability, or None when a feature the model needs is missing.
-    """
-    if isinstance(model, TreeEvidence):
-        score = boosted_score(model, features)
-        return None if score is None else _sigmoid(score)
-    return answerable_probability(features, model.coefficients, model.intercept)
 
 
 def _sigmoid(x: float) -> float:

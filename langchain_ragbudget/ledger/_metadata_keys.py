@@ -6,7 +6,7 @@ normalised score (`<name>_normalised`); rerank writes its score and rank; the
 budget writes the tokens a kept passage costs and those of the citation header it
 paid for. The renderer, the weak-evidence check, the views and the evaluation read
 them through these names, so renaming one is a one-line change and a key that no
-stage writes is caught where the configuration is wired (`factory.build_budget`).
+stage writes is refused when the configuration loads.
 """
 
 from __future__ import annotations

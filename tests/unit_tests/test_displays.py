@@ -25,8 +25,12 @@ from langchain_ragbudget.budget._context_budget import BudgetedContext, ContextB
 from langchain_ragbudget.chain._stuff import BudgetedAnswer, create_budgeted_stuff_chain
 from langchain_ragbudget.config._settings import SurfaceSettings
 from langchain_ragbudget.evaluation._chunked import ChunkedSurvival
-from langchain_ragbudget.evaluation._harness import EvalReport, StageQuality, Survival
-from langchain_ragbudget.evaluation._tables import report_tables
+from langchain_ragbudget.evaluation._tables import (
+    EvalReport,
+    StageQuality,
+    Survival,
+    report_tables,
+)
 from langchain_ragbudget.ledger._html import Markup, collapsible, escape, table
 from langchain_ragbudget.ledger._identity import document_key
 from langchain_ragbudget.ledger._metadata_keys import CONTEXT_TOKENS, scores_of

@@ -374,15 +374,14 @@ def test_cli_weak_evidence_writes_table_plot_and_a_loadable_yaml(
     )
     assert code == 0
     weak = json.loads((tmp_path / "r.json").read_text())["weak_evidence"]
-    kind = weak["model"]["kind"]
     assert [m["method"] for m in weak["methods"]] == [
         "threshold (dense_score)",
-        f"combined ({kind})",
+        "combined (logistic)",
     ]
     assert weak["n_measured"] == weak["n_fit"] == 7
     assert (tmp_path / "calibration.png").read_bytes()[:4] == b"\x89PNG"
     text = bench.read_text()
-    assert f"| combined ({kind}) |" in text and "calibration.png" in text
+    assert "| combined (logistic) |" in text and "calibration.png" in text
     config = load_config(model)  # the written model loads and wires
     settings = ContextBudget.from_config(config).settings.weak_evidence
     assert settings.method == "combined" and settings.combined is not None

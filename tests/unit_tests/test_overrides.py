@@ -8,8 +8,6 @@ listed in RELIABILITY.md ("Catalogue: keyword overrides") and checked against it
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import math
 import re
 from collections.abc import Callable
@@ -18,9 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from langchain_core.documents import Document
 from list_retriever import ListRetriever
 from pydantic import ValidationError
@@ -214,39 +209,6 @@ def test_merge_keys_still_share_a_surface(tmp_path: Path) -> None:
     )
     voice = load_config(path).surface("voice")
     assert (voice.max_docs, voice.max_tokens) == (2, 700)
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    text=st.one_of(
-        st.text(alphabet="0123456789+-.eEoxXabfnNtTrRuUlLiIs_:~ ", max_size=8),
-        st.sampled_from(["true", "False", "NULL", "~", ".inf", "-.Inf", ".NaN", "0o7"]),
-    ),
-    quoted=st.booleans(),
-)
-def test_tags_are_remembered_without_changing_them(text: str, quoted: bool) -> None:
-    """The per-text tag cache answers as PyYAML's resolver does, for any text."""
-    loader = yaml_reader._ConfigLoader("a: 1\n", "t.yml")
-    try:
-        implicit = (not quoted, quoted)
-        plain = yaml.resolver.Resolver.resolve(loader, yaml.ScalarNode, text, implicit)
-        for _ in range(2):  # the first call fills the cache, the second reads it
-            assert loader.resolve(yaml.ScalarNode, text, implicit) == plain
-        for kind in (yaml.MappingNode, yaml.SequenceNode):
-            expected = yaml.resolver.Resolver.resolve(loader, kind, None, (True, False))
-            assert loader.resolve(kind, None, (True, False)) == expected
-    finally:
-        loader.dispose()
-
-
-@pytest.mark.parametrize(
-    "text", ["a: 1\n", "a: [1\n", "a: 1\na: 2\n", "a: &x [1]\nb: *x\n"]
-)
-def test_garbage_collection_is_back_on_after_reading(text: str) -> None:
-    assert gc.isenabled()
-    with contextlib.suppress(ConfigError):  # the unclosed list, the duplicate key
-        yaml_reader.read_yaml(text, "t.yml")
-    assert gc.isenabled()
 
 
 def test_keys_are_checked_with_and_without_aliases() -> None:

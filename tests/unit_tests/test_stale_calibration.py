@@ -87,7 +87,7 @@ def test_eval_yaml_records_the_models_and_a_budget_reads_them(tmp_path: Path) ->
         coefficients={"dense_top": 4.0}, intercept=-2.0, threshold=0.5
     )
     stamp = CalibratedWith(embedding=MINILM, rerank=None, index="scifact")
-    weak = WeakEvidence("train", 1, 1, 0.8, [], model, {}, ([], []), stamp)
+    weak = WeakEvidence("train", 1, 1, 0.8, [], model, 0.75, ([], []), stamp)
     path = tmp_path / "weak.yml"
     path.write_text(weak_evidence_yaml(weak, ["chat"]), encoding="utf-8")
     settings = load_config(path).surface("chat").weak_evidence

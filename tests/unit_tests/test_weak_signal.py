@@ -12,6 +12,7 @@ import statistics
 import pytest
 from langchain_core.documents import Document
 from list_retriever import ListRetriever
+from pydantic import ValidationError
 
 from langchain_ragbudget import ContextBudget
 from langchain_ragbudget.chain._stuff import context_warnings
@@ -28,7 +29,7 @@ from langchain_ragbudget.evidence._assess import (
 from langchain_ragbudget.evidence._signals import (
     FEATURES,
     LIST_FEATURES,
-    answerable_probability,
+    combined_probability,
     fetched_scores,
     list_statistics,
     number_coverage,
@@ -106,12 +107,34 @@ def test_coverages_by_hand() -> None:
     assert signal_features([], "q") == {}
 
 
+def logistic(coefficients: dict[str, float], intercept: float) -> CombinedEvidence:
+    return CombinedEvidence(
+        coefficients=coefficients, intercept=intercept, threshold=0.5
+    )
+
+
 def test_probability_is_the_logistic_of_the_linear_score() -> None:
     features = {"dense_top": 0.5, "coverage": 1.0}
-    p = answerable_probability(features, {"dense_top": 2.0, "coverage": -1.0}, 0.5)
+    model = logistic({"dense_top": 2.0, "coverage": -1.0}, 0.5)
+    p = combined_probability(features, model)
     assert p == pytest.approx(1 / (1 + math.exp(-(0.5 + 1.0 - 1.0))))
-    assert answerable_probability(features, {"rerank_top": 1.0}, 0.0) is None
-    assert answerable_probability({"x": 1e6}, {"x": -1.0}, 0.0) == 0.0  # no overflow
+    assert combined_probability(features, logistic({"rerank_top": 1.0}, 0.0)) is None
+    far = combined_probability({"bm25_top": 1e6}, logistic({"bm25_top": -1.0}, 0.0))
+    assert far == 0.0  # no overflow
+
+
+@pytest.mark.needs_tiktoken
+def test_a_model_reading_an_unknown_signal_is_refused_by_its_key() -> None:
+    with pytest.raises(ValidationError) as caught:  # refused where it is made
+        logistic({"dense_top": 1.0, "secret_sauce": 2.0}, 0.0)
+    assert caught.value.errors()[0]["loc"] == ("coefficients",)
+    assert "unknown feature 'secret_sauce'" in str(caught.value)
+    known = logistic({"dense_top": 1.0, "coverage": 2.0}, 0.0)  # known signals wire
+    config = load_config()
+    settings = WeakEvidenceSettings(method="combined", combined=known)
+    chat = config.surfaces["chat"].model_copy(update={"weak_evidence": settings})
+    config = config.model_copy(update={"surfaces": {**config.surfaces, "chat": chat}})
+    assert ContextBudget.from_config(config).settings.weak_evidence.combined == known
 
 
 def combined(threshold: float) -> WeakEvidenceSettings:
