@@ -126,20 +126,18 @@ def history_budget(
 
 
 def render_prompt(
-    prompt: BasePromptTemplate,
-    variables: Mapping[str, Any],
-    history_key: str = "history",
+    prompt: BasePromptTemplate, variables: Mapping[str, Any]
 ) -> list[BaseMessage]:
     """The messages `prompt` sends for `variables`; a missing variable is empty.
 
-    Missing `history_key` is an empty list, any other an empty string.
+    A missing `history` is an empty list, any other an empty string.
     """
     values: dict[str, Any] = {}
     for name in prompt.input_variables:
         if name in variables:
             values[name] = variables[name]
         else:
-            values[name] = [] if name == history_key else ""
+            values[name] = [] if name == "history" else ""
     return list(prompt.invoke(values).to_messages())
 
 

@@ -135,7 +135,7 @@ def was_truncated(message: BaseMessage | str) -> bool:
 
 
 def build_answer(
-    question: str, context: BudgetedContext, message: BaseMessage | str
+    context: BudgetedContext, message: BaseMessage | str
 ) -> BudgetedAnswer:
     answer = message if isinstance(message, str) else str(message.text)
     truncated = was_truncated(message)
@@ -205,9 +205,7 @@ def create_budgeted_stuff_chain(
         whole = (
             RunnablePassthrough.assign(message=generate)
             | RunnableLambda(
-                lambda state: build_answer(
-                    question_of(state), _context_of(state), state["message"]
-                ),
+                lambda state: build_answer(_context_of(state), state["message"]),
                 name="ragbudget_answer",
             )
         ).with_config(run_name=ANSWER_RUN)
@@ -312,9 +310,7 @@ class _StreamedAnswer(RunnableGenerator):
     ) -> None:
         stream, astream = _token_streams(
             generate,
-            lambda state, reply: build_answer(
-                question_of(state), _context_of(state), _reply(reply)
-            ),
+            lambda state, reply: build_answer(_context_of(state), _reply(reply)),
         )
         super().__init__(stream, astream, name=ANSWER_RUN)
         self._whole = whole

@@ -14,7 +14,7 @@ import html
 import re
 from collections.abc import Iterable, Sequence
 
-PREVIEW_CHARS = 80
+PREVIEW_CHARS = 80  # of a folded text's one-line summary
 _SURROGATE = re.compile("[\ud800-\udfff]")
 ROOT_CLASS = "ragbudget"
 
@@ -74,12 +74,12 @@ def join(parts: Iterable[object]) -> Markup:
     return Markup("".join(escape(part) for part in parts))
 
 
-def collapsible(text: str, preview: int = PREVIEW_CHARS) -> Markup:
+def collapsible(text: str) -> Markup:
     """`text` whole when short, else folded behind a one-line preview."""
     flat = " ".join(text.split())
-    if len(text) <= preview and flat == text:
+    if len(text) <= PREVIEW_CHARS and flat == text:
         return escape(text)
-    shown = flat[:preview].rstrip() + ("…" if len(flat) > preview else "")
+    shown = flat[:PREVIEW_CHARS].rstrip() + ("…" if len(flat) > PREVIEW_CHARS else "")
     return Markup(
         f"<details><summary>{escape(shown)}</summary>"
         f"{element('div', text, 'rb-text')}</details>"

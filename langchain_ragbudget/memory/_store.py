@@ -80,11 +80,11 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def timestamp(moment: datetime, what: str = "the clock") -> float:
+def timestamp(moment: datetime) -> float:
     """Epoch seconds of an aware datetime; a naive one is refused."""
     if not isinstance(moment, datetime) or moment.tzinfo is None:
         raise InvalidInputError(
-            f"{what} must give a timezone-aware datetime (e.g. datetime.now(UTC)); "
+            "the clock must give a timezone-aware datetime (e.g. datetime.now(UTC)); "
             f"got {moment!r}"
         )
     return moment.timestamp()
