@@ -1,8 +1,4 @@
-"""Error types raised at the boundary where a bad value enters.
-
-Each message names what was wrong and what to do, so a user never has to read a
-stack trace to find the offending file, key or value.
-"""
+"""Error types raised where a bad value enters; each message says what to do."""
 
 from __future__ import annotations
 
@@ -14,14 +10,14 @@ class RagBudgetError(Exception):
 class ConfigError(RagBudgetError, ValueError):
     """A configuration file or value is invalid.
 
-    Carries the file, the dotted key path and the offending value so callers
-    (and the CLI) can show them without parsing the message.
+    Carries the file, key and value so callers (and the CLI) can show them
+    without parsing the message.
 
     Attributes:
         file: The configuration file that was read (or `config_default.yml`).
         key: The dotted key path (`surfaces.chat.max_tokens`), or `<file>`,
             `<root>`, `line N` when the problem is not one key's value.
-        value: The offending value (long values are shortened for display).
+        value: The offending value (a long one shortened for display).
         problem: What is wrong with it, in words.
     """
 
@@ -48,9 +44,8 @@ class IndexLoadError(RagBudgetError):
 class InvalidInputError(RagBudgetError, ValueError):
     """A query, document or score handed to a stage is not what it can work with.
 
-    Raised where the value enters (a retriever, a stage's Runnable input), naming
-    the argument and what was wrong with it, instead of a library's own exception
-    from deep inside.
+    Raised where the value enters, naming the argument, instead of a library's
+    own exception from deep inside.
     """
 
 
@@ -65,9 +60,8 @@ class IndexWriteError(RagBudgetError):
     """An index could not be written: the disk is full, read-only, or over quota.
 
     Nothing of the failed write was committed: the index still opens at its last
-    committed version, with every document it held. The message names the folder,
-    the cause, and what to do (free space, then run the same write again: the
-    vectors already written are reused).
+    version. Run the same write again once there is room; the vectors already
+    written are reused.
     """
 
 

@@ -1,14 +1,8 @@
 """Progress: one callback the library calls, one renderer for terminal and notebook.
 
-Long work (embedding a corpus, indexing a folder, evaluating queries) reports through
-a `ProgressCallback` as `(stage, done, total)`: `done` counts the units of that stage
-finished so far (it only grows, and ends at `total`), `total` the units known before
-the work starts. Positions, not increments, so a renderer never has to add up, and
-a report that arrives twice does no harm. Work that comes in batches goes through
-`StageProgress`, which turns batch sizes into positions.
-
-The library never draws anything itself; the caller supplies the renderer. The one
-shipped is `ProgressBars` (rich), for the CLI, the benchmarks and Jupyter.
+Long work reports `(stage, done, total)` to a `ProgressCallback`: positions, not
+increments, so a renderer never adds up and a report that arrives twice does no
+harm. The library never draws; the caller supplies the renderer (`ProgressBars`).
 """
 
 from __future__ import annotations
@@ -38,14 +32,7 @@ class ProgressCallback(Protocol):
 
 @dataclass
 class StageProgress:
-    """The position of one stage, advanced by the size of each finished batch.
-
-    Attributes:
-        callback: Where positions are reported; None reports nothing.
-        stage: The stage's name, as a renderer shows it.
-        total: The units of work in the stage, when known up front.
-        done: The units finished so far.
-    """
+    """The position of one stage, advanced by the size of each finished batch."""
 
     callback: ProgressCallback | None
     stage: str
@@ -53,12 +40,12 @@ class StageProgress:
     done: int = 0
 
     def start(self) -> StageProgress:
-        """Report position 0, so the bar and its total show before the first batch."""
+        """Report position 0, so the bar shows before the first batch."""
         self._report()
         return self
 
     def advance(self, units: int = 1) -> None:
-        """Count `units` more as finished and report the new position."""
+        """Count `units` more as finished and report."""
         self.done += units
         self._report()
 
@@ -81,9 +68,8 @@ def prefixed(callback: ProgressCallback | None, prefix: str) -> ProgressCallback
 class ProgressBars:
     """A `ProgressCallback` drawn as rich progress bars, one bar per stage.
 
-    rich draws in a terminal and, in Jupyter, a widget updated in place (it needs
-    ipywidgets, part of the `notebooks` extra); on output that is neither (a pipe, a
-    log file) it draws nothing, so scripts reading stdout see no bar.
+    Draws in a terminal or a Jupyter widget (ipywidgets, the `notebooks` extra);
+    on a pipe or a log file it draws nothing.
 
     Args:
         console: The console to draw on; rich's default (stdout) if None.
@@ -107,8 +93,7 @@ class ProgressBars:
             TimeRemainingColumn(),
             console=console,
             transient=transient,
-            # the ETA from the last minute of reports, so a slow stage that
-            # reports every few seconds has several to go on
+            # ETA over a minute, so a stage reporting every few seconds has several
             speed_estimate_period=60,
         )
         self._tasks: dict[str, TaskID] = {}
@@ -127,7 +112,7 @@ class ProgressBars:
         self._bars.stop()
 
     def __call__(self, stage: str, done: int, total: int | None) -> None:
-        """Move the bar of `stage` (made on its first report) to `done` of `total`."""
+        """Move the bar of `stage` (made on its first report)."""
         task = self._tasks.get(stage)
         if task is None:
             self._tasks[stage] = self._bars.add_task(stage, total=total, completed=done)

@@ -1,16 +1,9 @@
 """Chat history on the prompt budget: counting messages and fitting history.
 
-A chat model does not read the text of a message alone: each message costs the
-tokens of its role and content plus a fixed wrapper, and the reply is primed with
-a few more. The count here follows OpenAI's documented overhead for its
-cl100k_base and o200k_base chat formats (3 tokens per message, 1 more for a
-`name`, 3 to prime the reply), which equals tiktoken's count of the messages
-rendered in the chat markup with one token per marker; the tests check that
-equality on rendered messages.
-
-`fit_history` keeps the newest turns that fit and drops the older ones, oldest
-first and whole, each with a `history / over_max_tokens` record. Pure apart from
-the token cache.
+A message costs its role and content plus a fixed wrapper, and the reply is primed
+with a few more: OpenAI's documented overhead for cl100k_base and o200k_base (3
+per message, 1 more for a `name`, 3 to prime the reply), which equals tiktoken's
+count of the rendered chat markup (tested).
 """
 
 from __future__ import annotations
@@ -30,7 +23,6 @@ from langchain_core.prompts import BasePromptTemplate
 
 from langchain_ragbudget.budget._prompt import prompt_variables
 from langchain_ragbudget.budget._report import BudgetedContext, PromptRoom
-from langchain_ragbudget.config._data import check_prompt_room as check_prompt_room
 from langchain_ragbudget.config._tokens import count_tokens
 from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.ledger._records import DropReason, DropRecord, Stage
@@ -45,19 +37,18 @@ _ROLES = {"human": "user", "ai": "assistant", "system": "system"}
 
 
 def role_of(message: BaseMessage) -> str:
-    """The role a chat API sends for `message` (`user`, `assistant`, ...)."""
+    """The role a chat API sends for `message` (`user`, `assistant`...)."""
     if isinstance(message, ChatMessage):
         return message.role
     return _ROLES.get(message.type, message.type)
 
 
 def message_text(message: BaseMessage) -> str:
-    """The text content of `message` (text blocks joined)."""
     return str(message.text)
 
 
 def message_tokens(message: BaseMessage, encoding: str) -> int:
-    """Tokens one message costs in a chat prompt, its wrapper included."""
+    """Tokens one message costs in a chat prompt, wrapper included."""
     tokens = TOKENS_PER_MESSAGE + count_tokens(role_of(message), encoding)
     tokens += count_tokens(message_text(message), encoding)
     if message.name:
@@ -66,7 +57,7 @@ def message_tokens(message: BaseMessage, encoding: str) -> int:
 
 
 def prompt_tokens(messages: Sequence[BaseMessage], encoding: str) -> int:
-    """Tokens of a whole chat prompt: every message, and the reply's priming."""
+    """Tokens of a whole chat prompt, the reply's priming included."""
     return REPLY_PRIMING + sum(message_tokens(m, encoding) for m in messages)
 
 
@@ -77,19 +68,10 @@ def fit_history(
 ) -> tuple[list[BaseMessage], list[DropRecord]]:
     """The newest turns that fit `budget_tokens` together, and records of the rest.
 
-    Turns are kept from the newest back while they fit; the first that does not
-    fit is dropped with every older one, so the kept history is the recent part
-    of the conversation, never a message cut short and never a gap. A tool result
-    whose call was dropped is dropped too (a chat API refuses it alone).
-
-    Args:
-        messages: The history, oldest first; the current question is not in it.
-        budget_tokens: The tokens history may take.
-        count: The tokens of one message (`message_tokens` in an encoding).
-
-    Returns:
-        The kept messages, oldest first, and one `history / over_max_tokens`
-        record per dropped message, oldest first.
+    The first turn that does not fit is dropped with every older one, so the kept
+    history is the recent part: never a message cut short, never a gap. A tool
+    result whose call was dropped goes too (a chat API refuses it alone). Both
+    lists are oldest first.
     """
     used = 0
     start = len(messages)
@@ -118,7 +100,7 @@ def fit_history(
 def _drop_record(
     message: BaseMessage, position: int, tokens: int, why: str
 ) -> DropRecord:
-    """The record of one dropped turn; its rank is its place in the history."""
+    """The record of a dropped turn; its rank is its place in the history."""
     key = message.id or f"history-{position}"
     document = Document(
         id=key,
@@ -139,31 +121,27 @@ def _drop_record(
 def history_budget(
     max_prompt_tokens: int, reserve: int, fixed: int, share: float
 ) -> int:
-    """Tokens history may take: its share of what the fixed parts leave."""
+    """History's share of what the fixed parts leave."""
     return max(0, int((max_prompt_tokens - reserve - fixed) * share))
 
 
 def render_prompt(
-    prompt: BasePromptTemplate,
-    variables: Mapping[str, Any],
-    history_key: str = "history",
+    prompt: BasePromptTemplate, variables: Mapping[str, Any]
 ) -> list[BaseMessage]:
-    """The messages `prompt` sends for `variables`; a variable it lacks is empty.
+    """The messages `prompt` sends for `variables`; a missing variable is empty.
 
-    Variables the template does not take are left out; `history_key` is given
-    as a list of messages, every other missing one as an empty string.
+    A missing `history` is an empty list, any other an empty string.
     """
     values: dict[str, Any] = {}
     for name in prompt.input_variables:
         if name in variables:
             values[name] = variables[name]
         else:
-            values[name] = [] if name == history_key else ""
+            values[name] = [] if name == "history" else ""
     return list(prompt.invoke(values).to_messages())
 
 
 Measure = Callable[[Sequence[BaseMessage], "BudgetedContext"], int]
-"""Tokens of the whole prompt for a history and a context."""
 
 
 def fit_with_history(
@@ -175,24 +153,13 @@ def fit_with_history(
 ) -> BudgetedContext:
     """Fit history and context together into the surface's `max_prompt_tokens`.
 
-    History first, within its `history_share` of the room the fixed parts leave;
-    the context then gets what is left (at most `max_tokens`). The whole prompt
-    is measured as sent, with what the chain adds once the context is known (the
-    empty-context text, the weak-evidence note); should that cost more than the
-    parts counted first, the context's budget shrinks by the excess and it is
-    fitted again, and once the context is empty, older history turns go too.
-
-    Args:
-        fit_context: The context fitted to a token budget.
-        empty: The context with no passage (the fixed parts are measured with
-            it: no history, the empty-context text and its note).
-        history: The chat history, oldest first.
-        measure: Tokens of the whole prompt with this history and context.
-        settings: The surface (`max_prompt_tokens` set).
-
-    Returns:
-        The context, holding the kept history, the history's drop records among
-        its drops, and how the room was shared (`report.prompt`).
+    History first, within its `history_share` of the room the fixed parts
+    (measured on `empty`) leave; the context gets the rest, at most `max_tokens`.
+    The whole prompt is then measured as sent, with what the chain adds once the
+    context is known (empty-context text, weak-evidence note); any excess shrinks
+    the context's budget and it is fitted again, and once the context is empty,
+    older history turns go too. The returned context holds the kept history, its
+    drop records and how the room was shared (`report.prompt`).
     """
     assert settings.max_prompt_tokens is not None
     encoding = settings.encoding_name
@@ -237,7 +204,7 @@ def fit_with_history(
 def _history_within(
     history: Sequence[BaseMessage], budget: int, encoding: str
 ) -> tuple[list[BaseMessage], list[DropRecord], int]:
-    """`fit_history` in `budget` tokens, and the tokens the kept turns take."""
+    """`fit_history`, and the tokens the kept turns take."""
     kept, dropped = fit_history(history, budget, lambda m: message_tokens(m, encoding))
     return kept, dropped, sum(message_tokens(message, encoding) for message in kept)
 
@@ -250,11 +217,9 @@ def prompt_measure(
 ) -> Measure:
     """Tokens of the whole prompt for a history and a context.
 
-    With `prompt`, it is rendered with the variables the stuff chain fills it with
-    (`_prompt.prompt_variables`: the context text or the empty-context text, the
-    question, the weak-evidence note, `variables` and the history), and its
-    messages counted. Without it, the history, the context and the question are
-    counted as the messages they would be.
+    `prompt` is rendered with the variables the stuff chain fills it with
+    (`prompt_variables`); without one, history, context and question are counted
+    as the messages they would be.
     """
     question = variables.get("question", question)  # as asked, blanks included
 
@@ -270,7 +235,7 @@ def prompt_measure(
 
 
 def history_of(input: Any) -> list[BaseMessage] | None:
-    """The chat history of a budget's input dict (`history`), or None.
+    """The `history` of a budget's input dict, or None.
 
     Raises:
         InvalidInputError: `history` is not a list of LangChain messages.

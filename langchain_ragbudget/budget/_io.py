@@ -1,7 +1,7 @@
 """What the budget reads from an LCEL state, and what it puts back.
 
-A list of Documents in, a `BudgetedContext` out; or a dict with `documents` (and
-perhaps `question` and `history`) in, and the same dict with `context` added out.
+Documents in, a `BudgetedContext` out; or a dict with `documents` in, the same
+dict with `context` added out.
 """
 
 from __future__ import annotations
@@ -29,10 +29,7 @@ def documents_of(input: Any) -> Sequence[Document]:
 
 
 def budget_output(input: Any, context: BudgetedContext) -> Any:
-    """The context; in a chain, the input dict with the context under `context`.
-
-    A `history` in the input is replaced by the history the prompt may take.
-    """
+    """The context, or the input dict with it as `context` (and the kept `history`)."""
     if not isinstance(input, dict):
         return context
     if "history" in input:

@@ -1,16 +1,12 @@
 """Packing passages into a token and count budget: pure functions.
 
-No passage is ever cut mid-sentence: each is kept verbatim, shortened to whole
-sentences (policy `trim`), or dropped with a reason. Policy `skip` lets smaller
-passages after an overflow still fit; `stop` stops at the first overflow, as a plain
-truncator does; `trim` keeps a passage that fits whole and shortens one that does
-not to its most relevant sentences that fit what is left, in their own order, with
-an omission marker where sentences are left out. `min_docs` keeps the top passages
-even when they alone exceed the budget, and says so through `over_budget`.
-`max_per_source` and `max_per_retriever` cap the passages kept of one source
-document and of one retriever, so one verbose source cannot fill the surface.
-A document's passages are weighed together, where its best one ranks, and `trim`
-shortens two chunks of one document together (`pack`).
+No passage is cut mid-sentence: each is kept verbatim, shortened to whole sentences
+(policy `trim`), or dropped with a reason. `skip` lets smaller passages after an
+overflow still fit; `stop` stops at the first overflow, as a plain truncator does;
+`trim` shortens a passage that does not fit to its most relevant sentences that do,
+in their own order. `min_docs` keeps the top passages even over the budget and says
+so (`over_budget`). `max_per_source` and `max_per_retriever` keep one verbose source
+from filling the surface.
 """
 
 from __future__ import annotations
@@ -33,15 +29,12 @@ JoinedCost = Callable[[int, tuple[int, ...]], int | None]
 class PackItem:
     """One candidate passage, as the packer sees it.
 
-    `tokens` is the rendered passage; `group_tokens` the header its citation group
-    costs if this passage is the group's first kept one; equal `content_key`s (the
-    passage text) mark duplicates. Either count may be given as a function, called
-    once on first use: the packer reads counts only for a passage it weighs, so a
-    candidate past `max_docs`, a duplicate, or one after `stop` is never counted.
-    `group` is also the source document `max_per_source` counts; `retriever` the
-    retriever `max_per_retriever` counts (None: not counted against any).
-    `neighbour`: a chunk added next to a retrieved one, not retrieved itself
-    (`retrieval.neighbours`): weighed at its own rank, never with its document.
+    `tokens` is the rendered passage; `group_tokens` the citation header it pays
+    if it is its group's (source document's) first kept passage; equal
+    `content_key`s mark duplicates. Counts may be functions, called on first use,
+    so a candidate the packer never weighs is never counted. `retriever` is what
+    `max_per_retriever` counts (None: nothing). A `neighbour` chunk (added, not
+    retrieved) is weighed at its own rank, never with its document.
     """
 
     __slots__ = (
@@ -71,26 +64,24 @@ class PackItem:
 
     @property
     def tokens(self) -> int:
-        """The rendered passage's tokens (counted now if not yet)."""
         if callable(self._tokens):
             self._tokens = self._tokens()
         return self._tokens
 
     @property
     def group_tokens(self) -> int:
-        """The citation header's tokens (counted now if not yet)."""
         if callable(self._group_tokens):
             self._group_tokens = self._group_tokens()
         return self._group_tokens
 
     @property
     def counted_tokens(self) -> int | None:
-        """`tokens` if the packer has weighed this passage, else `None`."""
+        """`tokens` if already counted, else None."""
         return None if callable(self._tokens) else self._tokens
 
     @property
     def counted_group_tokens(self) -> int | None:
-        """`group_tokens` if the packer has read them, else `None`."""
+        """`group_tokens` if already counted, else None."""
         return None if callable(self._group_tokens) else self._group_tokens
 
     def __repr__(self) -> str:
@@ -104,10 +95,10 @@ class PackItem:
 class Sentences:
     """One passage's sentences as the packer sees them, for policy `trim`.
 
-    `relevance`: one score per sentence (higher first, ties to the earlier one);
-    `cost(chosen)`: the exact tokens of the passage shortened to the sentences
-    `chosen` (sorted), markers included; `texts`: the sentences themselves, so a
-    sentence two overlapping chunks share is offered once (empty: not known).
+    `relevance`: one score per sentence (ties to the earlier one); `cost(chosen)`:
+    the exact tokens of the passage shortened to the sorted `chosen`, markers
+    included; `texts`: so a sentence two overlapping chunks share is offered once
+    (empty: not known).
     """
 
     relevance: tuple[float, ...]
@@ -118,9 +109,8 @@ class Sentences:
     def paying_header(self) -> Sentences:
         """The passage as the one that pays its citation's header.
 
-        `retitled(chosen)`: the tokens the header gains when the passage is
-        shortened to `chosen` (a header leaves out a title only while the
-        passage's block opens with it as a line).
+        `retitled(chosen)` is what the header gains when the shortened passage no
+        longer opens with the title line the header left out.
         """
         if self.retitled is None:
             return self
@@ -132,10 +122,9 @@ class Sentences:
 class PackResult:
     """Indices kept (in the order weighed), indices dropped with reasons, tokens used.
 
-    `trimmed` maps each shortened passage (also in `kept`) to the sentences kept;
-    `joined` each passage kept as part of a run of neighbours to the tokens it added;
-    `retitled` each shortened passage whose header shows the title it left out to
-    the tokens that added to the header.
+    `trimmed`: shortened passage (also in `kept`) -> sentences kept; `joined`:
+    passage kept joined to a run of neighbours -> tokens it added; `retitled`:
+    shortened passage whose header shows its title -> tokens the header gained.
     """
 
     kept: tuple[int, ...]
@@ -148,14 +137,12 @@ class PackResult:
 
 
 def document_order(items: Sequence[PackItem]) -> list[int]:
-    """Item indices with each citation group's passages together, where its best ranks.
+    """Item indices with each group's passages together, where its best ranks.
 
-    The order the context shows them in (`render.group_citations`). Measured on
-    SciFact in 64 to 256-token chunks (BENCHMARKS.md): weighed by rank alone, or
-    with only a chunk's near neighbours moved up, evidence spread over chunks of
-    one abstract is lost where the naive slice, which shows them together, keeps
-    it. `max_per_source` caps what one document may take. A neighbour (not
-    retrieved) stays at its rank, so it only takes room the retrieved ones leave.
+    The order the context shows them in. Weighed by rank alone, evidence spread
+    over chunks of one document is lost where the naive slice keeps it
+    (BENCHMARKS.md, Chunking). A neighbour stays at its rank, so it only takes room
+    the retrieved ones leave.
     """
     members: dict[str, list[int]] = {}
     for index, item in enumerate(items):
@@ -180,19 +167,14 @@ def pack(
 ) -> PackResult:
     """Keep items while they fit, a document's passages together; the rest get a reason.
 
-    Items are weighed in `document_order`: by rank, each passage followed by the
-    other passages of its citation group. With policy `trim`, `sentences_of(index)`
-    describes a passage that does not fit whole (asked only for those); when a
-    later passage of the same document is left, the best of them is shortened
-    together with it and weighed next (`_Pair`: the most relevant sentences of both
-    that fit), so evidence split over two chunks survives a budget that has room
-    for only part of them.
-    `max_sentences` caps what one shortened passage keeps. A passage whose source
-    (`group`) or retriever already has `max_per_source` or `max_per_retriever`
-    kept passages is dropped before `max_docs` is checked. `joined_cost(index,
-    kept)` is what a whole passage adds to the passages `kept` whole of its group
-    when it renders joined to one of them (None: it does not); joined, it
-    lengthens a passage and takes no `max_docs` slot.
+    Items are weighed in `document_order`. With policy `trim`,
+    `sentences_of(index)` describes a passage that does not fit whole; the best
+    later passage of its document is shortened together with it (`_Pair`), so
+    evidence split over two chunks survives a budget with room for part of it.
+    `max_sentences` caps one shortened passage. The per-source and per-retriever
+    caps are checked before `max_docs`. `joined_cost(index, kept)` is what a
+    whole passage adds when it renders joined to its group's `kept` whole
+    passages (None: it does not join); joined, it takes no `max_docs` slot.
     """
     packing = _Packing(
         items, max_tokens, policy, _Caps(max_per_source, max_per_retriever)
@@ -241,11 +223,9 @@ def pack(
 class _Queue:
     """The order `pack` weighs passages in: `document_order`, with waits.
 
-    A passage that comes ahead of its rank (a later passage of a document weighed
-    with its best one) goes ahead only while it leaves a `max_docs` slot for each
-    better-ranked passage not weighed yet; otherwise it waits for its rank. The
-    best later passage of a document can be moved to be weighed next
-    (`take_mate`), to be shortened together with the one before it.
+    A passage ahead of its rank (weighed with its document's best) goes ahead
+    only while it leaves a `max_docs` slot for each better-ranked passage not
+    weighed yet; otherwise it waits for its rank.
     """
 
     def __init__(self, items: Sequence[PackItem]) -> None:
@@ -269,15 +249,11 @@ class _Queue:
                 yield self.pending.pop(0)
 
     def better(self, index: int) -> int:
-        """Passages ranked above `index` that are not weighed yet."""
+        """Passages ranked above `index` not weighed yet."""
         return sum(i < index for i in (*self.pending, *self.waiting))
 
     def must_wait(self, index: int, slots: int) -> bool:
-        """Whether `index` must wait for its rank (and it then does).
-
-        So it does when weighed ahead of its rank with no more of the `slots` of
-        `max_docs` left than better-ranked passages not weighed yet.
-        """
+        """Whether `index` must wait for its rank (it then does)."""
         if index in self.leaders or index in self.waited:
             return False  # a document's best passage is never ahead of its rank
         if self.better(index) < slots:
@@ -287,10 +263,10 @@ class _Queue:
         return True
 
     def take_mate(self, index: int, contents: set[str], slots: int) -> int | None:
-        """The best passage not weighed yet of `index`'s document, moved up next.
+        """The best unweighed passage of `index`'s document, moved to be weighed next.
 
-        None if there is none that is not a duplicate, or if taking it with
-        `index` would leave fewer of the `slots` left than passages ranked above it.
+        None if there is none (duplicates aside), or if taking it would leave fewer
+        `slots` than passages ranked above it.
         """
         item = self.items[index]
         seen = {*contents, item.content_key}
@@ -306,8 +282,6 @@ class _Queue:
 
 @dataclass
 class _Packing:
-    """What `pack` has decided so far."""
-
     items: Sequence[PackItem]
     max_tokens: int
     policy: Policy
@@ -317,8 +291,7 @@ class _Packing:
     joined: list[tuple[int, int]] = field(default_factory=list)
     whole: dict[str, tuple[int, ...]] = field(default_factory=dict)
     dropped: list[tuple[int, DropReason]] = field(default_factory=list)
-    # a passage shortened with the one before it: its sentences (() whole,
-    # None none) and its cost
+    # a passage shortened with the one before it: sentences (() whole, None none), cost
     planned: dict[int, tuple[tuple[int, ...] | None, int]] = field(default_factory=dict)
     retitled: dict[int, int] = field(default_factory=dict)
     groups: set[str] = field(default_factory=set)
@@ -328,25 +301,23 @@ class _Packing:
     stopped: bool = False
 
     def join_cost(self, index: int, joined_cost: JoinedCost | None) -> int | None:
-        """What whole passage `index` adds to a kept run of its group (None: none)."""
+        """What whole passage `index` adds to a kept run of its group, or None."""
         group = self.items[index].group
         if joined_cost is None or group not in self.whole:
             return None
         return joined_cost(index, self.whole[group])
 
     def full(self, index: int, max_docs: int, joined_cost: JoinedCost | None) -> bool:
-        """No `max_docs` slot for passage `index`: none free, and it joins no run."""
         return self.slots >= max_docs and self.join_cost(index, joined_cost) is None
 
     @property
     def slots(self) -> int:
-        """The `max_docs` slots taken: a chunk joined to a kept run takes none."""
+        """`max_docs` slots taken: a chunk joined to a kept run takes none."""
         return len(self.kept) - len(self.joined)
 
     def keep(
         self, index: int, cost: int, chosen: tuple[int, ...], added: int | None
     ) -> None:
-        """Keep passage `index` (shortened to `chosen`, or whole if empty)."""
         item = self.items[index]
         self.over_budget = self.over_budget or self.used + cost > self.max_tokens
         self.kept.append(index)
@@ -374,10 +345,9 @@ class _Packing:
     ) -> tuple[tuple[int, ...], int]:
         """The sentences of passage `index` that fit `room`, and their tokens.
 
-        With `pair_slots` of `max_docs` left (0: no pair), no cap set, and nothing
-        of its document kept whole (no join to pay for), the best passage of its
-        document not weighed yet is shortened with it: its share is planned, and it
-        is weighed next.
+        With two `pair_slots` left, no cap, and nothing of its document kept whole,
+        its document's best unweighed passage is shortened with it; that one's
+        share is planned and it is weighed next.
         """
         item, shape = self.items[index], sentences_of(index)
         if pays_header:
@@ -399,7 +369,6 @@ class _Packing:
         return chosen, shape.cost(chosen) if chosen else 0
 
     def result(self) -> PackResult:
-        """The decisions, as `pack` returns them."""
         return PackResult(
             tuple(self.kept),
             tuple(self.dropped),
@@ -413,11 +382,7 @@ class _Packing:
 
 @dataclass(frozen=True)
 class _Pair:
-    """Two passages of one document shortened as one passage.
-
-    `first`'s sentences, then `second`'s that `first` does not hold (overlapping
-    chunks share sentences, offered once).
-    """
+    """Two passages of one document shortened as one (shared sentences offered once)."""
 
     first: Sentences
     second: Sentences
@@ -425,7 +390,6 @@ class _Pair:
 
     @cached_property
     def extra(self) -> tuple[int, ...]:
-        """`second`'s sentences not also in `first`, by index."""
         shared = set(self.first.texts)
         return tuple(
             j
@@ -434,14 +398,12 @@ class _Pair:
         )
 
     def shape(self) -> Sentences:
-        """Both passages' sentences as one passage's, for `choose_sentences`."""
         relevance = self.first.relevance + tuple(
             self.second.relevance[j] for j in self.extra
         )
         return Sentences(relevance, self.cost)
 
     def split(self, chosen: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """A joint choice as each passage's own sentence indices."""
         n, extra = len(self.first.relevance), self.extra
         return (
             tuple(i for i in chosen if i < n),
@@ -449,12 +411,11 @@ class _Pair:
         )
 
     def cost(self, chosen: tuple[int, ...]) -> int:
-        """Tokens of both shortened passages (one left out costs nothing)."""
         first, second = self.split(chosen)
         return (self.first.cost(first) if first else 0) + self.second_cost(second)
 
     def second_cost(self, chosen: tuple[int, ...]) -> int:
-        """Tokens of `second` shortened to `chosen` (whole if it is all of it)."""
+        """Tokens of `second` shortened to `chosen` (its own count if whole)."""
         if not chosen:
             return 0
         if len(chosen) == len(self.second.relevance):
@@ -469,7 +430,7 @@ def _early_drop(
     full: Callable[[], bool],
     stopped: bool,
 ) -> DropReason | None:
-    """Why `item` is dropped before it is weighed, in the order checked; or None."""
+    """Why `item` is dropped before it is weighed, or None."""
     if item.content_key in contents:
         return DropReason.DUPLICATE
     if over_cap := capped.reason(item):
@@ -490,7 +451,6 @@ class _CapSettings(Protocol):
 
 
 def cap_detail(reason: DropReason, settings: _CapSettings, item: PackItem) -> str:
-    """Why a passage over a per-source or per-retriever cap was dropped, in words."""
     if reason == DropReason.MAX_PER_SOURCE:
         return f"max_per_source={settings.max_per_source} of its source already kept"
     return (
@@ -509,7 +469,6 @@ class _Caps:
         self.retrievers: dict[str, int] = {}
 
     def reason(self, item: PackItem) -> DropReason | None:
-        """Why `item` may not be kept under the caps, or None if it may."""
         if (
             self.per_source is not None
             and self.sources.get(item.group, 0) >= self.per_source
@@ -524,11 +483,9 @@ class _Caps:
         return None
 
     def none(self) -> bool:
-        """Whether no cap is set."""
         return self.per_source is None and self.per_retriever is None
 
     def count(self, item: PackItem) -> None:
-        """Count a kept `item` against its source and retriever."""
         self.sources[item.group] = self.sources.get(item.group, 0) + 1
         if item.retriever is not None:
             self.retrievers[item.retriever] = self.retrievers.get(item.retriever, 0) + 1
@@ -554,10 +511,7 @@ def choose_sentences(
 
 
 def omission_points(chosen: Sequence[int], total: int) -> list[int]:
-    """Where markers go: before each kept sentence after a gap, and at a cut end.
-
-    Returned as positions in `chosen` (len(chosen) for the end).
-    """
+    """Where markers go, as positions in `chosen`: after each gap, and at a cut end."""
     points = [
         position
         for position, sentence in enumerate(chosen)
@@ -569,12 +523,10 @@ def omission_points(chosen: Sequence[int], total: int) -> list[int]:
 
 
 def header_costs(items: Sequence[PackItem], result: PackResult) -> list[int | None]:
-    """Citation-header tokens each passage paid (kept) or needed (dropped).
+    """Header tokens each passage paid (kept) or needed (dropped), as `pack` counts.
 
-    As `packing.pack` counts them: a header is paid by the first kept passage of
-    its source document (with the title it shows when that passage was shortened
-    without its first line, `result.retitled`); later passages of that document
-    pay none. `None` for a passage the packer never weighed.
+    The first kept passage of a document pays (plus `result.retitled`); later ones
+    pay none; None for a passage never weighed.
     """
     kept_set: set[int] = set(result.kept)
     retitled = dict(result.retitled)

@@ -1,9 +1,7 @@
 """The prompt the stuff chain sends, and the variables it is filled with.
 
-Its own module so that the budget can render exactly what the chain will send
-(`_history.prompt_measure`) without importing the chain: the context text, or
-`EMPTY_CONTEXT` when nothing was kept, the question, the weak-evidence note, and
-the caller's other keys.
+Here, not in the chain, so the budget can measure exactly what the chain will send
+without importing it.
 """
 
 from __future__ import annotations
@@ -49,7 +47,6 @@ MEMORY_PROMPT = ChatPromptTemplate.from_messages(
         ),
     ]
 )
-"""The prompt of a chain given `memory=`: `DEFAULT_PROMPT` with a memory section."""
 MEMORY_TEXT = "ragbudget_memories"  # the state key of the memory section's text
 MEMORY_STATE = "ragbudget_memory"  # the state key of the MemoryContext
 EMPTY_MEMORIES = "No memories were recalled.\n"
@@ -67,7 +64,7 @@ PACKAGE_KEYS = frozenset({"documents", "context", "evidence_note"})  # the chain
 
 
 def prompt_inputs(question: str, context: BudgetedContext) -> dict[str, str]:
-    """The prompt variables: context text, question, and the weak-evidence note."""
+    """Context text (or `EMPTY_CONTEXT`), question, and the weak-evidence note."""
     evidence = context.evidence
     note = ""
     if evidence.weak and evidence.score is not None:
@@ -92,9 +89,8 @@ def prompt_variables(
 ) -> dict[str, Any]:
     """The variables `prompt` is filled with: what the stuff chain sends, exactly.
 
-    `extra` is the chain's state: its other keys (a chat `history`, a user name...)
-    reach the prompt as they are; `documents` stays out, and `question`, `context`
-    and `evidence_note` are the package's.
+    The other keys of `extra` (the chain's state: a chat `history`, a user
+    name...) pass as they are; the package's own keys and `documents` do not.
     """
     prompt = checked_prompt(prompt)
     memories = _memory_section(context, extra or {})
@@ -117,11 +113,7 @@ def prompt_variables(
 
 
 def _memory_section(context: BudgetedContext, extra: Mapping[str, Any]) -> str | None:
-    """The memory section when the chain recalls memories, else None.
-
-    From the context once the memories joined it; before (the whole-prompt
-    budget measuring), from the state's `ragbudget_memories`.
-    """
+    """The memory section, from the context or, while the budget measures, the state."""
     memory = getattr(context, "memory", None)
     text = memory.text if memory is not None else extra.get(MEMORY_TEXT)
     if not isinstance(text, str):

@@ -1,15 +1,13 @@
-"""How the context is rendered into the prompt, grouped into one citation per document.
+"""How the context is rendered into the prompt: one citation per document.
 
-The budget counts tokens on exactly these blocks, and the chain sends exactly their
-concatenation. Every block starts with a non-space character and ends with a newline:
-tiktoken's pre-tokenizer (cl100k_base, o200k_base) never joins a newline with the
-character after it, so the tokens of the whole context are the sum of its blocks' and
-each block is counted once per process.
+The budget counts tokens on exactly these blocks and the chain sends their
+concatenation. Every block starts with a non-space character and ends with a
+newline: tiktoken's pre-tokenizer (cl100k_base, o200k_base) never joins a newline
+with the next character, so the context's tokens are the sum of its blocks', each
+counted once per process.
 
-Passage text is data: every one of its lines is quoted (`> `), so no passage can put
-a line into the prompt that looks like a citation header or a note of the package;
-ids, sources and titles are shown through `display_name` (one visible line, no two
-values alike) wherever the package writes them.
+Passage text is data: every line is quoted (`> `), so no passage can forge a header
+or a note; ids, sources and titles go through `display_name`.
 """
 
 from __future__ import annotations
@@ -39,13 +37,12 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Citation:
-    """One cited source document and its passages, best first.
+    """One cited source document and its kept passages, best first.
 
     Attributes:
-        number: The citation number shown as `[n]`, counted in the order shown.
-        group: The source document id (`metadata[group_key]`), or the passage's
-            own key when it has none.
-        documents: The kept passages of that document, best first.
+        number: The `[n]` shown, counted in the order shown.
+        group: The source document id (`metadata[group_key]`), else the passage key.
+        documents: The kept passages, best first.
     """
 
     number: int
@@ -54,7 +51,7 @@ class Citation:
 
     @property
     def source(self) -> str | None:
-        """The document's source (file, URL...) as its first passage names it."""
+        """The source (file, URL...) as the first passage names it."""
         return document_source(self.documents[0])
 
     def to_dict(self) -> dict[str, Any]:
@@ -71,30 +68,24 @@ class Citation:
 class ContextFormat:
     """Templates for a citation header and a passage, plus how passages group.
 
-    `header` may use {citation}, {source}, {title}, {section}, {score} (each on one
-    line); `passage` uses {text}: the passage with every line quoted by
-    `quote_mark`. Passages group by `metadata[group_key]` (the source document id)
-    and their `section` (the nearest heading the chunker recorded), so chunks of
-    one section of a document share one citation number, and a header says where
-    in the document its passages are (`§ bash (5.1~rc3-1)`), not only which
-    document. `ContextBudget.format` renders the
-    context with it and counts tokens on exactly that text.
+    Passages group by `metadata[group_key]` and their `section` (the nearest
+    heading the chunker recorded), so a header says where in the document its
+    passages are (`§ bash (5.1~rc3-1)`), not only which document.
 
     Attributes:
-        header: A citation's header line; must start with a non-space character
-            and end with a newline.
-        passage: A passage block; must start with `{text}` and end with a newline.
+        header: May use {citation}, {source}, {title}, {section}, {score}; starts
+            with a non-space character and ends with a newline.
+        passage: Starts with `{text}` (every line quoted) and ends with a newline.
         quote_mark: Put before every line of passage text; one line, starting
             with a visible character.
+        omission: The line marking sentences left out; must not look quoted.
         group_key: The metadata key that names a passage's source document.
-        score_keys: Score keys tried in order for the header's score; the first
-            finite one the best passage carries is shown.
-        join_neighbours: Whole chunks of one document that overlap or follow
-            each other render as one passage, their shared text once
-            (`_neighbours`); chunks without a known place never join.
+        score_keys: Tried in order; the best passage's first finite one is shown.
+        join_neighbours: Whole chunks of one document that overlap or follow each
+            other render as one passage, their shared text once.
 
     Raises:
-        ValueError: A template or the quote mark breaks the rules above.
+        ValueError: A template, the quote mark or the omission breaks these rules.
     """
 
     header: str = "[{citation}] {source}{title}{section}{score}\n"
@@ -135,7 +126,7 @@ class ContextFormat:
             )
 
     def group_of(self, document: Document, id_key: str | None = "chunk_id") -> str:
-        """The citation group: the source document id, else the passage's own key."""
+        """The source document id, else the passage's own key."""
         value = document.metadata.get(self.group_key)
         return str(value) if value is not None else document_key(document, id_key)
 
@@ -144,9 +135,8 @@ class ContextFormat:
     ) -> tuple[str, str | None, str | None]:
         """What passages must share to share a citation: group, source, section.
 
-        Two sources never share a citation number, even when their passages
-        carry the same document id; two sections of one document neither, so
-        each header names its passages' own section.
+        Two sources never share a number even under one document id, so a
+        citation never carries another source's text.
         """
         section = document.metadata.get(SECTION)
         return (
@@ -158,10 +148,10 @@ class ContextFormat:
     def render_header(
         self, citation: int, best: Document, *, shows: str | None = None
     ) -> str:
-        """The header line of a citation, showing its best passage's score.
+        """The header line of a citation, with its best passage's score.
 
-        The title is left out when the text `best`'s block shows first (`shows`;
-        by default its whole text) opens with the title as its own line.
+        The title is left out when the text `best`'s block shows first (`shows`,
+        by default its whole text) opens with it as a line: not paid twice.
         """
         meta = best.metadata
         score = ""
@@ -174,7 +164,7 @@ class ContextFormat:
         shown_title = str(title) if title else ""
         first = best.page_content if shows is None else shows
         if self.title_line_shown(best, first):
-            shown_title = ""  # its first quoted line says it: not paid twice
+            shown_title = ""
         return self._header(
             citation, document_source(best), shown_title, score, section or ""
         )
@@ -204,20 +194,16 @@ class ContextFormat:
 
     @staticmethod
     def title_line_shown(document: Document, shows: str) -> bool:
-        """Whether `shows` (the text a block shows first) opens with the title line."""
         title = document.metadata.get("title")
         return opens_with_line(shows, str(title) if title else "")
 
     def render_passage(self, document: Document) -> str:
-        """One passage block: its text, every line quoted, words unchanged."""
         return self.passage.format(text=quote(document.page_content, self.quote_mark))
 
     def render_shortened(self, segments: Sequence[str | None]) -> str:
-        """A shortened passage block: kept sentences and omission markers.
+        """A shortened passage block: kept segments quoted, each `None` an omission.
 
-        Each segment (kept sentences, as the passage has them) is quoted line by
-        line; each `None` becomes an omission marker line, unquoted, so no passage
-        text can forge one.
+        The marker line is the only unquoted one, so no passage text can forge it.
         """
         lines = [
             self.omission if segment is None else quote(segment, self.quote_mark)
@@ -230,7 +216,6 @@ class ContextFormat:
         citations: Sequence[Citation],
         shortened: Mapping[str, Sequence[str | None]] | None = None,
     ) -> str:
-        """The whole context: each citation's header, then its passages."""
         return "".join(self.blocks(citations, shortened)[0])
 
     def blocks(
@@ -238,14 +223,11 @@ class ContextFormat:
         citations: Sequence[Citation],
         shortened: Mapping[str, Sequence[str | None]] | None = None,
     ) -> tuple[list[str], list[str]]:
-        """The context's blocks in order (headers, passages), and their passage text.
+        """The context's blocks in order, and the passage text they show.
 
-        The passage text is what the blocks show without headers, quotes or
-        markers (kept sentences and joined runs, each as the document has it):
-        what the budget reports overhead against. One rendering serves both.
-
-        `shortened` maps a passage's `Document.id` to its segments (kept sentences,
-        `None` for an omission); those render with `render_shortened`.
+        The passage text (no headers, quotes or markers) is what the budget
+        reports overhead against; one rendering serves both. `shortened` maps a
+        passage's `Document.id` to its `render_shortened` segments.
         """
         shortened = shortened or {}
         out: list[str] = []
@@ -263,10 +245,7 @@ class ContextFormat:
     def _bodies(
         self, citation: Citation, shortened: Mapping[str, Sequence[str | None]]
     ) -> list[tuple[str, list[str]]]:
-        """A citation's passage blocks, each with the passage text it shows.
-
-        Whole neighbours are joined into one run, shown where its best chunk ranks.
-        """
+        """A citation's blocks and their text; a run of whole neighbours shows once."""
         documents = citation.documents
         whole = [d for d in documents if d.id is None or str(d.id) not in shortened]
         runs = (
@@ -288,7 +267,6 @@ class ContextFormat:
         return out
 
     def render_run(self, chunks: Sequence[Document]) -> str:
-        """One block for neighbouring chunks of a document: their text, once."""
         if len(chunks) == 1:
             return self.render_passage(chunks[0])
         return self.passage.format(text=quote(run_text(chunks), self.quote_mark))
@@ -301,9 +279,7 @@ def group_citations(
     *,
     edges: bool = False,
 ) -> list[Citation]:
-    """Group passages by source document, numbered once in the order shown.
-
-    A group holds passages of one document id, source and section (`cited_together`).
+    """Group passages by `cited_together`, numbered in the order shown.
 
     Documents rank by their best passage; with `edges`, the best go first and last
     and the weakest in the middle (against lost-in-the-middle).
@@ -322,14 +298,14 @@ _LINE_BREAKS = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 def short_number(value: float) -> str:
-    """`value` to two decimals without a leading zero (`.70`, `-.05`): 2 tokens less."""
+    """Two decimals without the leading zero (`.70`): two tokens fewer."""
     text = f"{value:.2f}"
     text = "0.00" if text == "-0.00" else text
     return text.replace("0.", ".", 1) if text.lstrip("-").startswith("0.") else text
 
 
 def opens_with_line(text: str, line: str) -> bool:
-    """Whether `text`'s first line is exactly `line` (e.g. a chunk led by its title)."""
+    """Whether `text`'s first line is exactly `line`."""
     if not line or not text.startswith(line):
         return False
     rest = text[len(line) :]
@@ -338,19 +314,15 @@ def opens_with_line(text: str, line: str) -> bool:
 
 @lru_cache(maxsize=100_000)
 def quote(text: str, mark: str = "> ") -> str:
-    """`text` with `mark` before each of its lines (any Unicode line break).
+    """`text` with `mark` before each line (any Unicode break becomes a newline).
 
-    Every line break becomes a newline; nothing else changes, so the words of the
-    passage reach the model exactly as they were written. An empty line gets the
-    mark without its trailing space (`>`): still quoted, one token cheaper.
+    Nothing else changes: the words reach the model as written. An empty line gets
+    the mark without its trailing space: still quoted, one token cheaper.
     """
     bare = mark.rstrip()
     return "\n".join(mark + line if line else bare for line in _LINE_BREAKS.split(text))
 
 
 def edges_order(items: Sequence[T]) -> list[T]:
-    """Best first and second best last, weakest in the middle (lost in the middle).
-
-    [1, 2, 3, 4, 5] -> [1, 3, 5, 4, 2]
-    """
+    """Best first, second best last, weakest in the middle: 12345 -> 13542."""
     return [*items[0::2], *reversed(items[1::2])]

@@ -1,10 +1,4 @@
-"""What a budget run returns: the kept context and the report of every drop.
-
-`BudgetedContext` holds the kept passages, their citations and the exact text the
-chain sends; `BudgetReport` names every candidate any stage dropped and every
-passage the budget shortened. Both show themselves in a notebook as the same
-tables (`ledger._evidence_rows`), escaped by `ledger._html`.
-"""
+"""What a budget run returns: the kept context and the report of every drop."""
 
 from __future__ import annotations
 
@@ -64,20 +58,14 @@ from langchain_ragbudget.ledger._records import (
 
 @dataclass(frozen=True)
 class PromptRoom:
-    """How one prompt's tokens were shared, for the report.
+    """How one prompt's tokens were shared between fixed parts, history and context.
 
     Attributes:
-        max_prompt_tokens: The whole prompt's budget.
-        reserve_output_tokens: Tokens kept free for the answer.
-        fixed_tokens: The least prompt the chain can send: no history and an
-            empty context (system prompt, question, the empty-context text and
-            its note, message wrappers, reply priming).
-        history_share: The share of the room history could take.
-        history_budget: Tokens history could take.
-        history_tokens: Tokens the kept history takes.
-        context_budget: Tokens the context could take.
-        prompt_tokens: The whole prompt as sent (when the budget has the
-            prompt to render; else the sum of the parts).
+        fixed_tokens: The least prompt the chain can send: no history, an empty
+            context (system prompt, question, empty-context text and its note,
+            message wrappers, reply priming).
+        prompt_tokens: The whole prompt as sent (else the sum of the parts when
+            the budget has no prompt to render).
     """
 
     max_prompt_tokens: int
@@ -90,11 +78,9 @@ class PromptRoom:
     prompt_tokens: int
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable view."""
         return dict(self.__dict__)
 
     def describe(self) -> str:
-        """One line for the displays: the whole prompt and how it was shared."""
         return (
             f"{self.prompt_tokens} of {self.max_prompt_tokens} "
             f"({self.reserve_output_tokens} reserved for the answer; history "
@@ -105,20 +91,13 @@ class PromptRoom:
 
 @dataclass(frozen=True)
 class StaleFlag:
-    """A memory kept in the prompt although its source document changed.
-
-    Attributes:
-        key: The memory's id.
-        source: The source document it was learned from.
-        detail: Why it is stale, in words.
-    """
+    """A memory kept in the prompt although the document it came from changed."""
 
     key: str
     source: str | None
     detail: str
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable view."""
         return {"id": self.key, "source": self.source, "detail": self.detail}
 
 
@@ -129,13 +108,9 @@ class MemoryContext:
     Attributes:
         documents: The kept memories, best first (metadata: every score factor).
         text: The memory section exactly as sent ('' when none was kept).
-        drops: Every `memory / ...` record: the recall's (under `min_score`,
-            superseded, stale source) and the share's (over `max_memories`,
-            over `memory_tokens`).
-        stale: The kept memories whose source changed, flagged.
+        drops: Every `memory / ...` record, the recall's and the share's.
+        stale: The kept memories whose source changed.
         tokens_used: Tokens of `text`.
-        max_memories: The surface's `max_memories`.
-        memory_tokens: The surface's `memory_tokens`.
     """
 
     documents: list[Document] = field(default_factory=list)
@@ -147,7 +122,6 @@ class MemoryContext:
     memory_tokens: int = 0
 
     def entries(self) -> list[dict[str, Any]]:
-        """Per kept memory: id, text, subject, every factor, stale marker."""
         keys = (
             MEMORY_SUBJECT,
             MEMORY_SIMILARITY,
@@ -170,7 +144,6 @@ class MemoryContext:
         ]
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable view."""
         return {
             "kept": self.entries(),
             "dropped": [record.to_dict() for record in self.drops],
@@ -188,26 +161,21 @@ class BudgetReport:
     Attributes:
         surface: The surface whose budget was applied.
         encoding: The tiktoken encoding tokens were counted in.
-        max_tokens: The surface's token budget.
         tokens_used: Tokens of the rendered context (headers and passages).
-        max_docs: The surface's passage cap.
-        min_docs: Passages kept even over the token budget.
-        packing: The packing policy (`skip` or `stop`).
+        packing: The packing policy (`skip`, `stop` or `trim`).
         order: The citation order (`rank` or `edges`).
-        over_budget: True when the context is over `max_tokens` (which only
-            `min_docs` can cause).
+        over_budget: The context is over `max_tokens` (only `min_docs` can cause
+            it), or the whole prompt over `max_prompt_tokens`.
         kept_ids: Keys of the kept passages, in the budget's input (rank) order.
         drops: Every drop record: earlier stages', the budget's own, and one
             `external_step / unaccounted` record per candidate that vanished.
         skipped: Stages that did not run.
         issues: Scores that were not finite numbers.
         trimmed: The passages kept shortened.
-        prompt: With `max_prompt_tokens`, how the whole prompt's tokens were
-            shared between the fixed parts, history and context (None without);
-            dropped history turns are `history / over_max_tokens` records in
-            `drops`, and `max_tokens` is then the context's share.
-        passage_tokens: Tokens of the passage text shown, counted alone (None
-            when not measured); the rest of `tokens_used` is `overhead_tokens`.
+        prompt: With `max_prompt_tokens`, how the whole prompt was shared (None
+            without); `max_tokens` is then the context's share.
+        passage_tokens: Tokens of the passage text alone (None when not
+            measured); the rest of `tokens_used` is `overhead_tokens`.
     """
 
     surface: str
@@ -236,7 +204,7 @@ class BudgetReport:
 
     @property
     def budget_drops(self) -> list[DropRecord]:
-        """The drops this stage made (over max_docs, over max_tokens, duplicate)."""
+        """The drops the budget itself made."""
         return [record for record in self.drops if record.stage == Stage.BUDGET]
 
     @property
@@ -245,7 +213,7 @@ class BudgetReport:
         return [r for r in self.drops if r.reason == DropReason.UNACCOUNTED]
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable view, for tracers, logs and the structured answer."""
+        """A JSON-serialisable view."""
         return {
             "surface": self.surface,
             "encoding": self.encoding,
@@ -267,7 +235,7 @@ class BudgetReport:
         }
 
     def summary(self) -> str:
-        """One line: tokens of the budget, passages kept and shortened, drops."""
+        """One line: tokens, passages kept and shortened, drops."""
         over = ", over budget" if self.over_budget else ""
         return (
             f"surface {self.surface!r}, {self.tokens_used} of {self.max_tokens} "
@@ -279,7 +247,6 @@ class BudgetReport:
         return f"BudgetReport({self.summary()})"
 
     def _repr_html_(self) -> str:
-        """Jupyter's view: the settings, then every candidate kept or dropped."""
         kept = [{"id": key} for key in self.kept_ids]
         return display("BudgetReport", _report_parts(self, kept))
 
@@ -297,8 +264,8 @@ class BudgetedContext:
         evidence: Whether the best kept score clears the surface's threshold.
         history: The chat history the prompt gets: the kept turns when the
             surface budgets the whole prompt, else the history as given.
-        memory: The recalled memories the prompt gets (their own section) and
-            their records, when the chain recalls memories; else None.
+        memory: The recalled memories and their records, when the chain
+            recalls memories; else None.
     """
 
     documents: list[Document]
@@ -310,7 +277,7 @@ class BudgetedContext:
     memory: MemoryContext | None = None
 
     def kept_entries(self) -> list[dict[str, Any]]:
-        """Per kept passage, in prompt order: id, source, tokens, ranks and scores."""
+        """Per kept passage, in prompt order: id, source, tokens, ranks, scores."""
         return [
             document_entry(d, tokens=d.metadata.get(CONTEXT_TOKENS))
             for d in self.documents
@@ -323,7 +290,6 @@ class BudgetedContext:
         )
 
     def _repr_html_(self) -> str:
-        """Jupyter's view: the report's tables, the citations, the text sent."""
         kept = [
             {**entry, TEXT: document.page_content}
             for entry, document in zip(self.kept_entries(), self.documents, strict=True)
@@ -347,7 +313,6 @@ def _report_parts(
     kept: list[dict[str, Any]],
     evidence: Evidence | None = None,
 ) -> list[Markup]:
-    """The summary, the evidence table, skipped stages and score issues."""
     summary: list[tuple[str, object]] = [
         ("surface", display_name(report.surface)),
         ("tokens", f"{report.tokens_used} of {report.max_tokens} ({report.encoding})"),

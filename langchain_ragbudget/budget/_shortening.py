@@ -1,10 +1,4 @@
-"""Shortening with `packing: trim`: a passage cut to whole sentences, on demand.
-
-The packer asks for the sentences of a passage that does not fit whole
-(`Shortener.shape`: their relevance to the question and the exact token cost of
-any choice of them); the budget then makes the shortened passage, its quoted runs
-and its `TrimRecord` (`Shortener.apply`).
-"""
+"""Shortening with `packing: trim`: a passage cut to whole sentences, on demand."""
 
 from __future__ import annotations
 
@@ -26,15 +20,8 @@ class Shortener:
     """Sentences of the passages that do not fit whole, made on demand.
 
     Only a passage the packer asks about is split and scored; splits and token
-    counts are cached per text, so a warm call is lookups.
-
-    Attributes:
-        format: How a shortened passage is rendered.
-        encoding: The tiktoken encoding its tokens are counted in.
-        documents: The candidates, best first.
-        question: What the sentences are chosen for (None: the leading ones).
-        relevance: Each sentence's relevance to the question.
-        spans: The sentence spans of each passage split so far, by index.
+    counts are cached per text, so a warm call is lookups. Without a `question`
+    the leading sentences are kept.
     """
 
     format: ContextFormat
@@ -45,7 +32,6 @@ class Shortener:
     spans: dict[int, tuple[tuple[int, int], ...]] = field(default_factory=dict)
 
     def shape(self, index: int) -> Sentences:
-        """The packer's view of passage `index`: relevance and exact costs."""
         text = self.documents[index].page_content
         spans = sentence_spans(text)
         self.spans[index] = spans
@@ -59,10 +45,9 @@ class Shortener:
         return Sentences(relevance, cost, tuple(texts), self._retitled(index))
 
     def _retitled(self, index: int) -> Callable[[tuple[int, ...]], int] | None:
-        """Tokens the header gains, shortened to `chosen`, by showing the title.
+        """Tokens the header gains by showing the title the passage opened with.
 
-        None when the header shows the title anyway (the passage does not open
-        with it as a line).
+        None when the header shows the title anyway.
         """
         document = self.documents[index]
         titled = self.format.render_header(1, document, shows="")
@@ -81,10 +66,7 @@ class Shortener:
         return retitled
 
     def segments(self, index: int, chosen: tuple[int, ...]) -> list[str | None]:
-        """Runs of adjacent kept sentences, and `None` where sentences are left out.
-
-        A run is the passage's own text from its first sentence to its last.
-        """
+        """Runs of adjacent kept sentences (the passage's text), `None` for a gap."""
         text = self.documents[index].page_content
         spans = self.spans[index]
         points = omission_points(chosen, len(spans))
@@ -107,7 +89,6 @@ class Shortener:
     def apply(
         self, index: int, key: str, chosen: tuple[int, ...], item: PackItem
     ) -> tuple[Document, list[str | None], TrimRecord]:
-        """The shortened passage: its document, its segments, and its record."""
         segments = self.segments(index, chosen)
         total = len(self.spans[index])
         tokens = count_tokens(self.format.render_shortened(segments), self.encoding)

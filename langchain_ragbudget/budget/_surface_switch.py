@@ -1,8 +1,6 @@
-"""Switching a budget's surface for one call, through the run's config.
+"""Switching a budget's surface for one call: `configurable={"surface": "search"}`.
 
-`chain.with_config(configurable={"surface": "search"})` reaches every stage's
-`RunnableConfig`; the budget reads the name there and runs that call on the named
-surface's settings, all of them, and labels its report with that name.
+The call then runs on all of the named surface's settings, and its report says so.
 """
 
 from __future__ import annotations
@@ -16,8 +14,6 @@ from langchain_ragbudget.config._settings import SurfaceSettings
 from langchain_ragbudget.errors import ConfigError
 
 SURFACE_KEY = "surface"
-"""The key of `RunnableConfig["configurable"]` that names the surface of a call."""
-
 _SOURCE = "<run config>"
 
 
@@ -39,12 +35,9 @@ def surface_settings(
 ) -> SurfaceSettings:
     """The settings of `surface`, with a budget's keyword `overrides` applied.
 
-    Args:
-        surfaces: Every surface of the budget's config; None when the budget was
-            built from settings alone, and then knows only `own`.
-        overrides: Surface settings given as keywords; they apply on any surface.
-        own: The budget's own surface and settings.
-        surface: The surface asked for.
+    `surfaces` is None when the budget was built from settings alone: it then
+    knows only `own` (its surface name and settings). Overrides apply on any
+    surface.
 
     Raises:
         ConfigError: No such surface, or the budget knows only its own.

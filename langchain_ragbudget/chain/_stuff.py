@@ -1,10 +1,8 @@
 """The budgeted stuff chain: prompt, model, and an answer that says what it left out.
 
-In the spirit of LangChain's `create_stuff_documents_chain`, for any chat model and
-prompt, but fed by a `BudgetedContext`: the context is already grouped into one
-citation per source document, and the answer comes back with visible warnings for
-dropped passages, skipped stages, weak evidence and an answer cut at the model's
-output limit, as good code already warns when the output is cut.
+Like LangChain's `create_stuff_documents_chain`, but fed by a `BudgetedContext`; the
+answer comes with visible warnings for drops, skipped stages, weak evidence and an
+answer cut at the model's output limit.
 """
 
 from __future__ import annotations
@@ -45,26 +43,21 @@ from langchain_ragbudget.ledger._records import Stage
 from langchain_ragbudget.memory._budget import memories_table
 
 _TRUNCATED_REASONS = {"length", "max_tokens", "MAX_TOKENS"}
-ANSWER_RUN = "budgeted_stuff_chain"  # the run name of the stuff chain, for tracers
+ANSWER_RUN = "budgeted_stuff_chain"  # the stuff chain's run name, for tracers
 
 
 class BudgetedAnswer(BaseModel):
     """The structured result: the answer and everything needed to trust it.
 
-    Plain data (strings, numbers, lists and dicts), so `model_dump()` gives what to
-    log or return from an API.
+    Plain data, so `model_dump()` gives what to log or return from an API.
 
     Attributes:
         answer: The model's reply, as text.
-        warnings: The lines to show next to the answer: output cut, drops,
-            score issues, an over-budget context, skipped stages, weak evidence.
+        warnings: The lines to show next to the answer.
         citations: Per citation: `number`, `document`, `source`, `passages` (ids).
-        kept: Per kept passage: `id`, `source`, `tokens`, and its ranks and scores.
-        dropped: Per drop record: `id`, `source`, `stage`, `reason`, `rank`,
-            `tokens`, `detail`, and the candidate's ranks and scores.
-        shortened: Per passage kept shortened (policy `trim`): `id`, `source`,
-            `rank`, `kept_sentences`, `total_sentences`, `omitted_tokens`,
-            `detail`.
+        kept: Per kept passage: `id`, `source`, `tokens`, ranks and scores.
+        dropped: Per drop record (`DropRecord.to_entry`), memories' included.
+        shortened: Per passage kept shortened (`TrimRecord.to_dict`).
         skipped_stages: Per skipped stage: `stage` and `reason`.
         weak_evidence: True, False, or None when no score could tell.
         evidence: The evidence check: `weak`, `score_key`, `score`, `threshold`.
@@ -72,12 +65,9 @@ class BudgetedAnswer(BaseModel):
         surface: The surface whose budget was applied.
         tokens_used: Tokens of the context sent.
         max_tokens: The surface's token budget.
-        prompt: With `max_prompt_tokens`, how the whole prompt's tokens were
-            shared (`PromptRoom.to_dict()`: history, context, reserve); else None.
-        memories: Per memory in the prompt (a chain given `memory=`): `id`,
-            `text`, `memory_subject`, every factor of its score, `said_at`,
-            `times_said`, `source_id`, and `stale` (why, or None); their
-            `memory / ...` drop records are in `dropped`.
+        prompt: With `max_prompt_tokens`, `PromptRoom.to_dict()`; else None.
+        memories: Per memory in the prompt (a chain given `memory=`): its text,
+            every factor of its score, and `stale` (why, or None).
     """
 
     answer: str
@@ -110,7 +100,6 @@ class BudgetedAnswer(BaseModel):
         )
 
     def _repr_html_(self) -> str:
-        """Jupyter's view: answer, warnings, then citations and every candidate."""
         evidence = Evidence(**self.evidence).describe()
         summary: list[tuple[str, object]] = [
             ("surface", display_name(self.surface)),
@@ -146,9 +135,8 @@ def was_truncated(message: BaseMessage | str) -> bool:
 
 
 def build_answer(
-    question: str, context: BudgetedContext, message: BaseMessage | str
+    context: BudgetedContext, message: BaseMessage | str
 ) -> BudgetedAnswer:
-    """Assemble the structured answer from the context and the model's reply."""
     answer = message if isinstance(message, str) else str(message.text)
     truncated = was_truncated(message)
     warnings = context_warnings(context)
@@ -182,23 +170,21 @@ def create_budgeted_stuff_chain(
 ) -> Runnable[dict[str, Any], Any]:
     """Chain `{"question", "context": BudgetedContext}` to an answer with warnings.
 
-    Put it after a `ContextBudget` (which adds `context` to a dict holding
-    `question`). The warnings are written by the package, with every id
+    Put it after a `ContextBudget`. The package writes the warnings, every id
     escaped to one line, so nothing in a passage can forge one.
 
     Args:
         llm: The chat model (or LLM) that answers.
-        prompt: A template taking `context` and `question` (and, optionally,
-            `evidence_note`; without it the weak-evidence note goes in front of
+        prompt: A template taking `context` and `question`, and optionally
+            `evidence_note` (without it the weak-evidence note goes in front of
             the context, so the model is told either way). `DEFAULT_PROMPT` if None.
         structured: Return a `BudgetedAnswer` instead of text.
 
     Returns:
-        A Runnable giving the answer text with warning lines appended (`stream`
-        yields the model's tokens as they come, then the warnings, all `str`),
-        or, with `structured=True`, a `BudgetedAnswer` (`stream` yields the
-        model's tokens as `str` as they come, then the `BudgetedAnswer` as the
-        last chunk; `invoke` returns the `BudgetedAnswer` alone).
+        A Runnable giving the answer text with warning lines appended; `stream`
+        yields the model's tokens, then the warnings. With `structured=True`,
+        `invoke` returns a `BudgetedAnswer`, and `stream` yields the tokens
+        (`str`), then the `BudgetedAnswer` as the last chunk.
 
     Raises:
         ValueError: `prompt` lacks `context` or `question`.
@@ -219,9 +205,7 @@ def create_budgeted_stuff_chain(
         whole = (
             RunnablePassthrough.assign(message=generate)
             | RunnableLambda(
-                lambda state: build_answer(
-                    question_of(state), _context_of(state), state["message"]
-                ),
+                lambda state: build_answer(_context_of(state), state["message"]),
                 name="ragbudget_answer",
             )
         ).with_config(run_name=ANSWER_RUN)
@@ -232,7 +216,7 @@ def create_budgeted_stuff_chain(
 def chain_input(input: Any) -> dict[str, Any]:
     """An input as the chain's state: a question, or a mapping with `question`.
 
-    A mapping's other keys (a chat `history`, ...) travel with it to the prompt.
+    A mapping's other keys (a chat `history`...) travel with it to the prompt.
 
     Raises:
         InvalidInputError: A mapping without a string `question`, or one holding a
@@ -252,7 +236,6 @@ def chain_input(input: Any) -> dict[str, Any]:
 
 
 def question_of(state: Mapping[str, Any]) -> str:
-    """The state's `question`, which must be a string."""
     if "question" not in state:
         raise InvalidInputError(
             "the chain's input needs the key 'question' (a string); got a mapping "
@@ -278,7 +261,7 @@ def _token_streams(
 ]:
     """The model's tokens (`str`) as they come, then `finish(state, reply)`.
 
-    LangChain passes `config` (with the child callbacks) to generators that take it.
+    LangChain passes `config` (the child callbacks) to generators that take it.
     """
 
     def stream(
@@ -307,7 +290,6 @@ def _token_streams(
 
 
 def _text_chain(generate: Runnable[dict[str, Any], Any]) -> Runnable[Any, str]:
-    """The model's tokens as they come, then the warning lines."""
     stream, astream = _token_streams(
         generate, lambda state, reply: _warning_tail(_context_of(state), reply)
     )
@@ -317,8 +299,8 @@ def _text_chain(generate: Runnable[dict[str, Any], Any]) -> Runnable[Any, str]:
 class _StreamedAnswer(RunnableGenerator):
     """Streams the answer's tokens (`str`), then the `BudgetedAnswer` (last chunk).
 
-    `invoke` cannot add a `BudgetedAnswer` to the text chunks, as a generator's
-    `invoke` would, so it runs `whole`, the same chain without streaming.
+    A generator's `invoke` would add the chunks together, which cannot include a
+    `BudgetedAnswer`, so `invoke` runs `whole`: the same chain without streaming.
     """
 
     def __init__(
@@ -328,9 +310,7 @@ class _StreamedAnswer(RunnableGenerator):
     ) -> None:
         stream, astream = _token_streams(
             generate,
-            lambda state, reply: build_answer(
-                question_of(state), _context_of(state), _reply(reply)
-            ),
+            lambda state, reply: build_answer(_context_of(state), _reply(reply)),
         )
         super().__init__(stream, astream, name=ANSWER_RUN)
         self._whole = whole
@@ -341,7 +321,6 @@ class _StreamedAnswer(RunnableGenerator):
         config: RunnableConfig | None = None,
         **kwargs: Any,
     ) -> BudgetedAnswer:
-        """The structured answer, the model called without streaming."""
         return self._whole.invoke(input, config, **kwargs)
 
     async def ainvoke(
@@ -350,12 +329,11 @@ class _StreamedAnswer(RunnableGenerator):
         config: RunnableConfig | None = None,
         **kwargs: Any,
     ) -> BudgetedAnswer:
-        """Async `invoke`."""
         return await self._whole.ainvoke(input, config, **kwargs)
 
 
 def _reply(reply: BaseMessage | str | None) -> BaseMessage | str:
-    """The whole reply from its chunks; a model that streamed nothing said ''."""
+    """A model that streamed nothing said ''."""
     return "" if reply is None else reply
 
 
@@ -371,7 +349,6 @@ def _text_of(chunk: Any) -> str:
 
 
 def _warning_tail(context: BudgetedContext, reply: BaseMessage | str | None) -> str:
-    """The lines streamed after the answer: output cut, then context warnings."""
     lines = context_warnings(context)
     if reply is not None and was_truncated(reply):
         lines.insert(0, "[warning: answer truncated at the model's output limit]")

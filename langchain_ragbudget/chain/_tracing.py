@@ -1,16 +1,10 @@
 """OpenTelemetry spans for the pipeline's stages, carrying the drop ledger.
 
-A thin adapter over LangChain's callbacks, not calls sprinkled into the stages:
-`OtelSpans` turns the runs of our stages (retrieval, fusion, rerank, budget, answer)
-into spans with the ledger as attributes, under one span for the call, which nests
-under whatever span is current where the chain is invoked. So Sentry, Honeycomb or
-any OpenTelemetry backend shows an over-budget request, and the ids it dropped, next
-to the rest of the service's trace. The attributes come from what the stages already
-hand to callbacks: the `CandidateList` a stage returns, and the budget's
-`ragbudget_context_report` event.
-
-OpenTelemetry is imported when a handler is made (tracing switched on), never by
-importing this module: with tracing off, nothing here touches it.
+An adapter over LangChain's callbacks, so the stages hold no tracing code: the
+attributes come from what they already hand to callbacks (the `CandidateList` a
+stage returns, the budget's report event), and any OpenTelemetry backend shows the
+ids a request dropped next to the rest of the service's trace. OpenTelemetry is
+imported only when a handler is made, never with tracing off.
 """
 
 from __future__ import annotations
@@ -55,7 +49,6 @@ _OWN_BUDGET_STAGES = {str(Stage.BUDGET), str(Stage.EXTERNAL)}
 
 
 def tracing_enabled(tracing: bool | TracingSettings) -> bool:
-    """Whether `tracing` (a flag, or the config's `tracing` section) asks for spans."""
     return tracing.otel if isinstance(tracing, TracingSettings) else bool(tracing)
 
 
@@ -64,16 +57,7 @@ def traced(
     tracing: bool | TracingSettings = True,
     tracer_provider: TracerProvider | None = None,
 ) -> Runnable[Any, Any]:
-    """`runnable` emitting OpenTelemetry spans per stage, when `tracing` is on.
-
-    Args:
-        runnable: A chain holding the stages (e.g. `create_budgeted_rag_chain`'s).
-        tracing: A flag, or the config's `tracing` section; off returns
-            `runnable` itself, and nothing imports OpenTelemetry.
-        tracer_provider: Where spans go; the global provider if None.
-
-    Returns:
-        The chain with an `OtelSpans` handler bound, or `runnable` unchanged.
+    """`runnable` with an `OtelSpans` handler bound when `tracing` is on, else itself.
 
     Raises:
         MissingExtraError: Tracing is on and opentelemetry-api is not installed.
@@ -85,8 +69,6 @@ def traced(
 
 @dataclass
 class _Run:
-    """What the handler keeps for one LangChain run until it ends."""
-
     span: Span | None  # the run's own span; None for runs that are not stages
     context: Context  # what spans of child runs nest under
     root: Span | None  # the span of the whole call, if that run is not a stage
@@ -99,34 +81,24 @@ class _Run:
 class OtelSpans(BaseCallbackHandler):
     """A LangChain callback handler that turns our stages' runs into spans.
 
-    Spans: `ragbudget.pipeline` for the call (any run it did not see begin), then
-    `ragbudget.retrieval` (its retrievers as `ragbudget.retriever`),
-    `ragbudget.fusion`, `ragbudget.rerank`, `ragbudget.budget`, `ragbudget.answer`.
-    Runs that are not stages (prompts, models, lambdas) get no span; their children
-    nest under the nearest span. The call's span nests under the span current where
-    the chain was invoked, for `invoke`, `ainvoke`, `stream` and `batch`.
+    Spans: `ragbudget.pipeline` for the call, nested under the span current where
+    the chain was invoked; under it `ragbudget.retrieval` (inner retrievers as
+    `ragbudget.retriever`), `.fusion`, `.rerank`, `.budget`, `.answer`. Other runs
+    get no span; their children nest under the nearest one.
 
-    Attributes (prefix `ragbudget.`): `stage` and `run_name` on every span;
-    `returned` (a count) on retrieval; on fusion and rerank `kept_ids` and that
-    stage's `dropped_ids`, `dropped_stages`, `dropped_reasons`, `dropped_details`
-    (parallel lists), `dropped_count` and `skipped_stages`; on the budget its
-    report: `surface`, `tokens_used`, `max_tokens`, `max_docs`, `packing`,
-    `over_budget`, `kept_ids`, its own drops (and the candidates it found
-    unaccounted), `shortened_ids` with `shortened_kept_sentences`,
-    `shortened_total_sentences`, `shortened_omitted_tokens`, and
-    `skipped_stages`. The call's span gets the same report with every stage's
-    drops. A run that returns a `BudgetedAnswer` (the structured answer stage,
-    and the call) adds `warnings`, `truncated` and `weak_evidence`. Passage text
-    and the question are never put on a span.
-
-    Args:
-        tracer_provider: Where spans go; the global provider if None.
+    Attributes (prefix `ragbudget.`): `stage`, `run_name`; retrieval `returned`;
+    fusion and rerank `kept_ids`, their own drops as parallel lists
+    (`dropped_ids`, `_stages`, `_reasons`, `_details`), `dropped_count`,
+    `skipped_stages`; the budget its report (`report_attributes`) with its own
+    drops, the call the same with every stage's; a `BudgetedAnswer` adds
+    `warnings`, `truncated`, `weak_evidence`. Passage text and the question are
+    never put on a span.
 
     Raises:
         MissingExtraError: opentelemetry-api is not installed (the `otel` extra).
     """
 
-    run_inline = True  # in the caller's context, in order, also under ainvoke
+    run_inline = True  # in the caller's context and in order, under ainvoke too
 
     def __init__(self, tracer_provider: TracerProvider | None = None) -> None:
         require("opentelemetry.trace", "otel", "tracing (tracing.otel)")
@@ -149,7 +121,6 @@ class OtelSpans(BaseCallbackHandler):
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
-        """A stage's run opens its span; any other run is tracked for nesting."""
         name = str(kwargs.get("name") or "")
         stage = STAGE_RUNS.get(name)
         if stage is None:
@@ -163,7 +134,6 @@ class OtelSpans(BaseCallbackHandler):
     def on_chain_end(
         self, outputs: dict[str, Any] | Any, *, run_id: UUID, **kwargs: Any
     ) -> None:
-        """Fusion and rerank: what they kept and dropped; answer: its warnings."""
         run = self._exit(run_id)
         if run is None or run.span is None:
             return
@@ -176,7 +146,6 @@ class OtelSpans(BaseCallbackHandler):
     def on_chain_error(
         self, error: BaseException, *, run_id: UUID, **kwargs: Any
     ) -> None:
-        """The span records the error and ends."""
         self._fail(run_id, error)
 
     def on_retriever_start(
@@ -195,13 +164,12 @@ class OtelSpans(BaseCallbackHandler):
     def on_retriever_end(
         self, documents: Sequence[Document], *, run_id: UUID, **kwargs: Any
     ) -> None:
-        """How many documents the retriever returned."""
         run = self._exit(run_id)
         if run is not None and run.span is not None:
             run.span.set_attribute(PREFIX + "returned", len(documents))
             run.span.end()
 
-    on_retriever_error = on_chain_error  # the span records the error and ends
+    on_retriever_error = on_chain_error
 
     def on_chat_model_start(
         self,
@@ -212,7 +180,7 @@ class OtelSpans(BaseCallbackHandler):
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
-        """Tracked for nesting only: model spans are the model integration's."""
+        # Tracked for nesting only: model spans are the model integration's.
         self._enter(run_id, parent_run_id, None, "")
 
     def on_llm_start(
@@ -224,23 +192,19 @@ class OtelSpans(BaseCallbackHandler):
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
-        """Tracked for nesting only."""
         self._enter(run_id, parent_run_id, None, "")
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        """Forget the model's run."""
         self._exit(run_id)
 
     def on_llm_error(
         self, error: BaseException, *, run_id: UUID, **kwargs: Any
     ) -> None:
-        """Forget the model's run (its error reaches the stage that called it)."""
-        self._exit(run_id)
+        self._exit(run_id)  # the error reaches the stage that called the model
 
     def on_custom_event(
         self, name: str, data: Any, *, run_id: UUID, **kwargs: Any
     ) -> None:
-        """The budget's report: on the budget's span, and on the call's span."""
         if name != REPORT_EVENT or not isinstance(data, Mapping):
             return
         with self._lock:
@@ -263,10 +227,10 @@ class OtelSpans(BaseCallbackHandler):
         before: frozenset[tuple[str, str, str]] = frozenset(),
         skipped_before: frozenset[str] = frozenset(),
     ) -> None:
-        """Track a run; open its span (or the call's span, for a run with no parent).
+        """Track a run and open its span (the call's span, for a run with no parent).
 
-        A parent the handler never saw (the caller's own chain) counts as none:
-        the spans then nest under the OpenTelemetry span current here.
+        A parent the handler never saw (the caller's own chain) counts as none, so
+        the spans nest under the OpenTelemetry span current here.
         """
         with self._lock:
             parent = self._runs.get(parent_run_id) if parent_run_id else None
@@ -323,15 +287,7 @@ class OtelSpans(BaseCallbackHandler):
 def report_attributes(
     report: Mapping[str, Any], drops: Sequence[Mapping[str, Any]]
 ) -> dict[str, AttributeValue]:
-    """Span attributes from a budget report (`BudgetReport.to_dict()`) and `drops`.
-
-    Args:
-        report: The report the budget sends as `ragbudget_context_report`.
-        drops: The drop records (as dicts) to name: the budget's own, or all.
-
-    Returns:
-        Surface, tokens and limits, kept ids, the drops and the shortened passages.
-    """
+    """Span attributes from a `BudgetReport.to_dict()` and the `drops` to name."""
     trimmed = list(report.get("trimmed", []))
     return {
         PREFIX + "surface": str(report.get("surface")),
@@ -359,7 +315,7 @@ def report_attributes(
 def drop_attributes(
     drops: Iterable[tuple[str, str, str, str]],
 ) -> dict[str, AttributeValue]:
-    """Drop records as parallel lists: `(id, stage, reason, detail)` each."""
+    """`(id, stage, reason, detail)` records as parallel lists."""
     rows = list(drops)
     return {
         PREFIX + "dropped_ids": [row[0] for row in rows],
@@ -371,7 +327,6 @@ def drop_attributes(
 
 
 def _documents(value: Any) -> list[Document]:
-    """The documents a stage took or gave: a list, or a dict's `documents`."""
     if isinstance(value, dict):
         value = value.get("documents")
     if not isinstance(value, list):
@@ -387,7 +342,7 @@ def _document_lists(value: Any) -> list[list[Document]]:
 
 
 def _record_ids(inputs: Any) -> tuple[frozenset[tuple[str, str, str]], frozenset[str]]:
-    """What a stage was handed already recorded: drop identities, skipped stages."""
+    """What a stage's input already recorded: drop identities, skipped stages."""
     drops: set[tuple[str, str, str]] = set()
     skipped: set[str] = set()
     for docs in _document_lists(inputs):
@@ -402,7 +357,6 @@ def _identity(record: DropRecord) -> tuple[str, str, str]:
 
 
 def _outcome(outputs: Any, run: _Run) -> dict[str, AttributeValue]:
-    """What a fusion or rerank run kept, and the records it added."""
     documents = _documents(outputs)
     found, skips, _ = records_of(documents)
     new = [record for record in found if _identity(record) not in run.before]
@@ -416,7 +370,6 @@ def _outcome(outputs: Any, run: _Run) -> dict[str, AttributeValue]:
 
 
 def _answer_attributes(answer: BudgetedAnswer) -> dict[str, AttributeValue]:
-    """The structured answer's warnings and flags (a text answer has none apart)."""
     attributes: dict[str, AttributeValue] = {
         PREFIX + "surface": answer.surface,
         PREFIX + "warnings": list(answer.warnings),

@@ -1,30 +1,19 @@
 """Which drops likely cost evidence: the pure sorting behind the one-line warning.
 
-A pipeline narrows its candidates on every call: fusion cuts at `k`, rerank at
-`top_n`, the budget at `max_docs`. Those cuts are the configuration doing what it
-says, and a warning that fires on every answer teaches users to ignore it. A drop
-is worth naming when it suggests the model lost evidence:
+Fusion's `k`, rerank's `top_n` and the budget's `max_docs` cut on every call; a
+warning that fires on every answer teaches users to ignore it. A drop is named when:
 
-- it **out-ranked a kept passage**: in the list the dropping stage decided on
-  (fused, reranked, or the budget's input), it stood above some passage that
-  reached the prompt; or
-- it **scored close to the top, just past the cut**: on the score the surface
-  judges evidence by (the first key of its `weak_evidence` thresholds the kept
-  passages carry, e.g. `rerank_score`, then `dense_score`), it is within
-  `CLOSE_SHARE` of the list's own spread (the best kept score minus the median of
-  every candidate's score) under the best kept passage's score, or above it; and
-  it is among the first `NEAR_CUT` candidates its stage dropped.
+- it **out-ranked a kept passage** in the list its stage decided on; or
+- it **scored close to the top, just past the cut**: on the surface's evidence
+  score it is within `CLOSE_SHARE` of the list's own spread (best kept score minus
+  the median candidate's) under the best kept score, or above it, and among the
+  first `NEAR_CUT` candidates its stage dropped.
 
-A fixed distance is no measure of "close": MiniLM's cosines are bunched within a
-few hundredths on one question and spread over half the scale on another, so the
-former 0.05 named a passage on two thirds of SciFact's unanswerable questions. The
-rank test keeps a high dense score that fusion ranked far below the cut (the two
-retrievers disagreeing, typical of a question the corpus cannot answer) from
-reading as a loss. Both were chosen by `benchmarks/bench_warnings.py`
-(BENCHMARKS.md, "Warnings worth reading").
-
-Every other drop ranked below every kept passage and scored clearly under the top:
-it is counted, not named. Duplicates are never named, their text is in the prompt.
+"Close" is relative to the spread because cosines are bunched on one question and
+spread on another; the rank test keeps a high dense score that fusion ranked far
+below the cut (retrievers disagreeing, typical of an unanswerable question) from
+reading as a loss. Both measured in BENCHMARKS.md, Warnings. Every other drop is
+counted, not named; duplicates never are (their text is in the prompt).
 """
 
 from __future__ import annotations
@@ -39,25 +28,18 @@ from langchain_ragbudget.ledger._metadata_keys import FUSED_RANK, RERANK_RANK
 from langchain_ragbudget.ledger._records import DropReason, DropRecord, Stage
 from langchain_ragbudget.ledger._validation import finite_score
 
-# Share of the list's spread (best kept score minus the median candidate's) under
-# the best kept score that still counts as close; chosen on SciFact's gold-removed
-# questions and the sample corpus by benchmarks/bench_warnings.py.
 CLOSE_SHARE = 0.10
-# How many of a stage's first drops (by the rank it decided on) can be named for
-# their score alone.
-NEAR_CUT = 2
-
-Closeness = Callable[[float, float, Sequence[float]], bool]
-"""`(score, best kept score, every candidate's score) -> close to the top?`"""
+NEAR_CUT = 2  # a stage's first drops (by its rank) that can be named for their score
+Closeness = Callable[[float, float, Sequence[float]], bool]  # (score, top, scores)
 
 
 def close_to_top(
     score: float, top: float, scores: Sequence[float], share: float = CLOSE_SHARE
 ) -> bool:
-    """Whether `score` is within `share` of the list's spread under `top`, or above.
+    """Whether `score` is within `share` of the spread under `top`, or above.
 
-    The spread is `top` minus the median of `scores` (the list's own scores on the
-    evidence key), so "close" means the same on a bunched list and a spread one.
+    The spread is `top` minus the median of `scores`, so "close" means the same
+    on a bunched list and a spread one.
     """
     spread = max(top - statistics.median(scores), 0.0) if scores else 0.0
     return score >= top - share * spread
@@ -75,10 +57,9 @@ class LikelyLost:
     """A drop that likely cost evidence, and why.
 
     Attributes:
-        record: The drop record.
         outranked: The worst rank a kept passage had in the list this drop was
             decided in (the drop stood above it), or None.
-        score: Its score on the evidence scale when close to the top, or None.
+        score: Its evidence score when close to the top, or None.
     """
 
     record: DropRecord
@@ -97,20 +78,9 @@ def likely_lost(
 ) -> list[LikelyLost]:
     """The drops that out-ranked a kept passage or scored close to the top.
 
-    Args:
-        kept: The kept passages (any order), with the ranks stages wrote.
-        kept_ids: Their keys (`BudgetReport.kept_ids`), for how many they are.
-        drops: Every drop record of the run.
-        score_key: The evidence score's metadata key; None skips the score test.
-        top: The best kept passage's score on that key.
-        close: What counts as close to `top` (`close_to_top`, or a benchmark's
-            alternative).
-        near_cut: A drop named for its score must be among its stage's first
-            `near_cut` drops; None: any.
-
-    Returns:
-        Those drops, those that out-ranked a kept passage first (in pipeline and
-        rank order), then those only close to the top (best score first).
+    `score_key` None skips the score test; `top` is the best kept score on it;
+    `near_cut` None names a close drop at any rank. Those that out-ranked a kept
+    passage come first (pipeline and rank order), then the close ones (best first).
     """
     lowest = _lowest_kept_ranks(kept, kept_ids, drops)
     everyone = [*kept, *(record.document for record in drops)]
@@ -142,7 +112,7 @@ def likely_lost(
 
 
 def _first_cuts(drops: Sequence[DropRecord]) -> dict[Stage, int]:
-    """Per stage, the best rank among its drops (duplicates aside): where it cut."""
+    """Per stage, where it cut: the best rank among its drops (duplicates aside)."""
     first: dict[Stage, int] = {}
     for record in drops:
         if record.reason != DropReason.DUPLICATE and record.rank > 0:
@@ -155,8 +125,8 @@ def _lowest_kept_ranks(
 ) -> dict[Stage, int]:
     """Per stage, the worst rank a kept passage had in the list that stage ranked.
 
-    The budget's input holds exactly the kept passages and the budget's own drops,
-    so the kept ones fill the positions the budget's drop records leave free.
+    The budget's input is exactly the kept passages and its own drops, so the kept
+    ones fill the positions the budget's drop records leave free.
     """
     lowest: dict[Stage, int] = {}
     for stage, rank_key in _STAGE_RANK.items():

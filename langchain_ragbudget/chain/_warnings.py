@@ -1,8 +1,6 @@
 """The warning lines shown under an answer: what was dropped, shortened or skipped.
 
-One line for drops and shortenings (the drops that likely lost evidence named
-first, by `_triage.likely_lost`), one per skipped stage, one for weak evidence.
-Every id in a line is shown by `display_name`, so no name can forge a line.
+Every id in a line goes through `display_name`, so no name can forge a line.
 """
 
 from __future__ import annotations
@@ -16,12 +14,10 @@ from langchain_ragbudget.evidence._assess import COMBINED, UNKNOWN_COMBINED, Evi
 from langchain_ragbudget.ledger._names import display_name
 from langchain_ragbudget.ledger._records import DropReason, DropRecord, Stage
 
-# Items named in one drop-warning line, then "+N more": a line stays one line to
-# read, and each item is whole (never cut mid-word). The records carry them all.
+# Items named in one drop-warning line, then "+N more", so the line stays readable;
+# the records carry them all.
 MAX_NAMED = 3
-
-_NAME_LIMIT = 300  # characters of one id in a warning line (display_name shortens)
-
+_NAME_LIMIT = 300  # characters of one id in a warning line
 
 # Drop reasons in pipeline order, for the counts of the warning line.
 _REASON_ORDER = (
@@ -37,15 +33,11 @@ _REASON_ORDER = (
 
 
 def _name(key: str) -> str:
-    """An id or source as a warning shows it (`display_name`, kept short)."""
     return display_name(key, _NAME_LIMIT)
 
 
 def _ids(shown_items: Sequence[str], limit: int = 12) -> str:
-    """Items for a warning line (each names its id through `_name`), kept few.
-
-    Whole items only: the first `limit`, then `+N more`.
-    """
+    """The first `limit` items, whole, then `+N more`."""
     shown = ", ".join(shown_items[:limit])
     more = len(shown_items) - limit
     return f"{shown} +{more} more" if more > 0 else shown
@@ -54,7 +46,7 @@ def _ids(shown_items: Sequence[str], limit: int = 12) -> str:
 def context_warnings(context: BudgetedContext) -> list[str]:
     """Warnings about what the context lacks, for display next to the answer.
 
-    Every id is escaped to one line, so no id or source can add a line here.
+    Every id is escaped to one line, so no id or source can add a line.
     """
     report = context.report
     return [
@@ -67,11 +59,8 @@ def context_warnings(context: BudgetedContext) -> list[str]:
 def _drop_warnings(context: BudgetedContext) -> list[str]:
     """Candidates that vanished; then one line for what was dropped or shortened.
 
-    The line names the drops that likely lost evidence (see `_triage`), the
-    shortened passages and the history turns dropped; the ordinary narrowing
-    (fusion's `k`, rerank's `top_n` and floor, `max_docs`, duplicates) of
-    candidates ranked below every kept passage is counted in one short clause, so
-    any drop shows, and only a likely loss is named.
+    Only a likely loss (`_triage`) is named; the ordinary narrowing below every
+    kept passage is counted in one short clause, so any drop still shows.
     """
     report = context.report
     lines = []
@@ -108,10 +97,7 @@ _MEMORY_ORDER = (
 
 
 def _memory_clause(context: BudgetedContext, drops: Sequence[DropRecord]) -> str:
-    """Memories dropped (counted by reason) and kept stale (named); '' if quiet.
-
-    Fires on a superseded or stale memory, or one over `memory_tokens`.
-    """
+    """Memories dropped (counted by reason) and kept stale (named); '' if quiet."""
     flags = context.memory.stale if context.memory is not None else []
     if not flags and not any(r.reason in _MEMORY_NOTABLE for r in drops):
         return ""
@@ -129,7 +115,6 @@ def _memory_clause(context: BudgetedContext, drops: Sequence[DropRecord]) -> str
 
 
 def likely_lost_of(context: BudgetedContext) -> list[LikelyLost]:
-    """The drops of `context` that likely lost evidence (`_triage.likely_lost`)."""
     report, evidence = context.report, context.evidence
     drops = [
         r
@@ -163,11 +148,7 @@ def _drops_line(
     turns: int = 0,
     memory: str = "",
 ) -> str:
-    """Likely lost named first, then the shortened; the rest counted in one clause.
-
-    `turns`: chat history turns dropped (oldest first) to fit the whole prompt;
-    `memory`: the memories' clause (`_memory_clause`).
-    """
+    """Likely lost named first, then the shortened; the rest counted in one clause."""
     parts = []
     if lost:
         named = [_lost(item, evidence) for item in lost]
@@ -210,7 +191,6 @@ def _lost(item: LikelyLost, evidence: Evidence) -> str:
 
 
 def _stage_warnings(report: BudgetReport) -> list[str]:
-    """Odd scores, an over-budget context, skipped stages."""
     lines = []
     if report.issues:
         named = [
@@ -237,9 +217,8 @@ def _stage_warnings(report: BudgetReport) -> list[str]:
 def _evidence_warning(evidence: Evidence, surface: str) -> list[str]:
     """Weak or unknown evidence, and a stale calibration; nothing when all is well.
 
-    A calibration made with other models than those in use adds one clause to
-    the weak or unknown line, or has a line of its own when the evidence cleared
-    its (stale) threshold: then "strong" means little.
+    A calibration made with other models than those in use gets a line even when
+    the evidence cleared its threshold: then "strong" means little.
     """
     stale = f"; {evidence.stale_clause}" if evidence.stale else ""
     if evidence.weak and evidence.score is not None:

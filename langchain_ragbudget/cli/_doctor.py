@@ -1,10 +1,8 @@
 """`ragbudget doctor`: the models, caches and environment variables in effect.
 
-`ragbudget config` shows the file's values; some are overridden or filled in at run
-time (`embedding.model_path: null` while RAGBUDGET_EMBEDDING_MODEL_PATH names a
-folder; tiktoken's and fastembed's caches come from their own variables). This
-says what a run would use and where each value was found, and checks that each
-model is on disk, without loading one or touching the network.
+Unlike `ragbudget config`, it includes what is filled in at run time (environment
+variables, the libraries' own caches), says where each value was found, and checks
+each model is on disk without loading one or touching the network.
 """
 
 from __future__ import annotations
@@ -39,11 +37,7 @@ _SECRET = ("OPENAI_API_KEY",)
 class Finding:
     """One thing in effect: its value, where it was found, and whether it is usable.
 
-    Attributes:
-        name: What it is (`embedding model folder`, an environment variable).
-        value: The value in effect ("" when none).
-        found: Where it came from (the file, the environment, a default).
-        status: "ok", "missing" (a run needing it fails), or "" (nothing to check).
+    `status` is "ok", "missing" (a run needing it fails), or "" (nothing to check).
     """
 
     name: str
@@ -53,7 +47,7 @@ class Finding:
 
 
 def run_doctor(args: argparse.Namespace, console: Console) -> int:
-    """`ragbudget doctor`: exit 0 when every model is found, 1 when one is missing."""
+    """Exit 0 when every model is found, 1 when one is missing."""
     from langchain_ragbudget.config._settings import explain_config
 
     effective = explain_config(args.config)
@@ -115,7 +109,7 @@ def _embedding(config: Any, origins: dict[str, str]) -> list[Finding]:
 
 
 def _fastembed_cache() -> str:
-    """The cache folder fastembed chooses (its own rule, repeated here)."""
+    """The cache folder fastembed picks by its own rule, repeated here."""
     default = os.path.join(tempfile.gettempdir(), "fastembed_cache")
     return os.environ.get("FASTEMBED_CACHE_PATH", default)
 

@@ -1,7 +1,4 @@
-"""The exit codes of `ragbudget`, shared by `main` and the commands that return one.
-
-The parser's epilog (`_main._EPILOG`) documents them for users.
-"""
+"""The exit codes of `ragbudget` (documented for users in the parser's epilog)."""
 
 EXIT_OK = 0
 EXIT_PARTIAL = 1  # the command ran; some items failed and were reported

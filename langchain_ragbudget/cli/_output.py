@@ -1,7 +1,6 @@
 """Where a command writes: a rich console for tables and messages, stdout for JSON.
 
-rich is imported when a console is made, not when the module is, so that
-`ragbudget --help` does not load it.
+rich is imported when a console is made, so `ragbudget --help` does not load it.
 """
 
 from __future__ import annotations
@@ -18,8 +17,7 @@ if TYPE_CHECKING:
 def make_console(*, to_stderr: bool) -> Console:
     """The console for tables and messages: stderr when stdout carries JSON.
 
-    Tables need room: when the output is not a terminal (make, CI logs) and
-    COLUMNS is not set, 140 columns; COLUMNS, when set, is obeyed.
+    Off a terminal (make, CI logs) tables get 140 columns unless COLUMNS is set.
     """
     from rich.console import Console
 
@@ -29,5 +27,5 @@ def make_console(*, to_stderr: bool) -> Console:
 
 
 def print_json(data: Any) -> None:
-    """One JSON object on stdout: the only thing a --json command writes there."""
+    """One JSON object: the only thing a --json command writes to stdout."""
     print(json.dumps(data, indent=2, ensure_ascii=False), flush=True)

@@ -1,9 +1,4 @@
-"""Terminal views of one question through the pipeline: rendering only.
-
-The evidence table (every candidate, kept or dropped with its stage and reason), the
-prompt that is sent, and the answer with its warnings. What is shown is computed by
-`chain.explain`; the objects come from each stage's `from_config`.
-"""
+"""Terminal views for the CLI: rendering only; what is shown is computed elsewhere."""
 
 from __future__ import annotations
 
@@ -57,27 +52,19 @@ def _fmt(value: Any, digits: int) -> str:
 
 
 KEPT, SHORTENED, DROPPED = "kept", "shortened", "dropped"
-ID_LIMIT = 400  # characters of an id or source shown; longer ones are wrapped, then cut
+ID_LIMIT = 400  # characters of an id or source shown (wrapped, then cut in the middle)
 
 
 @dataclass(frozen=True)
 class CandidateRow:
-    """One candidate the budget saw: kept, shortened, or dropped (stage, reason).
+    """One candidate the budget saw, a row of `ragbudget ask`'s table and --json.
 
     Attributes:
-        key: The passage id.
-        source: Where it came from (metadata `source`, `doc_id` or `title`).
-        fused_rank: Its rank after fusion (1 = best), if known.
-        scores: Each retriever's score, the fused score and the rerank score.
         tokens: The passage as rendered in the prompt (or as it would have been).
         header_tokens: Its citation header, paid once per source document by its
-            first kept passage (0: the header was already paid).
-        outcome: `kept`, `shortened` or `dropped`.
+            first kept passage (0: already paid).
         stage: The stage that dropped it; None when kept.
         reason: Why it was dropped or shortened; None when kept whole.
-        detail: The record's explanation (e.g. the tokens it needed and had), and
-            for a chunk the index added next to a retrieved one, which one.
-        in_answer: Whether the answer cites it.
     """
 
     key: str
@@ -93,7 +80,6 @@ class CandidateRow:
     in_answer: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable view, for `ragbudget ask --json`."""
         return asdict(self)
 
 
@@ -104,8 +90,7 @@ def candidate_rows(
 ) -> tuple[list[CandidateRow], Counter[str]]:
     """Every candidate the budget saw, in fused order, and the count cut earlier.
 
-    Rows are the kept passages and the passages the rerank and budget stages
-    dropped; fusion cuts are only counted (there are many).
+    Fusion's cuts are only counted: there are many.
     """
     keys = [*(score_key(name) for name in retrievers), FUSED_SCORE, RERANK_SCORE]
     trimmed = {r.key: r for r in context.report.trimmed}
@@ -164,12 +149,10 @@ def rich_evidence_table(
     answer_ids: Sequence[str] = (),
     retrievers: Sequence[str] = (SPARSE, DENSE),
 ) -> tuple[Table, Counter[str]]:
-    """The evidence as a rich table for the terminal, every column kept at 80 and up.
+    """The evidence as a rich table that stays readable from 80 columns up.
 
-    Compact (no vertical rules), every column wraps (ids fold, nothing is cut
-    with an ellipsis); `source` is blank when it is the start of the passage id,
-    so it never repeats it; `tokens` shows the passage and, after `+`, the
-    citation header it paid for or needed.
+    Every column wraps (ids fold, nothing is cut with an ellipsis); `source` is
+    blank when it starts the passage id, so it never repeats it.
     """
     rows, earlier = candidate_rows(context, answer_ids, retrievers)
     names = [*(score_key(name) for name in retrievers), FUSED_SCORE, RERANK_SCORE]
@@ -276,21 +259,10 @@ def explained_to_dict(
     prompt: bool = True,
     answer_ids: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """`ragbudget ask --json`: the evidence, the report, the prompt and the answer.
+    """`ragbudget ask --json`: evidence, report, warnings, prompt and answer.
 
-    Args:
-        explained: One question through the pipeline.
-        surface: The surface whose budget was applied.
-        config: The configuration it ran with (fusion `k`, fetch sizes).
-        prompt: Whether to include the prompt messages.
-        answer_ids: Passage ids the answer cites.
-
-    Returns:
-        Plain data: every candidate the budget saw (as in the evidence table),
-        the fusion cuts counted by reason, the budget report with every drop
-        record, the warnings, every likely-lost drop (the warning names three),
-        the prompt (None when left out) and the answer (None without a chat
-        model).
+    Every likely-lost drop is listed, where the warning names three; the
+    prompt is None when left out, the answer None without a chat model.
     """
     context = explained.context
     rows, earlier = candidate_rows(context, answer_ids)
@@ -320,7 +292,6 @@ def explained_to_dict(
 
 
 def pipeline_line(config: RagBudgetConfig, reranker: FlashRankRerank | None) -> str:
-    """One line naming the stages and whether the reranker loaded."""
     if reranker is None:
         state = "off in config"
     else:
@@ -338,10 +309,7 @@ def ingest_report(
     skipped: Sequence[tuple[str, str, str]],
     names_shown: int,
 ) -> list[Table | str]:
-    """What `ragbudget index` prints: the counts, every file by outcome, the names.
-
-    `summary` is an `index.IngestSummary`; `skipped` holds (reason, id, detail).
-    """
+    """What `ragbudget index` prints; `skipped` holds (reason, id, detail)."""
     counts = {
         "added": summary.added,
         "updated": summary.updated,
@@ -411,13 +379,11 @@ def _named_lines(
 
 
 def name_list(names: Sequence[str], limit: int = 5) -> str:
-    """The first `limit` names (each through `display_name`), and how many more."""
     shown = ", ".join(display_name(name, ID_LIMIT) for name in names[:limit])
     return shown + (f" (+{len(names) - limit} more)" if len(names) > limit else "")
 
 
 def inspection_report(found: IndexInspection) -> list[Table | str]:
-    """What `ragbudget inspect` prints: one table of facts, then every problem."""
     table = Table(box=box.SIMPLE, show_header=False, title=f"index {found.directory}")
     table.add_column("what", style="bold")
     table.add_column("value", overflow="fold")
@@ -461,7 +427,6 @@ def inspection_report(found: IndexInspection) -> list[Table | str]:
 
 
 def config_table(effective: EffectiveConfig, values: Sequence[ConfigValue]) -> Table:
-    """The effective settings, one row each, with the file each value came from."""
     table = Table(
         box=box.SIMPLE_HEAD,
         title=f"configuration: {effective.file} merged over {DEFAULT_CONFIG_NAME}"
@@ -472,12 +437,7 @@ def config_table(effective: EffectiveConfig, values: Sequence[ConfigValue]) -> T
     table.add_column("key", overflow="fold")
     table.add_column("value", overflow="fold")
     table.add_column("from", overflow="fold")
-    styles = {
-        Origin.FILE: "bold",
-        Origin.INHERITED: "cyan",
-        Origin.DEFAULT: "",
-        Origin.BUILT_IN: "dim",
-    }
+    styles = {Origin.FILE: "bold", Origin.INHERITED: "cyan", Origin.DEFAULT: ""}
     for value in values:
         table.add_row(
             value.key,

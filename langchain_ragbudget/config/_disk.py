@@ -1,9 +1,8 @@
 """Where the package keeps files of its own, and how it publishes them safely.
 
-The user cache folder (embedded corpora, int8 models, FlashRank weights) is never the
-working tree and never `../shared`. A folder or file is published by writing it under
-a temporary name, flushing it to disk (fsync) and renaming it into place, so a crash
-or a power cut leaves either the old version or the new one, never half of one.
+A folder or file is written under a temporary name, flushed (fsync) and renamed
+into place, so a crash or a power cut leaves the old version or the new one, never
+half of one.
 """
 
 from __future__ import annotations
@@ -26,12 +25,12 @@ def cache_root() -> Path:
 
 
 def staging_path(target: Path) -> Path:
-    """A unique hidden name next to `target`, on the same file system."""
+    """A unique hidden name next to `target`, so on the same file system."""
     return target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write `text` to `path` so that readers see the old file or the new one."""
+    """Write `text` so that readers see the old file or the new one."""
     staging = staging_path(path)
     staging.write_text(text, encoding="utf-8")
     fsync(staging)
@@ -42,8 +41,8 @@ def atomic_write_text(path: Path, text: str) -> None:
 def publish_folder(staging: Path, target: Path, *, replace: bool = False) -> None:
     """Flush the folder `staging`, then rename it to `target`.
 
-    With `replace`, an existing `target` is removed first; without, the rename
-    fails if `target` exists (another process published first).
+    Without `replace`, the rename fails if `target` exists (another process
+    published first).
     """
     fsync_tree(staging)
     if replace and target.exists():
@@ -53,7 +52,6 @@ def publish_folder(staging: Path, target: Path, *, replace: bool = False) -> Non
 
 
 def fsync_tree(root: Path) -> None:
-    """Flush every file under `root`, then the folders, deepest first."""
     folders = [root, *(p for p in root.rglob("*") if p.is_dir())]
     for item in root.rglob("*"):
         if item.is_file():

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """`; did you mean 'x'?` for the closest of `choices`, or "" when none is close.
 
-    difflib's ratio with its default cutoff (0.6) finds one-letter slips and
-    swapped letters (`max_token`, `serach`) without offering unrelated names.
+    difflib's default cutoff finds one-letter slips and swapped letters
+    (`max_token`, `serach`) without offering unrelated names.
     """
     names = [c for c in choices if isinstance(c, str)]
     close = difflib.get_close_matches(word, names, n=1)

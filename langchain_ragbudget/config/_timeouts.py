@@ -1,8 +1,7 @@
 """Calls into libraries that may touch the network without a timeout of their own.
 
-tiktoken's first load and chromadb's HttpClient constructor both make requests with
-no timeout; a stalled network would hang the caller. The call runs in a worker
-thread that is waited for at most `seconds` and never joined afterwards.
+tiktoken's first load and chromadb's HttpClient constructor make requests with no
+timeout; the call runs in a worker thread waited for at most `seconds`, never joined.
 """
 
 from __future__ import annotations

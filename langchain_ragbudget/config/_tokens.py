@@ -1,8 +1,7 @@
 """Token counting in the target model's tokens (tiktoken), cached per text.
 
-The budget counts each rendered block once per process: a warm cache turns packing
-100 candidates into dictionary lookups. Loading an encoding may download it; that
-call runs under a timeout so a stalled network cannot hang the caller.
+Each rendered block is counted once per process, so warm packing is lookups.
+Loading an encoding may download it, under a timeout.
 """
 
 from __future__ import annotations
@@ -18,9 +17,10 @@ LOAD_TIMEOUT_SECONDS = 30.0
 
 
 def resolve_encoding_name(encoding: str | None, model: str | None) -> str:
-    """The tiktoken encoding: as named, or the one tiktoken maps `model` to.
+    """The tiktoken encoding as named, or the one tiktoken maps `model` to.
 
-    Raises ValueError naming the encoding or model tiktoken does not know.
+    Raises:
+        ValueError: tiktoken knows neither (the message names which).
     """
     if encoding is not None:
         if encoding not in tiktoken.list_encoding_names():
@@ -39,7 +39,7 @@ def resolve_encoding_name(encoding: str | None, model: str | None) -> str:
 
 @lru_cache(maxsize=16)
 def get_encoding(name: str) -> tiktoken.Encoding:
-    """Load an encoding (TIKTOKEN_CACHE_DIR is honoured), failing clearly."""
+    """Load an encoding (TIKTOKEN_CACHE_DIR honoured), or ModelUnavailableError."""
     resolve_encoding_name(name, None)
     try:  # tiktoken downloads a missing file with no timeout of its own
         return call_with_timeout(

@@ -1,30 +1,20 @@
 """Which sentences of a passage matter for the question: cheap, offline, explainable.
 
-Two scorers, chosen per surface (`relevance`), both built from two parts read off
-one pass over the passage's sentences (`sentence_features`):
+Two parts, read off one pass over the passage's sentences (`sentence_features`):
 
-- the overlap: the IDF-weighted question terms a sentence holds, the IDF taken over
-  the passage's own sentences. It assumes nothing about where a passage puts its
-  point;
-- the fitted score: the probability, by a logistic model, that a sentence is
-  evidence for the question, plus 1 when the sentence holds a question term. The
-  model reads nine cheap features of the sentence within its passage (how much of
-  the question it covers, the same for its neighbours, its length, where it
-  stands); its coefficients are data (`sentence_relevance.json`), fitted on
-  SciFact's *train* claims by `benchmarks/fit_sentence_relevance.py`. It learned
-  that abstracts state their findings late.
+- the overlap: the IDF-weighted question terms a sentence holds, IDF over the
+  passage's own sentences; it assumes nothing about where a passage puts its point;
+- the fitted score: a logistic model's probability that a sentence is evidence,
+  plus 1 when it holds a question term. Its coefficients are data
+  (`sentence_relevance.json`, fitted by `benchmarks/fit_sentence_relevance.py` on
+  SciFact train); it learned that abstracts state their findings late.
 
-`blended_relevance` (the default) is the overlap, scaled to a top of 1, with a
+`blended_relevance` (the default) is the overlap scaled to a top of 1 plus a
 `FITTED_SHARE` of the fitted score: the overlap decides, the model mostly breaks
-near-ties. It ranks the answering sentence of documentation as the overlap alone
-does and keeps more evidence of abstracts. `fitted_relevance` is the fitted score
-alone: on abstracts it keeps more evidence than the blend at small budgets, and on
-text that states its point first it prefers a later sentence (BENCHMARKS.md).
-
-Both need only the passage and the question. Terms are made the way the BM25 side
-makes them (lower case, English stopwords of bm25s, the PyStemmer English stemmer).
-With no question every sentence scores 0 and the leading sentences win, which the
-budget's record says.
+near-ties. `fitted_relevance` alone keeps more of abstracts at small budgets but
+prefers a later sentence in text that states its point first (BENCHMARKS.md,
+Budget). Terms are made as the BM25 side makes them (bm25s stopwords, PyStemmer).
+With no question every sentence scores 0 and the leading ones win.
 """
 
 from __future__ import annotations
@@ -42,6 +32,10 @@ from langchain_ragbudget.errors import ConfigError
 _WORD = re.compile(r"\w\w+")
 MODEL_FILE = "sentence_relevance.json"
 
+# `coverage` is the IDF weight of the question terms a sentence holds over that of
+# all; its neighbours' count because evidence often runs over adjacent sentences.
+# No feature marks the first sentence: fitted with one, the model learned to pass
+# over an abstract's opening, and so over a runbook's or FAQ's, where answers stand.
 FEATURES = (
     "coverage",
     "gap_to_best",
@@ -53,39 +47,20 @@ FEATURES = (
     "last",
     "log_sentences",
 )
-"""The model's inputs, per sentence of one passage.
 
-`coverage`: the IDF weight of the question terms the sentence holds over that of all
-question terms; `gap_to_best`: its coverage minus the passage's best; previous and
-next: the neighbours' coverage (evidence often runs over adjacent sentences);
-`question_share`: the share of question terms it holds, unweighted; `log_terms`:
-log(1 + its distinct terms); `position`: 0 for the first sentence to 1 for the last;
-`last`: 1 or 0; `log_sentences`: log of the passage's sentence count.
+_COVERAGE = FEATURES.index("coverage")
 
-No feature marks the first sentence: fitted with one, the model learned to pass over
-an abstract's opening background, and so over the first sentence of a runbook or an
-FAQ, where the answer usually stands.
-"""
-
-_COVERAGE = FEATURES.index("coverage")  # where a feature row holds it
-
+# Chosen on SciFact train among the shares that rank the sample corpus's answering
+# sentences as well as the overlap alone (BENCHMARKS.md, Budget).
 FITTED_SHARE = 0.3
-"""The fitted score's share in `blended_relevance`.
-
-Chosen on SciFact's *train* claims, among the shares that rank the answering
-sentence of the sample corpus's 30 questions as well as the overlap alone does (0
-to 0.35, `benchmarks/bench_relevance_docs.py`): evidence kept by `trim` is flat
-over 0.1 to 0.35 there, 0.3 the highest (`benchmarks/bench_trim_variants.py
---split train`).
-"""
 
 
 @cache
 def _term_rules() -> tuple[frozenset[str], Callable[[list[str]], list[str]]]:
-    """bm25s's English stopwords and PyStemmer's English stemmer, loaded on first use.
+    """bm25s's English stopwords and PyStemmer's stemmer, imported on first use.
 
-    Imported here rather than at the top so that importing the budget loads neither
-    bm25s (with numpy and scipy) nor the stemmer until a passage is shortened.
+    So importing the budget loads neither bm25s (numpy, scipy) nor the stemmer
+    until a passage is shortened.
     """
     import Stemmer
     from bm25s.stopwords import STOPWORDS_EN
@@ -103,7 +78,6 @@ def terms(text: str) -> frozenset[str]:
 
 
 def _passage_idf(per_sentence: Sequence[frozenset[str]]) -> dict[str, float]:
-    """log(1 + n / df) of each term, df counted over the passage's sentences."""
     count = len(per_sentence)
     frequency: dict[str, int] = {}
     for found in per_sentence:
@@ -113,15 +87,7 @@ def _passage_idf(per_sentence: Sequence[frozenset[str]]) -> dict[str, float]:
 
 
 def sentence_features(question: str, sentences: Sequence[str]) -> list[list[float]]:
-    """The `FEATURES` of each sentence of one passage, in that order.
-
-    Args:
-        question: The question (non-empty).
-        sentences: The passage's sentences, in order.
-
-    Returns:
-        One row per sentence.
-    """
+    """One row of `FEATURES` per sentence of one passage (`question` non-empty)."""
     wanted = terms(question)
     per_sentence = [terms(sentence) for sentence in sentences]
     found = [sentence_terms & wanted for sentence_terms in per_sentence]
@@ -152,12 +118,7 @@ def sentence_features(question: str, sentences: Sequence[str]) -> list[list[floa
 
 @dataclass(frozen=True)
 class SentenceModel:
-    """A logistic model over `FEATURES`: P(evidence) = sigmoid(intercept + w . x).
-
-    Attributes:
-        coefficients: One weight per feature, in `FEATURES` order.
-        intercept: The bias term.
-    """
+    """A logistic model over `FEATURES`: P(evidence) = sigmoid(intercept + w . x)."""
 
     coefficients: tuple[float, ...]
     intercept: float
@@ -189,7 +150,6 @@ class SentenceModel:
         return cls(tuple(numbers[:-1]), numbers[-1])
 
     def probability(self, row: Sequence[float]) -> float:
-        """P(evidence) for one feature row."""
         z = self.intercept + sum(
             w * x for w, x in zip(self.coefficients, row, strict=True)
         )
@@ -198,26 +158,16 @@ class SentenceModel:
 
 @cache
 def shipped_model() -> SentenceModel:
-    """The fitted model shipped with the package, read once."""
     text = resources.files("langchain_ragbudget").joinpath(MODEL_FILE).read_text()
     return SentenceModel.from_mapping(json.loads(text), MODEL_FILE)
 
 
 def fitted_relevance(question: str | None, sentences: Sequence[str]) -> list[float]:
-    """One score per sentence: whether it holds a question term, then P(evidence).
+    """P(evidence), plus 1 for a sentence holding a question term: in [0, 2).
 
-    A sentence that holds none of the question's terms never outranks one that
-    does: the model learned from abstracts that findings come late, and alone it
-    would prefer a late sentence unrelated to the question to an early one that
-    answers it (a runbook's first sentence, say). So the score is the shipped
-    model's probability, plus 1 for a sentence holding a question term.
-
-    Args:
-        question: The question, or None (every sentence then scores 0).
-        sentences: The passage's sentences, in order.
-
-    Returns:
-        One score per sentence, in [0, 2).
+    The model learned from abstracts that findings come late; alone it would
+    prefer a late sentence unrelated to the question to an early one that answers
+    it, so a sentence with no question term never outranks one with some.
     """
     if not question or not sentences:
         return [0.0] * len(sentences)
@@ -226,29 +176,16 @@ def fitted_relevance(question: str | None, sentences: Sequence[str]) -> list[flo
 
 
 def _fitted_score(model: SentenceModel, row: Sequence[float]) -> float:
-    """P(evidence), plus 1 when the sentence holds a question term."""
     return model.probability(row) + (1.0 if row[_COVERAGE] > 0 else 0.0)
 
 
 def blended_relevance(question: str | None, sentences: Sequence[str]) -> list[float]:
-    """One score per sentence: mostly the overlap, partly the fitted model.
+    """`1 - FITTED_SHARE` of the overlap scaled to 1, plus `FITTED_SHARE` of the fitted.
 
-    `1 - FITTED_SHARE` times the overlap scaled to a top of 1, plus
-    `FITTED_SHARE` times the `fitted_relevance` score (a sentence's coverage is
-    its overlap over the question's whole IDF weight, so coverage over the best
-    coverage is the scaled overlap). Alone, the overlap ties sentences that hold
-    the same question terms and the model prefers late sentences wherever the
-    point comes first; blended, the overlap still leads. A sentence holding no
-    question term never outranks one that holds some, and a passage where no
-    sentence holds one scores 0 throughout, so its leading sentences win (the
-    model alone would pick by position, as abstracts taught it).
-
-    Args:
-        question: The question, or None (every sentence then scores 0).
-        sentences: The passage's sentences, in order.
-
-    Returns:
-        One score per sentence, in [0, 1 + FITTED_SHARE).
+    The overlap alone ties sentences holding the same terms; the model alone
+    prefers late sentences. A passage where no sentence holds a question term
+    scores 0 throughout, so its leading sentences win rather than the model's
+    pick by position.
     """
     if not question or not sentences:
         return [0.0] * len(sentences)

@@ -1,10 +1,8 @@
 """Sentences of a passage, split by nupunkt, cached per text.
 
-A passage that does not fit the budget may be shortened to some of its sentences;
-a wrong boundary would hand the model a fragment, so the splitter was chosen for
-precision (benchmarks/results/splitters.md compares five on SciFact's gold
-boundaries). Sentences are character spans of the passage, so a shortened passage is
-made of exact slices of its own text.
+A wrong boundary would hand the model a fragment, so the splitter was chosen for
+precision (BENCHMARKS.md, Budget). Sentences are character spans, so a shortened
+passage is made of exact slices of its own text.
 """
 
 from __future__ import annotations
@@ -28,5 +26,4 @@ def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
 
 
 def sentences(text: str) -> list[str]:
-    """The sentences of `text`, in order, each a slice of it."""
     return [text[start:end] for start, end in sentence_spans(text)]

@@ -1,8 +1,7 @@
-"""The drop ledger: one record type for every candidate a stage removed.
+"""The drop ledger: how candidates are keyed, named, checked, recorded and shown.
 
-Also how candidates are keyed, named, checked at a stage's boundary and shown. The
-record types load on first use (PEP 562): the configuration reads the metadata
-keys from here without loading LangChain's runnables.
+The record types load on first use (PEP 562), so the configuration can read the
+metadata keys without loading LangChain's runnables.
 """
 
 from __future__ import annotations

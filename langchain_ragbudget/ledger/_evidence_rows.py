@@ -1,11 +1,9 @@
 """The ledger as tables: every candidate kept, shortened or dropped, one row each.
 
-The candidate list, the budget's context and report, and the structured answer tell
-one story in different shapes (documents and records, or the plain dicts a
-`BudgetedAnswer` holds). Each turns its data into those plain entries (`id`,
-`source`, `stage`, `reason`, `tokens`, `detail`, ranks and scores, and `text` when
-it has the passage) and gets its table here, so a notebook shows every holder with
-the same columns, and the terminal and the notebook can share the same rows.
+Every holder of records (candidate list, budgeted context, report, answer) turns
+them into plain entries (`id`, `source`, `stage`, `reason`, `tokens`, `detail`,
+ranks and scores, `text`) and gets its table here, so the notebook and the
+terminal show the same columns and rows.
 """
 
 from __future__ import annotations
@@ -45,11 +43,10 @@ class EvidenceRows:
     """The evidence table as plain cells: one row per candidate, fused order.
 
     Attributes:
-        headers: Column names: status, fused rank, id, source, stage, reason, one
-            column per score present, tokens, detail (and text when known).
+        headers: Column names, with one column per score present.
         rows: The cells: str, or Markup for a folded passage text.
         statuses: Per row: `kept`, `shortened`, `dropped` or `candidate`.
-        numeric: Indices of the number columns (rank, scores, tokens).
+        numeric: Indices of the number columns.
     """
 
     headers: list[str]
@@ -59,10 +56,7 @@ class EvidenceRows:
 
 
 def document_entry(document: Document, **extra: Any) -> dict[str, Any]:
-    """A document as an entry: `id`, `source`, `extra`, then its ranks and scores.
-
-    The shape of `BudgetedAnswer.kept`.
-    """
+    """A document as an entry (the shape of `BudgetedAnswer.kept`)."""
     return {
         "id": document_key(document),
         "source": document.metadata.get("source"),
@@ -77,17 +71,10 @@ def evidence_rows(
     shortened: Sequence[Entry] = (),
     candidates: Sequence[Entry] = (),
 ) -> EvidenceRows:
-    """One row per candidate, sorted by fused rank (rows without one stay last).
+    """One row per candidate, by fused rank (rows without one last).
 
-    Args:
-        kept: Kept passages (`BudgetedAnswer.kept` entries).
-        dropped: Drop records' entries (`BudgetedAnswer.dropped`).
-        shortened: Trim records' entries; a kept passage named here shows as
-            `shortened`, with what was left out.
-        candidates: Passages no stage has decided on yet (a candidate list).
-
-    Returns:
-        The headers, cells and status of every row.
+    A kept passage named in `shortened` (trim records' entries) shows as
+    `shortened`; `candidates` are passages no stage has decided on yet.
     """
     trims = {str(entry["id"]): entry for entry in shortened}
     tagged = [
@@ -150,20 +137,8 @@ def evidence_table(
 ) -> Markup:
     """The evidence table; the drops of `fold_stage`, if any, in a folded second one.
 
-    Fusion cuts every candidate past `k` (a hundred or more a query): folded and
-    without their texts, they keep the notebook light and the first table about
-    the passages that came close. Every candidate appears in exactly one row.
-
-    Args:
-        kept: Kept passages' entries.
-        dropped: Drop records' entries.
-        shortened: Trim records' entries.
-        candidates: Entries of passages no stage has decided on yet.
-        fold_stage: The stage whose drops go to the folded table (e.g. `fusion`).
-        caption: The first table's caption.
-
-    Returns:
-        One table, or two (the second folded) when `fold_stage` dropped any.
+    Fusion cuts a hundred or more candidates per query: folded and without their
+    texts, they keep the notebook light. Every candidate appears in one row.
     """
     early = [e for e in dropped if fold_stage and e.get("stage") == fold_stage]
     later = [e for e in dropped if not (fold_stage and e.get("stage") == fold_stage)]
@@ -176,7 +151,6 @@ def evidence_table(
 
 
 def citations_table(citations: Sequence[Entry]) -> Markup:
-    """One row per citation: its number, document, source and passage ids."""
     return table(
         ["[n]", "document", "source", "passages"],
         [
@@ -193,7 +167,6 @@ def citations_table(citations: Sequence[Entry]) -> Markup:
 
 
 def skipped_table(skipped: Sequence[Entry]) -> Markup:
-    """One row per stage that did not run, and why."""
     return table(
         ["stage", "reason"],
         [[str(s["stage"]), str(s["reason"])] for s in skipped],
@@ -202,7 +175,6 @@ def skipped_table(skipped: Sequence[Entry]) -> Markup:
 
 
 def issues_table(issues: Sequence[Entry]) -> Markup:
-    """One row per score that was not a finite number (ignored)."""
     return table(
         ["stage", "id", "field", "value"],
         [
@@ -214,7 +186,7 @@ def issues_table(issues: Sequence[Entry]) -> Markup:
 
 
 def drop_counts(pairs: Iterable[tuple[object, object]]) -> str:
-    """`stage/reason=n` for each pair, most frequent first: for one-line reprs."""
+    """`stage/reason=n` for each pair, most frequent first (for one-line reprs)."""
     counts = Counter(f"{stage}/{reason}" for stage, reason in pairs)
     if not counts:
         return "no drops"
@@ -259,7 +231,6 @@ def _number(value: object) -> str:
 
 
 def _name(value: object) -> str:
-    """An id or source as every display shows it (`display_name`); `-` for none."""
     return "-" if value is None else display_name(str(value), NAME_LIMIT)
 
 

@@ -1,15 +1,10 @@
-"""HTML for notebook displays: tables, collapsed texts, an inline image; all escaped.
+"""HTML for notebook displays (`_repr_html_`), escaped in one place.
 
-Jupyter shows an object through its `_repr_html_`. The objects that hold the ledger
-(candidate list, budgeted context, answer, evaluation report) build their displays
-from these functions, so escaping happens in one place: every value that is not
-`Markup` made here goes through `html.escape` (quotes included), and a passage, id or
-source holding `<script>` or markup shows as text. No value from data ever lands in
-an attribute or in the style sheet. Stdlib only, so the lowest layer can use it.
-
-The look is plain and theme-neutral: text keeps the notebook's colours, and the row
-colours of kept, shortened and dropped candidates are translucent, so they read on
-JupyterLab's light and dark themes alike; a status column says the same in words.
+Every value that is not `Markup` made here goes through `html.escape` (quotes
+included), so a passage holding `<script>` shows as text; no value from data lands
+in an attribute or the style sheet. Stdlib only, so the lowest layer can use it.
+Row colours are translucent so they read on light and dark themes; a status column
+says the same in words.
 """
 
 from __future__ import annotations
@@ -19,19 +14,15 @@ import html
 import re
 from collections.abc import Iterable, Sequence
 
-PREVIEW_CHARS = 80
+PREVIEW_CHARS = 80  # of a folded text's one-line summary
 _SURROGATE = re.compile("[\ud800-\udfff]")
 ROOT_CLASS = "ragbudget"
 
-# Every selector starts `.ragbudget.ragbudget` (two classes): JupyterLab styles
-# output tables with `:not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon td` (two
-# classes and a tag: every cell right-aligned) and `table-layout: fixed`; ours must
-# out-rank them whatever the order of the style sheets. Checked in Chromium inside
-# JupyterLab's own CSS (tests/integration_tests/test_jupyterlab_display.py).
-# Cell backgrounds, not row backgrounds: JupyterLab stripes and highlights rows with
-# selectors of its own; a cell's background paints over them whatever their weight.
-# Words and numbers never break inside: a cell is as wide as its longest word, and
-# only passage texts (folded, in a column of their own) wrap between words.
+# Selectors start `.ragbudget.ragbudget` to out-rank JupyterLab's
+# `:not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon td` (right-aligned cells,
+# fixed layout) whatever the order of the style sheets
+# (tests/integration_tests/test_jupyterlab_display.py). Cell backgrounds, not row
+# backgrounds, paint over JupyterLab's own row stripes. Only passage texts wrap.
 _STYLE = """<style>
 .ragbudget.ragbudget table { border-collapse: collapse; margin: 0.3em 0 0.9em;
   table-layout: auto; width: auto; }
@@ -61,10 +52,9 @@ class Markup(str):
 
 
 def escape(value: object) -> Markup:
-    """`value` as HTML text: markup characters and quotes escaped; Markup kept.
+    """`value` as HTML text (quotes escaped); Markup kept.
 
-    A lone surrogate cannot travel in the notebook's UTF-8 JSON, so it shows as
-    U+FFFD instead of breaking the display.
+    A lone surrogate cannot travel in the notebook's UTF-8 JSON: it shows as U+FFFD.
     """
     if isinstance(value, Markup):
         return value
@@ -74,16 +64,7 @@ def escape(value: object) -> Markup:
 
 
 def element(tag: str, content: object, css_class: str = "") -> Markup:
-    """`<tag class="css_class">content</tag>`, with `content` escaped.
-
-    Args:
-        tag: A tag name written by the caller, never one taken from data.
-        content: The text (escaped) or Markup (kept) inside.
-        css_class: A class name written by the caller, or "" for none.
-
-    Returns:
-        The element.
-    """
+    """`<tag class="css_class">content</tag>`; `tag` and `css_class` never from data."""
     attribute = f' class="{escape(css_class)}"' if css_class else ""
     return Markup(f"<{tag}{attribute}>{escape(content)}</{tag}>")
 
@@ -93,20 +74,12 @@ def join(parts: Iterable[object]) -> Markup:
     return Markup("".join(escape(part) for part in parts))
 
 
-def collapsible(text: str, preview: int = PREVIEW_CHARS) -> Markup:
-    """A text shown whole when short, else folded behind its first words.
-
-    Args:
-        text: The text (a passage, a detail); escaped.
-        preview: Characters of the one-line preview shown while folded.
-
-    Returns:
-        The text, or a `<details>` element whose summary is the preview.
-    """
+def collapsible(text: str) -> Markup:
+    """`text` whole when short, else folded behind a one-line preview."""
     flat = " ".join(text.split())
-    if len(text) <= preview and flat == text:
+    if len(text) <= PREVIEW_CHARS and flat == text:
         return escape(text)
-    shown = flat[:preview].rstrip() + ("…" if len(flat) > preview else "")
+    shown = flat[:PREVIEW_CHARS].rstrip() + ("…" if len(flat) > PREVIEW_CHARS else "")
     return Markup(
         f"<details><summary>{escape(shown)}</summary>"
         f"{element('div', text, 'rb-text')}</details>"
@@ -124,21 +97,12 @@ def table(
 ) -> Markup:
     """A table; every cell escaped unless it is Markup.
 
-    Args:
-        headers: The column names.
-        rows: One sequence of cells per row, as many as `headers`.
-        caption: Shown above the table, naming it.
-        row_classes: One CSS class per row (e.g. `rb-dropped`), or None.
-        numeric: Indices of the columns aligned right.
-        drop_empty: Leave out the columns whose every cell is empty or `-`
-            (a score no candidate has wastes the notebook's width).
-
-    Returns:
-        The table.
+    `numeric` columns align right; `drop_empty` leaves out columns whose every
+    cell is empty or `-`.
 
     Raises:
-        ValueError: A row has more or fewer cells than `headers`, or
-            `row_classes` does not have one class per row.
+        ValueError: A row's length differs from `headers`, or `row_classes`
+            does not have one class per row.
     """
     if row_classes is not None and len(row_classes) != len(rows):
         raise ValueError(f"{len(row_classes)} row classes for {len(rows)} rows")
@@ -172,7 +136,7 @@ def _filled(cell: object) -> bool:
 
 
 def key_values(pairs: Sequence[tuple[str, object]], caption: str = "") -> Markup:
-    """A summary: one row per name (a row header) and its value; both escaped."""
+    """A summary table: one row per name (a row header) and its value."""
     body = "".join(
         f"<tr>{element('th', name)}{element('td', value)}</tr>" for name, value in pairs
     )
@@ -181,12 +145,11 @@ def key_values(pairs: Sequence[tuple[str, object]], caption: str = "") -> Markup
 
 
 def folded(summary: str, content: Markup) -> Markup:
-    """`content` folded behind a one-line `summary` (a long, secondary table)."""
     return Markup(f"<details><summary>{escape(summary)}</summary>{content}</details>")
 
 
 def png_image(data: bytes, alt: str) -> Markup:
-    """A PNG inline, as a base64 data URL (a notebook keeps it in its output)."""
+    """A PNG as a base64 data URL, so the notebook keeps it in its output."""
     encoded = base64.b64encode(data).decode("ascii")
     return Markup(
         f'<img src="data:image/png;base64,{encoded}" alt="{escape(alt)}" '
@@ -195,16 +158,7 @@ def png_image(data: bytes, alt: str) -> Markup:
 
 
 def display(title: str, parts: Iterable[object]) -> Markup:
-    """The whole display: its title, then its parts, under one styled root.
-
-    Args:
-        title: The object shown, e.g. `BudgetedAnswer`; escaped.
-        parts: Tables, paragraphs... (Markup), or plain text (escaped).
-
-    Returns:
-        A `<div class="ragbudget">` holding the style sheet, the title and the
-        parts.
-    """
+    """The whole display: style sheet, title and parts under one styled root."""
     return Markup(
         f'<div class="{ROOT_CLASS}">{_STYLE}{element("strong", title)}'
         f"{join(parts)}</div>"

@@ -1,15 +1,13 @@
 """Document identity: the one key every stage uses to dedupe and to name a drop.
 
-Never page_content alone: two chunks of different documents may share text, and one
-chunk may come back from two retrievers with different metadata. Keys are strings:
-`Document(id=1)` and `Document(id="1")` are the same key (LangChain stores ids as
-text). A key is never allowed to swallow a document: when one key arrives with two
-different texts (or one text from two sources), `distinct_keys` keeps them apart
-under `key#2`, `key#3`...
+Never page_content alone: two chunks of different documents may share text. Keys
+are strings (`Document(id=1)` and `Document(id="1")` are one key, as LangChain
+stores ids as text). A key never swallows a document: one key with two different
+texts or sources becomes `key#2`, `key#3`...
 
-Every stage that can be a chain's first (fusion, the reranker, the budget) names its
-candidates this way at entry (`unique_documents`), and writes the key into the
-copy's `Document.id`, so every later stage, record and citation uses the same name.
+Every stage that can be a chain's first names its candidates this way at entry
+(`unique_documents`) and writes the key into the copy's `Document.id`, so every
+later stage, record and citation uses the same name.
 """
 
 from __future__ import annotations
@@ -24,15 +22,14 @@ COLLISION_MARK = "#"
 
 
 def content_hash(text: str) -> str:
-    """Short, stable hash of a text (sha256, 16 hex digits)."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def document_key(document: Document, id_key: str | None = "chunk_id") -> str:
     """`Document.id`, else `metadata[id_key]`, else a hash of source and content.
 
-    The source is part of the hash, so equal text from two sources stays two
-    candidates (the budget then keeps one and records the other as a duplicate).
+    The source is hashed too, so equal text from two sources stays two candidates
+    (the budget keeps one and records the other as a duplicate).
     """
     if document.id:
         return str(document.id)
@@ -48,20 +45,15 @@ _Hit = tuple[str, Document]  # a candidate's key, and the document it names
 
 
 def identity_of(document: Document) -> tuple[str, str | None]:
-    """What makes a candidate itself besides its key: its text and its source.
-
-    Two passages under one key are one candidate only if both agree.
-    """
+    """Text and source: two passages under one key are one candidate if both agree."""
     return document.page_content, document_source(document)
 
 
 def distinct_keys(lists: Sequence[Sequence[_Hit]]) -> list[list[str]]:
-    """Keys that never put two different candidates under one name.
+    """Keys, per retriever's `(key, document)` hits, that never name two candidates.
 
-    `lists` holds `(key, document)` per hit, per retriever. A key seen again with
-    the same identity (`identity_of`) is the same candidate; with a different one
-    it becomes `key#2` (then `#3`...), skipping any name already in use, so both
-    candidates are kept apart.
+    A key seen again with another `identity_of` becomes `key#2` (then `#3`...),
+    skipping any name already in use.
     """
     if _no_collision(lists):
         return [[key for key, _ in pairs] for pairs in lists]
@@ -83,11 +75,7 @@ def distinct_keys(lists: Sequence[Sequence[_Hit]]) -> list[list[str]]:
 
 
 def _no_collision(lists: Sequence[Sequence[_Hit]]) -> bool:
-    """Whether no key carries two identities: the common case, checked cheaply.
-
-    An identity is worked out only for a key seen twice, and not at all when both
-    hits hand over the same document object.
-    """
+    """Whether no key carries two identities: the common case, checked cheaply."""
     first: dict[str, Document] = {}
     for pairs in lists:
         for key, document in pairs:
@@ -114,14 +102,11 @@ def entry_keys(
     id_key: str | None,
     reserved: Iterable[str] = (),
 ) -> list[str]:
-    """One distinct key per candidate of one list, by the `distinct_keys` rule.
+    """One distinct key per position of one list: a repeated key becomes `key#2`...
 
-    Within one list every position is its own candidate: a key seen again (with
-    another text or source, or even the same passage repeated) becomes `key#2`,
-    `#3`..., skipping any name already in use. Keys that differ only after `str()`
-    (`1` and `"1"`) are one key and are told apart the same way. A `reserved` key
-    (one an earlier stage already recorded dropping) is renamed the same way, so
-    no key is both kept and dropped.
+    Within one list every position is its own candidate, even the same passage
+    repeated. A `reserved` key (one an earlier stage recorded dropping) is renamed
+    too, so no key is both kept and dropped.
     """
     keys = [document_key(document, id_key) for document in documents]
     seen = set(reserved)
@@ -142,14 +127,11 @@ def unique_documents(
     id_key: str | None,
     reserved: Iterable[str] = (),
 ) -> Sequence[Document]:
-    """`documents` with each one's entry key (`entry_keys`) as its `Document.id`.
+    """`documents` with each one's `entry_keys` key as its `Document.id`.
 
-    Called by every stage that can be a chain's first, so that packing, records,
-    citations and the run ledger all name a candidate the same way whatever ids
-    the caller's documents hold; `reserved` as in `entry_keys`. Returns
-    `documents` itself when every id already is its key (a list from an earlier
-    stage); otherwise a plain list holding copies where needed, so the caller
-    reads earlier records from its input.
+    Returns `documents` itself when every id already is its key; otherwise a
+    plain list with copies where needed, so the caller reads earlier records
+    from its input.
     """
     keys = entry_keys(documents, id_key, reserved)
     if all(doc.id == key for doc, key in zip(documents, keys, strict=True)):
@@ -161,10 +143,9 @@ def unique_documents(
 
 
 def with_metadata(document: Document, metadata: dict[str, Any]) -> Document:
-    """A copy of `document` with new metadata: stages never mutate their input.
+    """A copy with new metadata: stages never mutate their input.
 
-    A shallow `model_copy`: it keeps the document's class (a subclass stays one) and
-    skips validating fields that are already valid.
+    `model_copy` keeps the document's class and skips re-validating its fields.
     """
     return document.model_copy(update={"metadata": metadata})
 
@@ -172,7 +153,6 @@ def with_metadata(document: Document, metadata: dict[str, Any]) -> Document:
 def with_scores(
     hits: Iterable[tuple[Document, float]], score_key: str
 ) -> list[Document]:
-    """Copies of the hit documents, each with its score in `metadata[score_key]`."""
     return [
         with_metadata(document, {**document.metadata, score_key: float(score)})
         for document, score in hits
@@ -180,7 +160,6 @@ def with_scores(
 
 
 def document_source(document: Document) -> str | None:
-    """The human-readable origin of a document, for tables and warnings."""
     for key in ("source", "doc_id", "title"):
         value = document.metadata.get(key)
         if value is not None:

@@ -1,12 +1,9 @@
 """The metadata keys stages write and later stages read, named once.
 
-Fusion writes `<name>_rank` and `<name>_score` for each retriever plus the fused
-score and rank; score-based fusion also writes its method and each retriever's
-normalised score (`<name>_normalised`); rerank writes its score and rank; the
-budget writes the tokens a kept passage costs and those of the citation header it
-paid for. The renderer, the weak-evidence check, the views and the evaluation read
-them through these names, so renaming one is a one-line change and a key that no
-stage writes is refused when the configuration loads.
+Fusion writes `<name>_rank` and `<name>_score` per retriever, the fused score and
+rank, and for score-based methods the method and `<name>_normalised`; rerank writes
+its score and rank; the budget the tokens a kept passage and its citation header
+cost.
 """
 
 from __future__ import annotations
@@ -26,7 +23,7 @@ RERANK_RANK = "rerank_rank"
 CONTEXT_TOKENS = "context_tokens"
 HEADER_TOKENS = "header_tokens"  # the citation header a passage paid for (or needed)
 SECTION = "section"  # a chunk's nearest heading (index/_chunking), in its header
-# A recalled memory's Document (memory.py): every factor of its score, plain values.
+# A recalled memory's Document: every factor of its score, plain values.
 MEMORY_ID = "memory_id"
 MEMORY_SUBJECT = "memory_subject"
 MEMORY_SIMILARITY = "similarity"
@@ -51,38 +48,29 @@ _NORMALISED = "_normalised"
 
 
 def score_key(retriever: str) -> str:
-    """The metadata key of one retriever's score, e.g. `dense_score`."""
     return f"{retriever}{_SCORE}"
 
 
 def rank_key(retriever: str) -> str:
-    """The metadata key of one retriever's rank, e.g. `bm25_rank`."""
     return f"{retriever}{_RANK}"
 
 
 def is_score_key(key: str) -> bool:
-    """Whether a metadata key holds a score (`dense_score`, `fused_score`...)."""
     return key.endswith(_SCORE)
 
 
 def score_label(key: str) -> str:
-    """A score key's short name for a table column: `dense_score` -> `dense`."""
+    """A score key's table column: `dense_score` -> `dense`."""
     return key.removesuffix(_SCORE)
 
 
 def normalised_key(retriever: str) -> str:
-    """The metadata key of one retriever's normalised score, e.g. `dense_normalised`.
-
-    Its own suffix, so it can never equal another retriever's score or rank key.
-    """
+    """Its own suffix, so it never equals another retriever's score or rank key."""
     return f"{retriever}{_NORMALISED}"
 
 
 def scores_of(document: Document) -> dict[str, Any]:
-    """The rank and score fields of a document's metadata, for tables and reports.
-
-    With `neighbour_of` for a chunk added next to a retrieved one (it has none).
-    """
+    """The rank and score fields of the metadata, and `neighbour_of`."""
     return {
         key: value
         for key, value in document.metadata.items()
@@ -91,7 +79,7 @@ def scores_of(document: Document) -> dict[str, Any]:
 
 
 def with_neighbour(detail: str | None, fields: Mapping[str, Any]) -> str | None:
-    """`detail`, and for a chunk added next to a retrieved one, which one."""
+    """`detail`, and for an added neighbour chunk, the retrieved one it is next to."""
     if NEIGHBOUR_OF not in fields:
         return detail
     beside = f"neighbour of {fields[NEIGHBOUR_OF]}"
@@ -99,10 +87,9 @@ def with_neighbour(detail: str | None, fields: Mapping[str, Any]) -> str | None:
 
 
 def best_retriever(document: Document) -> str | None:
-    """The retriever that ranked `document` best (`<name>_rank`), or None.
+    """The retriever that ranked `document` best, which `max_per_retriever` counts.
 
-    Fusion's and rerank's own ranks do not count; a tie goes to the retriever
-    written first. This is the retriever `max_per_retriever` counts it against.
+    Fusion's and rerank's ranks do not count; a tie goes to the one written first.
     """
     best: tuple[int, str] | None = None
     for key, value in document.metadata.items():

@@ -1,31 +1,23 @@
-r"""One way to show a name: ids, sources and titles as one visible, unambiguous line.
+r"""Ids, sources and titles as one visible, unambiguous line (`display_name`).
 
-Every line the package writes that holds a value from data (a citation header, a
-warning, the terminal table, a notebook's HTML table, a CLI message) shows that value
-through `display_name`. Two different values never render the same, and no value can
-add a line or hide part of itself:
+Every line the package writes holding a value from data (citation header, warning,
+table, CLI message) shows it through `display_name`. Two different values never
+render the same, and no value can add a line or hide part of itself:
 
-- control characters, line and paragraph separators, bidi controls (U+202A-U+202E,
-  U+2066-U+2069, U+200E/F, U+061C), zero-width and other invisible format characters
-  (category Cf: U+200B-U+200D, U+2060, U+FEFF, the soft hyphen...), spaces other than
-  U+0020, surrogates, private-use and unassigned code points, and a few letters and
-  marks that draw nothing (Hangul fillers, the combining grapheme joiner...) are
-  shown as Python-style escapes (`\u202e`, `\t`, `\x00`); so a right-to-left
-  override cannot turn `report\u202efdp.exe` into "reportexe.pdf";
-- a space at the start or the end is shown as `\x20`, so `a.md ` differs from `a.md`;
-- a value that is not in Unicode normal form C (a macOS file name is often NFD) keeps
-  its letters, which read as the same word, and ends with ` [not NFC]`: more readable
-  than escaping its combining marks (`cafe\u0301`), and still tells it apart;
-- a value longer than `limit` keeps its start and its end and loses its middle, which
-  becomes `…[sha:<10 hex>]…`, a hash of the whole value, so two long URLs that differ
-  only in their middle or at the end never share a header.
+- control, format (bidi, zero-width...), separator, surrogate, private-use and
+  unassigned code points, spaces other than U+0020 and a few letters that draw
+  nothing show as Python-style escapes (`\u202e`, `\t`), so a right-to-left override
+  cannot turn `report\u202efdp.exe` into "reportexe.pdf";
+- a leading or trailing space shows as `\x20`;
+- a value not in NFC (macOS file names often are NFD) keeps its letters and ends
+  with ` [not NFC]`, more readable than escaped combining marks;
+- a value longer than `limit` loses its middle to `…[sha:<10 hex>]…`, a hash of the
+  whole value, so long URLs differing only in the middle never share a header.
 
-The mapping is injective: a literal backslash is doubled where it would otherwise read
-as an escape, and a literal `[sha:` or a trailing ` [not NFC]` in a value has its
-`[` escaped, so neither marker can be forged. Letters are never escaped:
-homoglyphs (Latin `a`, Cyrillic `\u0430`) are different code points that draw alike;
-telling them apart needs Unicode's confusables data and would make every non-Latin
-name unreadable, so it is left to the reader (see RELIABILITY.md).
+The mapping is injective: a literal backslash is doubled where it would read as an
+escape, and a literal `[sha:` or trailing ` [not NFC]` has its `[` escaped. Letters
+are never escaped: homoglyphs are left to the reader (RELIABILITY.md), as telling
+them apart would make every non-Latin name unreadable.
 """
 
 from __future__ import annotations
@@ -36,9 +28,7 @@ import unicodedata
 from functools import lru_cache
 
 NOT_NFC = " [not NFC]"
-HASH_HEX = (
-    10  # 40 bits of SHA-256: two values sharing start, end and hash by chance: ~1e-12
-)
+HASH_HEX = 10  # 40 bits: two values sharing start, end and hash by chance: ~1e-12
 SHORTENED = "…[sha:"
 MIN_LIMIT = 40  # the marker (18), the NFC mark (10), and a few characters of each end
 
@@ -68,10 +58,10 @@ def _needs_escape(char: str) -> bool:
 
 
 def _pieces(value: str) -> list[str]:
-    r"""Each character of `value` as it is shown: itself, or its escape.
+    r"""Each character as shown, itself or its escape.
 
-    Built from the end, so a literal backslash knows what is shown after it: it is
-    doubled when that would read as an escape (`\u202e` written out, `\\`).
+    Built from the end, so a literal backslash is doubled when what follows it
+    would read as an escape (`\u202e` written out).
     """
     if _plain(value):
         return list(value)
@@ -96,7 +86,6 @@ def _pieces(value: str) -> list[str]:
 
 
 def _plain(value: str) -> bool:
-    """Printable ASCII with nothing to escape: every character shows as itself."""
     return (
         value.isascii()
         and value.isprintable()
@@ -114,18 +103,9 @@ def _hash(value: str) -> str:
 
 @lru_cache(maxsize=100_000)
 def display_name(value: str, limit: int | None = 160) -> str:
-    """`value` as one visible line that no other value renders as.
+    """`value` as one visible line that no other value renders as (rules above).
 
-    For ids, sources, titles, and any text from data that the package writes into a
-    line of its own (see the module docstring for the rules).
-
-    Args:
-        value: The name (any `str`; a non-`str` is shown through `str()`).
-        limit: Characters shown at most (the marker included); a longer value
-            keeps its start and end around `…[sha:<hash>]…`. None: never shortened.
-
-    Returns:
-        The value escaped, marked if not NFC, shortened in the middle if long.
+    `limit` is the most characters shown, marker included; None: never shortened.
 
     Raises:
         ValueError: `limit` is below `MIN_LIMIT`, too short for the marker.

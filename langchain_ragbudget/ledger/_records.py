@@ -1,18 +1,14 @@
-"""The drop ledger: one record type for every candidate any stage removed.
+"""Drop records, and the two ways they travel so that no copy of a list loses them.
 
-The one rule of this package: every stage that decides what the model sees announces
-what it dropped. Records travel two ways, so that no copy of a list can lose them:
-
-- with the surviving documents in a `CandidateList`, so a plain LCEL chain
-  (retriever | rerank | budget | chain) carries them without wiring;
-- in a `RunLedger` that fusion opens for each query. Every surviving document carries
-  it in `metadata["ragbudget_run"]`: a `str` (the run id, JSON-serialisable) that also
-  holds the ledger. A step the package did not write may copy or filter the list
-  (`docs[:5]`); the documents it passes on still lead the budget to the ledger, which
-  reports every candidate that entered and vanished without a record as unaccounted.
-  A step that removes every candidate leaves no document to follow: inside
-  `ledger_scope(chain)` (which `create_budgeted_rag_chain` applies) fusion also files
-  its ledger with the invocation, so the budget finds it even then.
+- With the surviving documents in a `CandidateList`, so a plain LCEL chain carries
+  them without wiring.
+- In a `RunLedger` that fusion opens per query. Each surviving document carries it in
+  `metadata["ragbudget_run"]` as a `LedgerRef` (a `str` run id, JSON-serialisable,
+  holding the ledger), so after a foreign step copies or filters the list
+  (`docs[:5]`) the budget still finds the ledger and reports every candidate that
+  vanished without a record as unaccounted. A step that removes every candidate
+  leaves no document to follow: inside `ledger_scope(chain)` fusion also files its
+  ledger with the invocation.
 """
 
 from __future__ import annotations
@@ -48,15 +44,12 @@ class Stage(StrEnum):
     """The pipeline stage that made a decision.
 
     Attributes:
-        FUSION: `HybridRetriever` (`"fusion"`).
-        RERANK: `FlashRankRerank` (`"rerank"`).
-        BUDGET: `ContextBudget` (`"budget"`).
-        HISTORY: `ContextBudget` fitting chat history into the prompt budget
-            (`"history"`); its records name turns, not passages.
-        MEMORY: Agent memory recalled beside the documents (`"memory"`); its
-            records name memories, not passages.
-        EXTERNAL: A step between stages that this package did not write
-            (`"external_step"`); only the budget's reconciliation names it.
+        FUSION: `HybridRetriever`.
+        RERANK: `FlashRankRerank`.
+        BUDGET: `ContextBudget`.
+        HISTORY: `ContextBudget` fitting chat history; its records name turns.
+        MEMORY: Agent memory recalled beside the documents; records name memories.
+        EXTERNAL: A step between stages that this package did not write.
     """
 
     FUSION = "fusion"
@@ -64,7 +57,7 @@ class Stage(StrEnum):
     BUDGET = "budget"
     HISTORY = "history"
     MEMORY = "memory"
-    EXTERNAL = "external_step"  # a step between stages that this package did not write
+    EXTERNAL = "external_step"
 
 
 class DropReason(StrEnum):
@@ -160,12 +153,11 @@ class DropRecord:
 
 
 class DeferredDropRecord(DropRecord):
-    """A drop record whose document is built only when someone reads it.
+    """A drop record whose document is built by `build(rank)` on its first read.
 
-    Fusion cuts most of its candidates; building each one's merged document (the
-    metadata of every retriever, its ranks and scores) would cost more than the
-    fusion itself, and a retriever used on its own never reads it. Every other
-    field is set at once; `build(rank)` makes the document on its first read.
+    Fusion cuts most of its candidates, and building each merged document costs
+    more than the fusion itself (BENCHMARKS.md); a retriever used alone never
+    reads it.
     """
 
     _build: Callable[[int], Document]
@@ -180,7 +172,7 @@ class DeferredDropRecord(DropRecord):
         detail: str,
         build: Callable[[int], Document],
     ) -> None:
-        # Frozen: fields go straight into __dict__ (fusion makes ~160 per query).
+        # Frozen, and made by the hundred per query: fields go straight into __dict__.
         self.__dict__.update(
             key=key,
             stage=stage,
@@ -193,15 +185,13 @@ class DeferredDropRecord(DropRecord):
 
     @property
     def document(self) -> Document:
-        """The dropped candidate, built on first read and kept."""
         if self._built is None:
             object.__setattr__(self, "_built", self._build(self.rank))
         assert self._built is not None
         return self._built
 
     def __reduce__(self) -> tuple[type[DropRecord], tuple[Any, ...]]:
-        # Pickled as the plain record it stands for, document built: `build`
-        # refers to the retriever, which has no place in a pickled result.
+        # Pickled as a plain record: `build` refers to the retriever.
         return (
             DropRecord,
             (
@@ -218,11 +208,10 @@ class DeferredDropRecord(DropRecord):
 
 
 class DeferredRecords(Iterable[DropRecord]):
-    """Drop records made on the first read, once, for every holder.
+    """Drop records made once, on the first iteration, for every holder.
 
-    Fusion cuts ~160 candidates per query. A retriever used on its own rarely has
-    its records read, so the `CandidateList` and the `RunLedger` hold this instead
-    and make the records when someone first iterates (the budget, a report).
+    A retriever used on its own rarely has its records read, so the
+    `CandidateList` and the `RunLedger` share this instead of a list.
     """
 
     def __init__(self, make: Callable[[], list[DropRecord]]) -> None:
@@ -239,11 +228,7 @@ class DeferredRecords(Iterable[DropRecord]):
 
 @dataclass(frozen=True)
 class TrimRecord:
-    """A passage kept shortened to some of its sentences, and what was left out.
-
-    The passage is in the prompt (its id is among the kept ones); this record says
-    it is not whole. `document` is the original, all of its text.
-    """
+    """A kept passage shortened to some of its sentences; `document` is the original."""
 
     key: str
     stage: Stage
@@ -255,7 +240,7 @@ class TrimRecord:
     detail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable view, for tracers, logs and reports."""
+        """A JSON-serialisable view."""
         return {
             "id": self.key,
             "source": document_source(self.document),
@@ -270,12 +255,7 @@ class TrimRecord:
 
 @dataclass(frozen=True)
 class StageSkip:
-    """A stage that did not run (its model was unavailable, say), and why.
-
-    Attributes:
-        stage: The stage that was skipped.
-        reason: Why, in words (e.g. the model-loading error).
-    """
+    """A stage that did not run (its model was unavailable, say), and why in words."""
 
     stage: Stage
     reason: str
@@ -292,8 +272,7 @@ class ScoreIssue:
     Attributes:
         stage: The stage that found it.
         key: The candidate's identity.
-        field: The metadata key the score was read from or written to
-            (e.g. `dense_score`, `rerank_score`).
+        field: The metadata key the score was read from or written to.
         value: The score's `repr` (e.g. `nan`).
     """
 
@@ -315,10 +294,9 @@ class ScoreIssue:
 class CandidateList(list[Document]):
     """Documents that survived so far, plus the records of the stages behind.
 
-    A `list` subclass, so anything that accepts the output of a retriever accepts
-    it. `drops` names every candidate removed so far; `skipped` the stages that did
-    not run; `issues` the scores that were not finite numbers. Slicing or copying
-    it gives a plain `list`, without the records; the run ledger keeps them.
+    A `list` subclass, so anything that accepts a retriever's output accepts it.
+    Slicing or copying it gives a plain `list` without the records; the run
+    ledger keeps them.
 
     Attributes:
         drops: Every candidate removed so far, one record per decision.
@@ -342,7 +320,7 @@ class CandidateList(list[Document]):
 
     @property
     def drops(self) -> list[DropRecord]:
-        """Every candidate removed so far (deferred records are made on this read)."""
+        """Every candidate removed so far (deferred records are made here)."""
         if isinstance(self._drops, DeferredRecords):
             self._drops = list(self._drops)
         return self._drops
@@ -352,7 +330,6 @@ class CandidateList(list[Document]):
         return {**self.__dict__, "_drops": self.drops}
 
     def _summary(self) -> str:
-        """One line: documents, drops by stage and reason, skipped stages, issues."""
         parts = [
             f"{len(self)} document{'' if len(self) == 1 else 's'}",
             drop_counts((record.stage, record.reason) for record in self.drops),
@@ -394,15 +371,13 @@ class CandidateList(list[Document]):
 class RunLedger:
     """Every candidate that entered one query's pipeline, and every record made.
 
-    Fusion opens it with the candidates it hands on and the records of those it
-    cut; later stages add their records. The budget reconciles: a candidate that
-    entered and is neither among its input nor in any record was removed by a step
-    this package did not write. Safe to add to from several threads.
+    Fusion opens it; later stages add their records. The budget reconciles: a
+    candidate that entered and is neither in its input nor in any record was
+    removed by a step this package did not write. Thread-safe.
 
     Attributes:
         run_id: A random hex id, the text of `metadata["ragbudget_run"]`.
-        entered: The candidates fusion handed on, by key (those it cut are in its
-            records from the start).
+        entered: The candidates fusion handed on, by key.
     """
 
     def __init__(self, entered: dict[str, Document]) -> None:
@@ -410,8 +385,9 @@ class RunLedger:
         self.entered = entered
         self._lock = threading.Lock()
         self._drops: dict[tuple[str, Stage, DropReason], DropRecord] = {}
-        self._unmerged: list[DropRecord] = []  # deduplicated when first read
-        self._deferred: list[DeferredRecords] = []  # made when first read
+        # Merged on read: most queries' records are never read.
+        self._unmerged: list[DropRecord] = []
+        self._deferred: list[DeferredRecords] = []
         self._skipped: list[StageSkip] = []
         self._issues: list[ScoreIssue] = []
 
@@ -421,14 +397,7 @@ class RunLedger:
         skipped: Iterable[StageSkip] = (),
         issues: Iterable[ScoreIssue] = (),
     ) -> None:
-        """Record decisions; a record already held is kept once.
-
-        Args:
-            drops: Drop records; one with the same (key, stage, reason) as a
-                record already held is ignored.
-            skipped: Stages that did not run.
-            issues: Scores that were not finite numbers.
-        """
+        """Record decisions; a drop whose (key, stage, reason) is held is ignored."""
         with self._lock:
             if isinstance(drops, DeferredRecords):
                 self._deferred.append(drops)
@@ -441,7 +410,6 @@ class RunLedger:
     def drops(self) -> list[DropRecord]:
         """The drop records, in the order they were made."""
         with self._lock:
-            # Merged on read: fusion adds ~160 records per query, mostly never read.
             for block in self._deferred:
                 self._unmerged.extend(block)
             self._deferred.clear()
@@ -452,13 +420,11 @@ class RunLedger:
 
     @property
     def skipped(self) -> list[StageSkip]:
-        """Stages that did not run."""
         with self._lock:
             return list(self._skipped)
 
     @property
     def issues(self) -> list[ScoreIssue]:
-        """Scores that were not finite numbers."""
         with self._lock:
             return list(self._issues)
 
@@ -473,7 +439,6 @@ class LedgerRef(str):
     ledger: RunLedger
 
     def __new__(cls, run_id: str, ledger: RunLedger) -> LedgerRef:
-        """The text `run_id`, carrying `ledger`."""
         ref = super().__new__(cls, run_id)
         ref.ledger = ledger
         return ref
@@ -501,25 +466,22 @@ def drops_of(documents: Iterable[Document]) -> list[DropRecord]:
 
 
 def skipped_of(documents: Iterable[Document]) -> list[StageSkip]:
-    """The skipped stages recorded on `documents`, or none for a plain list."""
     return list(documents.skipped) if isinstance(documents, CandidateList) else []
 
 
 def issues_of(documents: Iterable[Document]) -> list[ScoreIssue]:
-    """The score issues recorded on `documents`, or none for a plain list."""
     return list(documents.issues) if isinstance(documents, CandidateList) else []
 
 
 Records = tuple[list[DropRecord], list[StageSkip], list[ScoreIssue]]
-"""Drops, skipped stages and score issues, as `records_of` gathers them."""
 
 
 def records_of(
     documents: Iterable[Document], scoped: Iterable[RunLedger] = ()
 ) -> Records:
-    """Everything recorded so far: on the list, in its run ledgers and `scoped` ones.
+    """Everything recorded on the list, in its run ledgers and in `scoped`, once each.
 
-    The ledgers fill in what a copied list lost; each record appears once.
+    The ledgers fill in what a copied list lost.
     """
     docs = documents if isinstance(documents, CandidateList) else list(documents)
     drops: dict[tuple[str, Stage, DropReason], DropRecord] = {}
@@ -540,16 +502,10 @@ def records_of(
 def ledger_scope(runnable: Runnable[Any, Any]) -> Runnable[Any, Any]:
     """`runnable` with a fresh ledger list per call, shared by every stage inside.
 
-    Fusion files each ledger it opens there and the budget reconciles them all, so a
-    step that removes every candidate is reported too. Calls and batch items never
-    share a scope. `create_budgeted_rag_chain` applies it already; use it when you
-    compose the stages yourself.
-
-    Args:
-        runnable: The chain holding (at least) the fusion and budget stages.
-
-    Returns:
-        The same chain, bound to open a new scope on every call.
+    Fusion files each ledger it opens there and the budget reconciles them all, so
+    a step that removes every candidate is reported too. Calls and batch items
+    never share a scope. `create_budgeted_rag_chain` applies it; use it when you
+    compose the stages (at least fusion and budget) yourself.
     """
     return RunnableBinding(
         bound=runnable,

@@ -1,9 +1,9 @@
-"""Checks at the boundary where a query, documents or scores enter a stage.
+"""Checks where a query, documents or scores enter a stage.
 
-A bad value gets an `InvalidInputError` naming the argument and the problem where it
-enters, instead of an `AttributeError` from deep inside a library. Scores are read
-with `finite_score`: NaN, infinity, booleans and non-numbers are never used as a
-score (a NaN top score would otherwise read as strong evidence).
+A bad value gets an `InvalidInputError` naming the argument, not an
+`AttributeError` from deep inside a library. `finite_score` keeps NaN, infinity,
+booleans and non-numbers from being used as a score (a NaN top score would read
+as strong evidence).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def check_query(query: Any, name: str = "query") -> str:
 
 
 def check_text(text: str, name: str) -> None:
-    """Refuse text that cannot be encoded as UTF-8 (a lone surrogate)."""
+    """Refuse text with a lone surrogate, which no model or file can take."""
     position = _surrogate_at(text)
     if position is not None:
         raise InvalidInputError(
@@ -44,7 +44,6 @@ def check_text(text: str, name: str) -> None:
 
 @lru_cache(maxsize=100_000)
 def _surrogate_at(text: str) -> int | None:
-    """Where `text` cannot be encoded as UTF-8, or None; once per text."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -74,10 +73,10 @@ def check_documents(documents: Any, name: str = "documents") -> Sequence[Documen
 
 
 def check_passages(documents: Any, name: str = "documents") -> Sequence[Document]:
-    """`check_documents`, and every passage has text: an empty one is refused.
+    """`check_documents`, refusing empty passages too (for ingest).
 
-    For ingest (building an index): a blank passage would be searchable, rank on
-    metadata alone and could become citation [1] with nothing to say.
+    A blank passage would rank on metadata alone and could become citation [1]
+    with nothing to say.
     """
     checked = check_documents(documents, name)
     for position, document in enumerate(checked):
@@ -90,11 +89,8 @@ def check_passages(documents: Any, name: str = "documents") -> Sequence[Document
 
 
 def finite_score(value: Any) -> float | None:
-    """`value` as a float if it is a finite real number (numpy included), else None.
-
-    Booleans are not scores, and neither are strings that look like numbers.
-    """
-    if type(value) is float:  # the common case, checked first: it is hot
+    """`value` as a float if a finite real number (numpy too, not bool), else None."""
+    if type(value) is float:  # the hot, common case first
         return value if math.isfinite(value) else None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return None

@@ -1,18 +1,11 @@
 """Recalled memories into a surface's share of the prompt, on the record.
 
-Memories render in their own section, apart from the cited documents: no
-citation number (a memory is not a source), every line of a memory's text quoted
-(`> `) as passages are, and a header the package writes (subject, when it was
-last said, how often, a stale marker), each value shown through `display_name`.
-The surface's `max_memories` and `memory_tokens` bound the section; a memory
-that does not fit is dropped with a `memory / over_max_memories` or `memory /
-over_max_tokens` record, like any passage.
-
-In the chain (`memory_step`), the section's text travels in the state under
-`ragbudget_memories` before the budget, so a surface that budgets the whole
-prompt (`max_prompt_tokens`) counts it as sent; after the budget (`attach`) the
-memories and their records join the `BudgetedContext`, so the answer's `dropped`
-and warning count them.
+Memories render in their own section: no citation number (a memory is not a
+source), text quoted as passages are, a header the package writes. In the chain
+the section's text travels in the state before the budget, so a whole-prompt
+budget counts it as sent; after the budget (`attach`) the memories and their
+records join the `BudgetedContext`, so the answer's `dropped` and warning count
+them.
 """
 
 from __future__ import annotations
@@ -53,7 +46,6 @@ if TYPE_CHECKING:
 
 
 def memories_table(entries: Sequence[dict[str, Any]]) -> Markup:
-    """The memories in the prompt, every factor of their scores, stale or not."""
 
     def number(value: Any) -> str:
         return "" if value is None else f"{value:.3f}"
@@ -91,10 +83,10 @@ def memories_table(entries: Sequence[dict[str, Any]]) -> Markup:
 
 
 def render_memory(document: Document) -> str:
-    """One memory block: the package's header line, then the text quoted.
+    """The package's header line, then the text quoted.
 
-    Starts with a non-space character and ends with a newline, like a passage
-    block, so the section's tokens are the sum of its blocks'.
+    Like a passage block it starts with a non-space character and ends with a
+    newline, so the section's tokens are the sum of its blocks'.
     """
     metadata = document.metadata
     parts = []
@@ -121,9 +113,8 @@ def fit_memories(
 ) -> MemoryContext:
     """The best memories that fit the share, in order; a record for each other.
 
-    A memory that does not fit the tokens left is passed over and smaller ones
-    after it are tried (like `packing: skip`). The recall's records (a
-    `CandidateList`'s `drops`) come first among the context's drops.
+    One that does not fit is passed over and smaller ones tried (like `packing:
+    skip`). The recall's own records come first.
     """
     recalled: list[DropRecord] = list(getattr(documents, "drops", []))
     kept: list[Document] = []
@@ -179,11 +170,10 @@ def fit_memories(
 def memory_step(
     retriever: BaseRetriever, budget: ContextBudget
 ) -> Runnable[dict[str, Any], dict[str, Any]]:
-    """Recall memories for the state's question and fit them to the surface.
+    """Recall memories for the state's question and fit them to the call's surface.
 
-    Runs on the surface the call names (`configurable.surface`), as the budget
-    does. Adds the section's text (`ragbudget_memories`, counted by a whole-prompt
-    budget) and the `MemoryContext` to the state.
+    Adds the section's text (for a whole-prompt budget to count) and the
+    `MemoryContext` to the state.
     """
 
     def recall(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
@@ -210,13 +200,11 @@ def memory_step(
 
 
 def with_memory(context: BudgetedContext, memory: MemoryContext) -> BudgetedContext:
-    """`context` holding the memories, their records among its drops."""
     report = replace(context.report, drops=[*context.report.drops, *memory.drops])
     return replace(context, memory=memory, report=report)
 
 
 def attach(state: Mapping[str, Any]) -> Any:
-    """After the budget: the memories join the context; their state keys go."""
     if not isinstance(state, Mapping) or MEMORY_STATE not in state:
         return state
     memory = state[MEMORY_STATE]

@@ -1,12 +1,10 @@
 """What ranking reads of a memory store, as numpy arrays kept in step with the file.
 
-A recall scores every memory, so the vectors and the ranking columns live in
-arrays, and a recall after a write must not read 100,000 rows again. Every write
-that changes ranking's data moves the store's `generation` and stamps the rows it
-wrote with it (`changed`); an embedding never changes. So the cache reads only
-the rows changed since its generation, appends new memories' vectors to a buffer
-that grows by doubling, and reads everything again only when a memory was
-deleted (the count tells).
+A recall scores every memory, and a recall after a write must not read every row
+again. Each write moves the store's `generation` and stamps the rows it wrote
+(`changed`); an embedding never changes. So the cache reads only rows changed
+since its generation, appends new vectors to a buffer that grows by doubling,
+and reads everything again only when a memory was deleted (the count tells).
 """
 
 from __future__ import annotations
@@ -25,15 +23,10 @@ CHANGED_SINCE = f"SELECT rowid, {_RANKED} FROM memories WHERE changed > ?"
 
 @dataclass(frozen=True)
 class Ranking:
-    """What ranking reads of every memory, as arrays in one order (cached).
+    """What ranking reads of every memory, as arrays in one order.
 
-    Attributes:
-        generation: The store's generation these arrays were read at.
-        ids: Memory ids.
-        vectors: Unit-length embeddings, one row per memory (float32).
-        importance: Importance per memory.
-        said_at: Last stated, seconds since the epoch: the only time ranking
-            reads (never when a memory was created or last recalled).
+    `vectors` are unit-length float32 rows. `said_at` (last stated, epoch
+    seconds) is the only time ranking reads: never creation or last recall.
     """
 
     generation: int
@@ -44,7 +37,7 @@ class Ranking:
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    """Each row scaled to length 1 (a zero row stays zero)."""
+    """Each row scaled to length 1; a zero row stays zero."""
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
 
@@ -52,8 +45,8 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
 class RankingCache:
     """One store's `Ranking`, brought up to date from the rows that changed.
 
-    Not locked itself: the store calls it under its lock, inside one read
-    transaction, so every query sees the same committed state.
+    Not locked: the store calls it under its lock in one read transaction, so
+    every query sees the same committed state.
     """
 
     def __init__(self) -> None:
@@ -67,7 +60,6 @@ class RankingCache:
         embeddings: Callable[[Sequence[str]], dict[str, bytes]],
         dimension: int,
     ) -> Ranking:
-        """The ranking at the store's current generation."""
         generation = int(
             query("SELECT value FROM meta WHERE key = 'generation'", ())[0][0]
         )
@@ -114,7 +106,6 @@ class RankingCache:
         embeddings: Callable[[Sequence[str]], dict[str, bytes]],
         base: Ranking,
     ) -> Ranking:
-        """`base` and the memories of `rows` after it (their vectors read)."""
         if not rows:
             return base
         start, end = len(base.ids), len(base.ids) + len(rows)

@@ -5,9 +5,6 @@ from when the fact was last *said*. Not from creation: a preference restated eve
 day would decay as if said once. Not from the last read: recall returns an old
 preference and the newer one contradicting it together, and refreshing both would
 tie them on recency, the one signal that lets the newer win.
-
-Pure functions over the store's `Ranking` arrays (numpy, brute force) and over
-the recalled memories; every memory left out gets a `memory / ...` record.
 """
 
 from __future__ import annotations
@@ -42,10 +39,7 @@ SECONDS_PER_DAY = 86_400.0
 
 
 class SourceHashes(Protocol):
-    """Where a memory's source document is checked: its content hash now.
-
-    `langchain_ragbudget.index.HybridIndex` is one (`document_hash`).
-    """
+    """Where a memory's source document is checked (`HybridIndex` is one)."""
 
     def document_hash(self, doc_id: str) -> str | None:
         """The document's content hash in the index now, or None if absent."""
@@ -56,14 +50,8 @@ class SourceHashes(Protocol):
 class Scored:
     """One recalled memory and every factor of its score (plain floats).
 
-    Attributes:
-        memory: The memory.
-        rank: Its place in the recall, 1 = best score.
-        similarity: Cosine similarity of its embedding and the query's.
-        age_days: Days since it was last said.
-        recency: 0.5 ** (age_days / half_life_days).
-        score: similarity x importance x recency.
-        stale: Why its source makes it stale (empty: not stale, or unchecked).
+    `rank` is 1 for the best score; `stale` says why its source makes it stale
+    ('' when not, or unchecked).
     """
 
     memory: Memory
@@ -75,7 +63,7 @@ class Scored:
     stale: str = ""
 
     def document(self) -> Document:
-        """The memory as a Document: its text, every factor in metadata."""
+        """The memory as a Document, every factor in its metadata."""
         memory = self.memory
         metadata: dict[str, Any] = {
             MEMORY_ID: memory.id,
@@ -100,8 +88,7 @@ def score_all(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Similarity, age in days, recency and score of every memory, as arrays.
 
-    Each age runs from when the memory was last said (`ranking.said_at`); an age
-    below zero (a clock behind the store's) counts as 0.
+    An age below zero (a clock behind the store's) counts as 0.
     """
     unit = (query / np.linalg.norm(query)).astype(np.float32)
     similarity = cosines(ranking.vectors, unit)
@@ -111,16 +98,15 @@ def score_all(
     return similarity, ages, recency, scores
 
 
-BLAS_FROM = 32_768  # rows from which `@` (BLAS) beats einsum (bench_memory.py)
+BLAS_FROM = 32_768  # rows from which `@` (BLAS) beats einsum
 
 
 def cosines(vectors: np.ndarray, unit: np.ndarray) -> np.ndarray:
     """Each unit row's dot product with `unit`.
 
-    BLAS (`@`) for a large store, einsum (one thread) for a small one: on a
-    machine whose cores are busy, BLAS's threads cost ~10 ms a call whatever the
-    size (12 ms at 10,000 memories against einsum's 1.5), while at 100,000 its
-    kernel is about twice einsum's speed (bench_memory.py measures both).
+    BLAS (`@`) for a large store, single-threaded einsum for a small one: on busy
+    cores BLAS's threads cost a fixed overhead per call that only a large store
+    repays (BENCHMARKS.md, Agent memory).
     """
     if len(vectors) >= BLAS_FROM:
         return np.asarray(vectors @ unit)
@@ -138,7 +124,7 @@ def best(scores: np.ndarray, k: int) -> list[int]:
 def under_floor(
     recalled: Sequence[Scored], min_score: float
 ) -> tuple[list[Scored], list[DropRecord]]:
-    """Memories at or over `min_score`, and a record of each one under it."""
+    """Memories at or over `min_score`, and a record of each under it."""
     kept = [item for item in recalled if item.score >= min_score]
     dropped = [
         record(
@@ -155,7 +141,7 @@ def under_floor(
 def superseded(recalled: Sequence[Scored]) -> tuple[list[Scored], list[DropRecord]]:
     """Per subject, the memory said most recently; a record for each older one.
 
-    Memories without a subject never supersede each other. A tie on `said_at`
+    Memories without a subject never supersede each other; a tie on `said_at`
     goes to the better score.
     """
     newest: dict[str, Scored] = {}
@@ -206,8 +192,8 @@ def checked_sources(
 ) -> tuple[list[Scored], list[DropRecord]]:
     """Memories checked against their source documents now.
 
-    A stale one is kept with the marker (`drop` False) or dropped with a
-    `memory / stale_source` record. Without `sources` nothing can be checked.
+    A stale one is kept marked, or with `drop` dropped with a record. Without
+    `sources` nothing can be checked.
     """
     if sources is None:
         return list(recalled), []
@@ -234,7 +220,6 @@ def checked_sources(
 
 
 def record(item: Scored, reason: DropReason, detail: str) -> DropRecord:
-    """A `memory / reason` record of a recalled memory."""
     return DropRecord(
         key=item.memory.id,
         stage=Stage.MEMORY,

@@ -5,11 +5,9 @@ waits its turn instead of failing; every write is one `BEGIN IMMEDIATE`
 transaction, so a restatement's read-then-update cannot interleave with another
 process's. The schema version is the file's `PRAGMA user_version`.
 
-Ranking reads only `said_at` (when a fact was last stated) and `importance`;
-`last_recalled_at` is written by recall for statistics and read by nothing that
-ranks. Every write that changes what ranking reads moves the store's `generation`
-and stamps its rows with it (`changed`), in the same transaction, so the cached
-arrays (`RankingCache`) read only what changed.
+Ranking reads only `said_at` and `importance` (`last_recalled_at` is statistics).
+Every write that changes them moves the store's `generation` and stamps its rows
+(`changed`) in the same transaction, so `RankingCache` reads only what changed.
 """
 
 from __future__ import annotations
@@ -79,30 +77,25 @@ class MemoryStoreError(RagBudgetError):
 
 
 def utc_now() -> datetime:
-    """The default clock: now, in UTC."""
     return datetime.now(UTC)
 
 
-def timestamp(moment: datetime, what: str = "the clock") -> float:
-    """Seconds since the epoch of an aware datetime; a naive one is refused."""
+def timestamp(moment: datetime) -> float:
+    """Epoch seconds of an aware datetime; a naive one is refused."""
     if not isinstance(moment, datetime) or moment.tzinfo is None:
         raise InvalidInputError(
-            f"{what} must give a timezone-aware datetime (e.g. datetime.now(UTC)); "
+            "the clock must give a timezone-aware datetime (e.g. datetime.now(UTC)); "
             f"got {moment!r}"
         )
     return moment.timestamp()
 
 
 def moment(seconds: float) -> datetime:
-    """The aware UTC datetime of `seconds` since the epoch."""
     return datetime.fromtimestamp(seconds, UTC)
 
 
 def normalised(text: str) -> str:
-    """The form two statements share when they are the same text.
-
-    Case and spacing folded (NFKC), trailing punctuation dropped.
-    """
+    """The same text: NFKC, case and spacing folded, trailing punctuation dropped."""
     folded = _SPACES.sub(" ", unicodedata.normalize("NFKC", text).casefold())
     return folded.strip().rstrip(".!?;, ").strip()
 
@@ -117,10 +110,7 @@ class Memory:
         subject: An optional key (e.g. `editor.theme`): memories of one subject
             supersede each other at recall, the most recently said winning.
         importance: 0 to 1, a factor of the score.
-        created_at: When it was first remembered.
-        said_at: When it was last stated (remembered or restated): the only
-            time the ranking reads.
-        times_said: How often it was stated.
+        said_at: When it was last stated: the only time the ranking reads.
         last_recalled_at: When a recall last returned it (statistics only).
         source_id: The document it was learned from, if any.
         source_hash: That document's content hash when it was learned.
@@ -139,7 +129,6 @@ class Memory:
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> Memory:
-        """A memory from a row of `_COLUMNS`."""
         return cls(
             id=row[0],
             text=row[1],
@@ -177,14 +166,14 @@ class MemoryStore:
     """Memories in one SQLite file: remember, restate, forget, list, recall's data.
 
     Thread-safe (one connection behind a lock) and process-safe (WAL, a busy
-    timeout, one transaction per write). Open it with a path; `close` it, or use
-    it as a context manager.
+    timeout, one transaction per write). `close` it, or use it as a context
+    manager.
 
     Args:
         path: The SQLite file (created with its schema when absent).
         embeddings: Embeds remembered text and queries; optional when every
             `remember` passes `embedding=` and recall is given vectors.
-        clock: Gives "now" (aware datetime); UTC now by default.
+        clock: Gives "now" as an aware datetime.
         restate_similarity: See `MemorySettings.restate_similarity`.
         default_importance: The importance of a memory remembered without one.
 
@@ -269,19 +258,18 @@ class MemoryStore:
         self.close()
 
     def close(self) -> None:
-        """Close the file (the store cannot be used afterwards)."""
         with self._lock:
             self._connection.close()
 
     def now(self) -> datetime:
-        """The store's clock, checked (an aware datetime)."""
+        """The store's clock, checked to be timezone-aware."""
         current = self.clock()
         timestamp(current)
         return current
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write: `BEGIN IMMEDIATE` (waiting for another writer), commit or undo."""
+        """One write: `BEGIN IMMEDIATE` (waits for another writer), commit or undo."""
         with self._lock:
             connection = self._connection
             try:
@@ -312,7 +300,7 @@ class MemoryStore:
             return self._connection.execute(sql, parameters).fetchall()
 
     def embed(self, text: str) -> np.ndarray:
-        """`text`'s embedding (as a document), by the store's embeddings."""
+        """`text`'s embedding as a document."""
         if self.embeddings is None:
             raise InvalidInputError(
                 f"memory store {self.path} has no embeddings to embed text with: "
@@ -321,7 +309,6 @@ class MemoryStore:
         return _vector(self.embeddings.embed_documents([text])[0], "the embedding")
 
     def embed_query(self, text: str) -> np.ndarray:
-        """A query's embedding, by the store's embeddings."""
         if self.embeddings is None:
             raise InvalidInputError(
                 f"memory store {self.path} has no embeddings to embed a query with: "
@@ -343,7 +330,7 @@ class MemoryStore:
 
         A restatement (the same normalised text and subject, or the same subject
         and an embedding at least `restate_similarity` alike) updates that
-        memory's `said_at` and `times_said`, nothing else. One transaction.
+        memory's `said_at` and `times_said`, nothing else.
 
         Returns:
             The memory as stored: new (`times_said == 1`) or restated.
@@ -396,7 +383,7 @@ class MemoryStore:
         return Memory.from_row(row)
 
     def forget(self, memory_id: str) -> bool:
-        """Delete one memory; whether it existed. One transaction."""
+        """Delete one memory; whether it existed."""
         with self._transaction() as connection:
             deleted = connection.execute(
                 "DELETE FROM memories WHERE id = ?", (memory_id,)
@@ -406,19 +393,17 @@ class MemoryStore:
         return bool(deleted)
 
     def get(self, memory_id: str) -> Memory | None:
-        """The memory with this id, or None."""
         rows = self._query(
             f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
         )
         return Memory.from_row(rows[0]) if rows else None
 
     def get_many(self, ids: Sequence[str]) -> dict[str, Memory]:
-        """The memories with these ids, by id (missing ones left out)."""
+        """The memories with these ids, by id; missing ones left out."""
         rows = self._rows_of(_COLUMNS, ids)
         return {row[0]: Memory.from_row(row) for row in rows}
 
     def _rows_of(self, columns: str, ids: Sequence[str]) -> builtins.list[Any]:
-        """Rows (`columns`, the first being `id`) of these ids, 500 at a time."""
         rows = []
         for start in range(0, len(ids), 500):  # SQLite's bound-parameter limit
             part = ids[start : start + 500]
@@ -440,9 +425,9 @@ class MemoryStore:
         return int(self._query("SELECT count(*) FROM memories")[0][0])
 
     def mark_recalled(self, ids: Sequence[str], at: datetime) -> None:
-        """Note when memories were recalled: `last_recalled_at` only (statistics).
+        """Note when memories were recalled (statistics).
 
-        Ranking never reads it, so the generation does not move.
+        Ranking never reads `last_recalled_at`, so the generation does not move.
         """
         if not ids:
             return
@@ -453,15 +438,8 @@ class MemoryStore:
                 [(when, memory_id) for memory_id in ids],
             )
 
-    def generation(self) -> int:
-        """A number that moves with every write that changes ranking's data."""
-        return int(self._query("SELECT value FROM meta WHERE key = 'generation'")[0][0])
-
     def ranking(self) -> Ranking:
-        """Ranking's arrays, brought up to date from the rows changed since read.
-
-        One read transaction, so the arrays are one committed state of the file.
-        """
+        """Ranking's arrays, up to date, read as one committed state of the file."""
         with self._lock, self._snapshot():
             return self._cache.read(
                 self._query,
@@ -470,11 +448,10 @@ class MemoryStore:
             )
 
     def schema_version(self) -> int:
-        """The file's schema version (`PRAGMA user_version`)."""
         return int(self._query("PRAGMA user_version")[0][0])
 
     def dimension(self) -> int | None:
-        """The embeddings' dimension, once a memory is stored."""
+        """The embeddings' dimension, once a memory is stored (else None)."""
         rows = self._query("SELECT value FROM meta WHERE key = 'dimension'")
         return int(rows[0][0]) if rows else None
 
@@ -511,7 +488,7 @@ def _ensure_schema(connection: sqlite3.Connection, path: Path) -> None:
 
 
 def _vector(values: Sequence[float] | np.ndarray, what: str) -> np.ndarray:
-    """A finite, non-empty 1-d float vector."""
+    """A finite, non-empty, non-zero 1-d float vector, else InvalidInputError."""
     try:
         vector = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -540,7 +517,7 @@ def _check_dimension(connection: sqlite3.Connection, path: Path, size: int) -> N
 
 
 def _bump(connection: sqlite3.Connection) -> int:
-    """Move the generation; the new one, to stamp the rows this write changes."""
+    """Move the generation; the new one stamps the rows this write changes."""
     row = connection.execute(
         "UPDATE meta SET value = value + 1 WHERE key = 'generation' RETURNING value"
     ).fetchone()

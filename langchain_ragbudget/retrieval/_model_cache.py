@@ -1,12 +1,9 @@
 """One instance per process of what is costly to load (ONNX models).
 
-Every `FastEmbedEmbeddings` and `FlashRankRerank` made with the same settings uses
-the same loaded model: a server that builds a pipeline per surface, or per request,
-holds one copy in memory and pays the load once. ONNX Runtime sessions may be run
-from many threads at once, so sharing is safe; what is not safe is loading on first
-use from two threads at once, which would load twice. A lock per key makes the
-second caller wait for the first's model. A load that fails is not remembered: the
-next call tries again.
+A server that builds a pipeline per surface or per request holds one copy and pays
+the load once. ONNX Runtime sessions may be run from many threads, so sharing is
+safe; a lock per key keeps two threads from loading the same model twice. A load
+that fails is not remembered: the next call tries again.
 """
 
 from __future__ import annotations

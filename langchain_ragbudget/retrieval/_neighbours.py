@@ -1,15 +1,10 @@
 """Neighbouring chunks of one document: fetched next to a hit, joined into one run.
 
-`around` finds the chunks next to retrieved ones in the index's chunk store, so
-evidence that runs on past a retrieved chunk can reach the prompt (measured on
-SciFact in BENCHMARKS.md; `retrieval.neighbours`).
-
-Chunks that carry their place in the document (`chunk_start`, `chunk_end`, and
-`chunk_gap`, the whitespace before a chunk that does not overlap its predecessor)
-and are adjacent or overlap render as one run: the overlap is printed once and the
-run is the document's own text over its span. The budget pays for the joined text:
-`NeighbourCosts` gives the tokens a chunk adds to the runs already kept of its
-document, so the tokens the packer adds up are those of the rendered context.
+`around` fetches the chunks next to retrieved ones, so evidence that runs on past a
+retrieved chunk can reach the prompt (BENCHMARKS.md, Chunking). Chunks that know
+their place (`chunk_start`, `chunk_end`, `chunk_gap`) and are adjacent or overlap
+render as one run of the document's own text, the overlap once; `NeighbourCosts`
+charges the packer what the joined text adds, so its sum is the rendered context.
 """
 
 from __future__ import annotations
@@ -39,16 +34,11 @@ def place(document: Document) -> tuple[int, int, int] | None:
 def around(
     documents: Sequence[Document], chunks: Mapping[str, Document], reach: int
 ) -> list[tuple[str, Document, str]]:
-    """Chunks within `reach` places of each of `documents` in its own document.
+    """`(chunk id, chunk, id of the hit it neighbours)` within `reach` of each hit.
 
-    Looked up by the index's chunk ids (`<doc_id>::<position>`, `index._chunking`)
-    and kept only when the chunk found says the same document and place, so a
-    store with other ids adds nothing. Chunks among `documents`, or found twice,
-    come once; the best-ranked document's first, nearer ones first, the next before
-    the previous.
-
-    Returns:
-        (the chunk's id, the chunk, the id of the document it neighbours).
+    Looked up by the index's chunk ids (`<doc_id>::<position>`) and kept only when
+    the chunk says the same document and place, so a store with other ids adds
+    nothing. Each chunk comes once: the best hit's first, nearer ones first.
 
     Raises:
         InvalidInputError: A value found in `chunks` is not a Document.
@@ -78,7 +68,7 @@ def around(
 
 
 def _places_near(position: int, reach: int) -> Iterator[int]:
-    """The places within `reach` of `position`, nearer first, the next first."""
+    """Places within `reach`, nearer first, the next before the previous."""
     for distance in range(1, reach + 1):
         yield position + distance
         if position - distance >= 0:
@@ -145,8 +135,7 @@ def run_text(chunks: Sequence[Document]) -> str:
 class NeighbourCosts:
     """The tokens a whole chunk adds to the kept whole chunks of its document.
 
-    `render_run(chunks)` is the rendered block of one run; the cost is the
-    rendered runs' tokens with the chunk minus without it, None when the chunk
+    The rendered runs' tokens with the chunk minus without it; None when it
     joins none of them (it is then paid as a passage of its own).
     """
 

@@ -1,9 +1,8 @@
 """An int8 copy of an ONNX embedding model, for embedding queries.
 
-A query is embedded on the request path, one at a time, where it is the largest part
-of a hybrid query; with its weights quantized to int8 (onnxruntime dynamic
-quantization) the model runs faster at a small cost in quality (both measured in
-BENCHMARKS.md). Documents stay float32, so an index needs no rebuild.
+Embedding the query is the largest part of a hybrid query; int8 weights run faster
+at a small cost in quality (BENCHMARKS.md, Retrieval). Documents stay float32, so
+an index needs no rebuild.
 """
 
 from __future__ import annotations
@@ -20,8 +19,8 @@ from langchain_ragbudget.retrieval._logging_guard import root_logger_untouched
 def int8_model_folder(source: Path, model_file: str = "model.onnx") -> Path:
     """A folder like `source` whose `model_file` has int8 weights; made once.
 
-    The copy lives in the user cache, keyed by the source model's sha256, and is
-    moved into place only when complete, so an interrupted run leaves no half model.
+    Cached by the source model's sha256 and moved into place only when complete,
+    so an interrupted run leaves no half model.
     """
     model = source / model_file
     if not model.is_file():

@@ -1,8 +1,7 @@
 """The base of the sparse and dense retrievers: scored hits, returned as copies.
 
-Each finds its hits with `scored_hits`: the documents it holds (shared, not
-copied) and their scores, which `HybridRetriever` fuses directly (see
-`hybrid.ScoredSearch`). Invoked as a LangChain retriever, it returns copies with
+`scored_hits` gives the documents held (shared, not copied) and their scores, which
+`HybridRetriever` fuses directly; invoked as a retriever, it returns copies with
 the score in `metadata[score_key]`.
 """
 
@@ -22,7 +21,7 @@ class ScoredRetriever(BaseRetriever):
     """A retriever whose results carry their score in `metadata[score_key]`.
 
     A subclass defines `scored_hits` and the `score_key` field (declared there, so
-    that it keeps its place among the subclass's own fields).
+    it keeps its place among the subclass's own fields).
     """
 
     if TYPE_CHECKING:

@@ -55,7 +55,7 @@ def displays(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     assert isinstance(candidates, CandidateList)
     budget = ContextBudget.from_config(config, surface="chat")
     context = budget.invoke({"question": question, "documents": candidates})["context"]
-    answer = build_answer(question, context, "Within 5 minutes [1].")
+    answer = build_answer(context, "Within 5 minutes [1].")
     folder = tmp_path_factory.mktemp("displays")
     with HybridIndex.open(folder / "index", config, write=True) as index:
         index.upsert(load_sample_corpus())
