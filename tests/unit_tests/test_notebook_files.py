@@ -18,10 +18,6 @@ def _code(path: Path) -> list[str]:
     return [cell.source for cell in notebook.cells if cell.cell_type == "code"]
 
 
-def test_there_are_at_least_five_notebooks() -> None:
-    assert len(NOTEBOOKS) >= 5
-
-
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_is_committed_without_outputs(path: Path) -> None:
     notebook = nbformat.read(path, as_version=4)

@@ -9,7 +9,7 @@ FILES = [
     ROOT / "tests/unit_tests/test_dense.py",
     ROOT / "tests/integration_tests/test_index_disk.py",
     ROOT / "tests/unit_tests/test_index_disk_full.py",
-    ROOT / "tests/unit_tests/test_chunked_cache.py",
+    ROOT / "tests/integration_tests/test_chunked_cache.py",
     ROOT / "tests/integration_tests/test_ask_during_index.py",
 ]
 NAMED_IN_FULL = (0, 2, 4, 5)  # files whose every test the table names

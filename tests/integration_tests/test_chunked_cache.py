@@ -48,7 +48,7 @@ from langchain_ragbudget import load_config
 from langchain_ragbudget.retrieval import _dense as dense
 from langchain_ragbudget.index import _hybrid_index
 from langchain_ragbudget.evaluation._chunked import evaluate_chunked
-from tests.unit_tests.test_chunked_cache import sample_dataset
+from tests.integration_tests.test_chunked_cache import sample_dataset
 
 dense.ADD_BATCH_SIZE = 8
 
