@@ -455,15 +455,6 @@ def load_config(path: str | Path | None = None) -> RagBudgetConfig:
             UTF-8, not YAML, duplicate or non-string keys, alias bombs, deep
             nesting, an unknown key, a bad value, a threshold on a score no
             stage writes), naming the file, the key or line, and the value.
-
-    Example:
-        .. code-block:: python
-
-            from langchain_ragbudget import ContextBudget, load_config
-
-            config = load_config("ragbudget.yml")
-            print(config.surface("chat").max_tokens)
-            budget = ContextBudget.from_config(config, surface="chat")
     """
     return _load(path).config
 

@@ -267,8 +267,8 @@ def _chunk_index(
         update={"chunk_size": chunk_size, "chunk_overlap": overlap}
     )
     chunked = config.model_copy(update={"index": settings})
-    # settings that change no chunk and came after the first caches stay out of
-    # the key (`chunker` too when recursive), so those caches stay valid
+    # settings that change no chunk stay out of the key (`chunker` too when
+    # recursive), so existing caches stay valid
     later = {"lock_timeout"} | (
         {"chunker"} if settings.chunker == "recursive" else set()
     )

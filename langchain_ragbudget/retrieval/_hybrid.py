@@ -123,14 +123,6 @@ class HybridRetriever(BaseRetriever):
     Example:
         .. code-block:: python
 
-            from langchain_core.vectorstores import InMemoryVectorStore
-            from langchain_ragbudget import (
-                BM25Retriever,
-                DenseRetriever,
-                FastEmbedEmbeddings,
-                HybridRetriever,
-            )
-
             store = InMemoryVectorStore.from_documents(documents, FastEmbedEmbeddings())
             hybrid = HybridRetriever(
                 retrievers=[
@@ -138,7 +130,6 @@ class HybridRetriever(BaseRetriever):
                     DenseRetriever(vectorstore=store, k=50),
                 ],
                 names=["bm25", "dense"],
-                weights=[1.0, 1.0],
                 k=10,
             )
             candidates = hybrid.invoke("what lowers blood pressure?")
