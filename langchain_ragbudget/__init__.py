@@ -181,10 +181,7 @@ def __getattr__(name: str) -> Any:
 
 
 def _version() -> str:
-    """The installed distribution's version; importlib.metadata loads on first ask.
-
-    A source tree that was never installed has no metadata: "0+unknown" then.
-    """
+    """The installed distribution's version, or "0+unknown" for a bare source tree."""
     from importlib import metadata
 
     try:

@@ -1,13 +1,4 @@
-"""The context budget: passages into a per-surface token and count budget.
-
-`ContextBudget` is a Runnable. Given documents (or a dict holding `documents`, and
-the `question`, as in an LCEL chain) it returns a `BudgetedContext`: the kept
-passages (whole, or shortened to whole sentences with `packing: trim`) grouped into
-citations, the exact text the chain will send, and a report naming every candidate
-that any stage dropped and every passage this stage shortened. The report also
-reaches callbacks, as the custom event `ragbudget_context_report` and as the
-metadata of a child run, so a tracer such as LangSmith shows the dropped ids.
-"""
+"""The context budget: passages into a per-surface token and count budget."""
 
 from __future__ import annotations
 
@@ -107,32 +98,27 @@ REPORT_EVENT = "ragbudget_context_report"
 class ContextBudget(RunnableSerializable[Any, Any]):
     """Pack passages, in rank order, into one surface's budget.
 
-    Whole passages while they fit; with `packing: trim`, a passage that does not
-    fit is shortened to its most relevant whole sentences (recorded), the others
-    are dropped (recorded). Tokens are counted in the surface's tiktoken encoding
-    on each passage exactly as `format` renders it (citation header included),
-    once per text per process.
+    Whole passages while they fit; with `packing: trim`, one that does not fit
+    is shortened to its most relevant whole sentences; every shortening and drop
+    is recorded. Tokens are counted in the surface's encoding on each passage as
+    `format` renders it, citation header included.
 
-    A Runnable: documents in, a `BudgetedContext` out; or, in an LCEL chain, a dict
-    with `documents` in and the same dict with `context` added out. Every run also
-    sends its report to callbacks, as the custom event `ragbudget_context_report`
-    and as the metadata of a child run named `ragbudget_budget_report`.
+    Documents in, a `BudgetedContext` out; or a dict with `documents` in and the
+    same dict with `context` added. Every run also sends its report to callbacks,
+    as the custom event `ragbudget_context_report` and as the metadata of a child
+    run `ragbudget_budget_report`, so a tracer shows the dropped ids.
 
     Attributes:
         surface: The surface's name, for reports and warnings.
         settings: The surface's budget (`max_docs`, `max_tokens`, encoding...).
         format: How passages and citation headers are rendered.
-        id_key: The metadata key that identifies a passage when `Document.id` is
-            unset.
-        prompt: The prompt the chain sends, rendered to count the whole prompt
-            when the surface sets `max_prompt_tokens` (None: history, context
-            and question are counted as plain messages).
-        surfaces: The config's surfaces: `with_config(configurable={"surface":
-            name})` runs a call on all of `name`'s settings; `settings` follows
-            `surface`. None (settings alone): the budget refuses to switch.
+        id_key: The metadata key that identifies a passage without `Document.id`.
+        prompt: The chain's prompt, rendered to count the whole prompt under
+            `max_prompt_tokens` (None: plain messages).
+        surfaces: The config's surfaces, for `with_config(configurable={"surface":
+            name})`; None: the budget refuses to switch.
         overrides: `from_config`'s keyword settings, applied on any surface.
-        models: The embedding and rerank models the scores come from (set by
-            `from_config`): a weak-evidence calibration made with others is stale.
+        models: The models the scores come from, to call a calibration stale.
 
     Example:
         .. code-block:: python
@@ -165,23 +151,13 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         surface: str = DEFAULT_SURFACE,
         **overrides: Any,
     ) -> ContextBudget:
-        """The budget of `surface`, as the configuration describes it.
-
-        It knows every surface of the configuration, so a call can switch to
-        any of them (`with_config(configurable={"surface": ...})`); each was
-        checked when the configuration loaded.
+        """The budget of `surface`, able to switch to any other configured surface.
 
         Args:
-            config: A loaded configuration, a YAML file, or None for the shipped
-                defaults.
+            config: A configuration, a YAML file, or None for the defaults.
             surface: A key of the config's `surfaces`.
-            **overrides: Surface settings to use instead of the configured ones
-                (`max_tokens`, `max_docs`, `packing`...), and the budget's own
-                fields (`format`, `id_key`).
-
-        Returns:
-            The budget, with the config's `retrieval.id_key` unless `id_key` is
-            given.
+            **overrides: Surface settings (`max_tokens`, `packing`...) and the
+                budget's own fields (`format`, `id_key`) to use instead.
 
         Raises:
             ConfigError: The file is invalid, or it has no such surface.
@@ -217,7 +193,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         return known_keywords(cls, data)
 
     def settings_of(self, surface: str) -> SurfaceSettings:
-        """The settings this budget runs with on `surface` (`surface_settings`)."""
+        """The settings this budget runs with on `surface`."""
         own = (self.surface, self.settings)
         return surface_settings(self.surfaces, self.overrides, own, surface)
 
@@ -247,24 +223,17 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     ) -> BudgetedContext:
         """Pack `documents` (best first); pure apart from the token cache.
 
-        With `max_prompt_tokens`, the whole prompt is budgeted: history (if any)
-        and context share what the rest leaves (`_history.fit_with_history`).
+        With `max_prompt_tokens`, history and context share what the rest of the
+        prompt leaves.
 
         Args:
             documents: The candidates, best first (a `CandidateList` carries the
                 records of earlier stages; a plain list works too).
-            scoped: Ledgers of the enclosing `ledger_scope`, reconciled with those
-                the documents carry.
-            question: What the sentences of a passage shortened by `trim` are
-                chosen for; without it the leading sentences are kept.
+            scoped: Ledgers of the enclosing `ledger_scope`, reconciled too.
+            question: What `trim` chooses sentences for; without it the leading
+                sentences are kept.
             history: The chat history (oldest first), without the question.
             variables: The prompt's other variables, for rendering it.
-
-        Returns:
-            The kept passages (a shortened one holds its kept sentences), their
-            citations, the rendered text, the report of every drop (earlier
-            stages', this stage's, and the unaccounted) and every shortening, and
-            the evidence check.
 
         Raises:
             InvalidInputError: `documents` is not a list of Documents, or a text
@@ -356,12 +325,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     def _keep(
         self, packed: _Packed, shorten: Shortener
     ) -> tuple[list[Document], dict[str, list[str | None]], list[TrimRecord]]:
-        """The kept passages in rank order, with their token costs in metadata.
-
-        Returns:
-            The kept documents (a shortened one holds its kept sentences), the
-            segments of each shortened passage by key, and their trim records.
-        """
+        """The kept passages with their token costs, shortened segments and records."""
         documents, items, headers = packed.documents, packed.items, packed.headers
         trims, joined = dict(packed.result.trimmed), dict(packed.result.joined)
         kept: list[Document] = []
@@ -394,8 +358,8 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     ) -> BudgetReport:
         """The report: the context's tokens, and every drop, skip and shortening.
 
-        `earlier` holds the records of the stages before (read from the input as
-        given, before its candidates got their entry keys) and the scope's ledgers.
+        `earlier`'s records were read from the input as given, before its
+        candidates got their entry keys.
         """
         settings, encoding = self.settings, self.settings.encoding_name
         tokens_used = sum(count_tokens(block, encoding) for block in blocks)
@@ -407,7 +371,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             surface=self.surface,
             encoding=encoding,
             tokens_used=tokens_used,
-            # exact by construction (see render.py); the check keeps it honest anyway
+            # exact by construction; the check keeps it honest anyway
             over_budget=packed.result.over_budget or tokens_used > settings.max_tokens,
             max_tokens=settings.max_tokens,
             max_docs=settings.max_docs,
@@ -482,13 +446,9 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     ) -> DropRecord:
         """The record of the budget's drop of candidate `index`.
 
-        Its cost is the passage's tokens and its citation header's; either is
-        `None` for a passage the packer never weighed (a duplicate, one past
-        `max_docs`, one after `stop`): it was never counted.
-
-        The header is counted once per source document, by its first kept
-        passage; a passage whose document has none kept yet needs it too, so a
-        passage that looks small enough can still miss the room left.
+        A cost is None for a passage the packer never weighed. The citation
+        header is paid once per source document, so a passage whose document
+        has none kept yet needs it too and can miss room it seems to fit.
         """
         settings = self.settings
         document, rank = packed.documents[index], index + 1
@@ -524,15 +484,6 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Any:
         """Documents -> BudgetedContext; a dict with `documents` -> dict + `context`.
-
-        Args:
-            input: A list of Documents, or a dict holding one under `documents`.
-            config: The Runnable config; inside `ledger_scope`, its ledgers are
-                reconciled too.
-            **kwargs: Passed on to the Runnable machinery.
-
-        Returns:
-            The `BudgetedContext`, or the input dict with it under `context`.
 
         Raises:
             InvalidInputError: A dict without `documents`, or not Documents.
@@ -606,15 +557,7 @@ def _header_tokens(fmt: ContextFormat, n: int, doc: Document, encoding: str) -> 
 
 @dataclass(frozen=True)
 class _Packed:
-    """One fit's candidates as the packer weighed them, and what it decided.
-
-    Attributes:
-        documents: The candidates, best first.
-        items: Each candidate as the packer sees it.
-        result: What was kept, shortened and dropped.
-        headers: Citation-header tokens each candidate paid or needed
-            (`header_costs`).
-    """
+    """One fit's candidates as the packer weighed them, and what it decided."""
 
     documents: Sequence[Document]
     items: list[PackItem]

@@ -3,9 +3,7 @@
     question -> {question, documents} -> FlashRankRerank -> ContextBudget -> chain
 
 Each stage is an ordinary Runnable; the drop records ride along in the documents'
-`CandidateList` and the run ledger, so nothing here wires the ledger by hand. With
-tracing on (`tracing: {otel: true}` in the config, or `tracing=True`), the chain
-emits an OpenTelemetry span per stage carrying those records (tracing.py).
+`CandidateList` and the run ledger, so nothing here wires the ledger by hand.
 """
 
 from __future__ import annotations
@@ -44,14 +42,7 @@ DEFAULT_CHAT_MODEL = "openai:gpt-4o-mini"  # when only OPENAI_API_KEY is set
 
 
 def build_chat_model(config: ConfigLike = None) -> BaseChatModel | None:
-    """The configured chat model; gpt-4o-mini when only OPENAI_API_KEY is set.
-
-    Args:
-        config: A loaded configuration, a YAML file, or None for the shipped
-            defaults; its `llm` section is used.
-
-    Returns:
-        The model, or None when none is configured.
+    """The configured chat model, or None; gpt-4o-mini when only OPENAI_API_KEY is set.
 
     Raises:
         ConfigError: The file is invalid (before any model is made).
@@ -102,25 +93,21 @@ def create_budgeted_rag_chain(
             returns `{"question", "documents", "context"}`.
         budget: The surface's context budget.
         reranker: An optional rerank stage between retrieval and budget.
-        prompt: The stuff chain's prompt (`chain.DEFAULT_PROMPT` if None). The
-            budget is given it, so a surface with `max_prompt_tokens` counts the
-            prompt as sent (system text, history, context, notes, question).
+        prompt: The stuff chain's prompt (`DEFAULT_PROMPT` if None); the budget
+            counts it as sent under `max_prompt_tokens`.
         structured: Return a `BudgetedAnswer` instead of text.
         tracing: OpenTelemetry spans per stage, carrying the drop records: a flag,
-            or the config's `tracing` section (`config.tracing`). Off by default.
+            or `config.tracing`.
         tracer_provider: Where spans go when tracing; the global provider if None.
-        memory: A `MemoryRetriever`: its memories go in the prompt's own
-            section (`MEMORY_PROMPT` if `prompt` is None), within the surface's
-            `max_memories` / `memory_tokens`, every drop recorded.
+        memory: A `MemoryRetriever`, whose memories get their own prompt section
+            (`MEMORY_PROMPT` if `prompt` is None) within the surface's share.
 
     Returns:
-        The chain, wrapped in `ledger_scope` so that even a step that removes every
-        candidate is reported. It takes the question as a string, or a mapping
-        with `question` and any other keys the prompt takes (a chat `history` for
-        a `MessagesPlaceholder`, so it runs inside `RunnableWithMessageHistory`);
-        they all reach the prompt. It gives the answer text with warning lines
-        appended (streamed as the model writes), a `BudgetedAnswer` with
-        `structured=True`, or, without `llm`, the state dict.
+        The chain, in a `ledger_scope` so that even a step that removes every
+        candidate is reported. It takes the question, or a mapping with
+        `question` and any other prompt variables (a chat `history`, say); it
+        gives the answer text with warning lines appended (streamed), a
+        `BudgetedAnswer` with `structured=True`, or, without `llm`, the state.
 
     Raises:
         ValueError: `llm` is given and `prompt` lacks `context` or `question`.
@@ -169,12 +156,7 @@ def _budgeted(
     memory: BaseRetriever | None,
     counted: bool,
 ) -> tuple[Runnable[Any, Any], BasePromptTemplate | None]:
-    """`chain` then the budget (memories recalled before it and joined after).
-
-    The budget is given the prompt the chain sends when there is one (`counted`:
-    a model answers), so `max_prompt_tokens` counts it as sent; with `memory`,
-    that prompt is `MEMORY_PROMPT` unless the caller gave one.
-    """
+    """`chain` then the budget, given the prompt that is sent (memories around it)."""
     if memory is not None:  # before the budget, which counts the section
         chain, prompt = chain | memory_step(memory, budget), prompt or MEMORY_PROMPT
     if counted or prompt is not None:  # count the prompt that is sent
@@ -191,7 +173,7 @@ class Explained:
         question: The question asked.
         context: The budgeted context, with its report of every drop.
         messages: The prompt messages exactly as the stuff chain sends them.
-        answer: The structured answer, or None when no model was given.
+        answer: The structured answer, or None without a model.
     """
 
     question: str
@@ -212,26 +194,11 @@ def explain(
     tracer_provider: TracerProvider | None = None,
     memory: BaseRetriever | None = None,
 ) -> Explained:
-    """Run `question` through the chain, keeping what a reader wants to see.
+    """Run `question` through the chain, keeping the prompt for a reader to see.
 
-    The messages are the ones the stuff chain sends (same variables, same
-    template); the answer is None without a model. For notebooks and the CLI's
-    `ask`, where the prompt itself is worth reading. One invocation, so a trace
-    holds every stage of it under one span.
-
-    Args:
-        question: The question.
-        retriever: Any retriever; a `HybridRetriever` opens the run's ledger.
-        budget: The surface's context budget.
-        reranker: An optional rerank stage between retrieval and budget.
-        llm: The model that answers; None to stop at the prompt.
-        prompt: The stuff chain's prompt (`chain.DEFAULT_PROMPT` if None).
-        tracing: OpenTelemetry spans per stage: a flag, or `config.tracing`.
-        tracer_provider: Where spans go when tracing; the global provider if None.
-        memory: A memory retriever, as `create_budgeted_rag_chain` takes it.
-
-    Returns:
-        The question, its budgeted context, the prompt messages and the answer.
+    For notebooks and the CLI's `ask`. One invocation, so a trace holds every
+    stage under one span. Arguments as `create_budgeted_rag_chain`; `llm` None
+    stops at the prompt.
 
     Raises:
         ValueError: `prompt` lacks `context` or `question`.

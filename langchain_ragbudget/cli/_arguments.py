@@ -1,8 +1,7 @@
 """Each sub-command's arguments: one small builder per command.
 
-`ragbudget --help` builds every sub-parser, so this module imports nothing of
-the pipeline; the one default read from the configuration (the `ask` surface) is
-imported where that sub-parser is built.
+`ragbudget --help` builds every sub-parser, so this imports nothing of the
+pipeline.
 """
 
 from __future__ import annotations
@@ -58,7 +57,7 @@ def add_commands(commands: Commands) -> None:
 def _command(
     commands: Commands, name: str, help: str, *, index: bool = False
 ) -> argparse.ArgumentParser:
-    """A sub-command with the options every command has: `--config` (and `--index`)."""
+    """A sub-command with `--config` (and `--index`)."""
     sub = commands.add_parser(name, help=help)
     sub.add_argument("--config", help="a YAML file merged over the defaults")
     if index:
@@ -69,7 +68,6 @@ def _command(
 
 
 def _lock_timeout(sub: argparse.ArgumentParser) -> None:
-    """The option of the commands that write an index: how long to wait for it."""
     sub.add_argument(
         "--lock-timeout",
         type=float,
@@ -80,12 +78,10 @@ def _lock_timeout(sub: argparse.ArgumentParser) -> None:
 
 
 def _flag(sub: argparse.ArgumentParser, name: str, help: str) -> None:
-    """An option that is on when given."""
     sub.add_argument(name, action="store_true", help=help)
 
 
 def _keep_identical_ids(sub: argparse.ArgumentParser) -> None:
-    """The option `eval` and `tune` share: count a query's own id as a hit."""
     _flag(
         sub,
         "--keep-identical-ids",

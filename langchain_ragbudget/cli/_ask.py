@@ -1,8 +1,4 @@
-"""`ragbudget ask`: one question through an index, a surface and the chat model.
-
-Shows the evidence (every candidate, kept or dropped with its stage and reason),
-the prompt and the answer, or the same as one JSON object with `--json`.
-"""
+"""`ragbudget ask`: one question through an index, a surface and the chat model."""
 
 from __future__ import annotations
 
@@ -18,11 +14,10 @@ if TYPE_CHECKING:
 
 
 def run_ask(args: argparse.Namespace, console: Console) -> None:
-    """`ragbudget ask QUESTION`: one question through an index and a surface.
+    """`ragbudget ask QUESTION`: evidence, prompt and answer (or one JSON object).
 
-    What can be refused without the index is checked before it is opened (seconds
-    on a large one) and before the pipeline is imported (seconds more): the
-    configuration, the surface, the question; then the surface's budget.
+    What can be refused without the index is checked before it is opened and
+    the pipeline imported (seconds each).
     """
     config = command_config(args)
     config.surface(args.surface)
@@ -69,11 +64,7 @@ def run_ask(args: argparse.Namespace, console: Console) -> None:
 
 
 def check_question(question: str) -> None:
-    """Refuse a question that asks nothing: empty, blanks or invisible characters.
-
-    Raises:
-        InvalidInputError: The question is empty.
-    """
+    """Refuse a question that asks nothing: empty, blanks or invisible characters."""
     if not any(char.isprintable() and not char.isspace() for char in question):
         raise InvalidInputError(
             f"the question is empty ({question!r}); ask it in words, e.g. "

@@ -52,10 +52,7 @@ def run_config(args: argparse.Namespace, console: Console) -> None:
 
 
 def environment_overrides(config: Any) -> dict[str, tuple[str, str]]:
-    """Settings left null whose value a run takes from the environment instead.
-
-    `ragbudget config` shows the file's `null`; this says what is used.
-    """
+    """Settings left null whose value a run takes from the environment instead."""
     from langchain_ragbudget.retrieval._embeddings import MODEL_PATH_ENV
 
     found: dict[str, tuple[str, str]] = {}

@@ -1,9 +1,8 @@
 """The demo: the whole pipeline over the bundled sample corpus, shown as tables.
 
-One question through two surfaces (a tight `chat` budget, a wider `search` one):
-the evidence table says, for every candidate, whether it reached the prompt and, if
-not, which stage dropped it and why; then the prompt that is sent, and the answer
-with its warnings when a chat model is configured.
+One question through a tight `chat` budget and a wider `search` one: every
+candidate kept or dropped (which stage, why), the prompt, and the answer with its
+warnings when a chat model is configured.
 """
 
 from __future__ import annotations
@@ -32,10 +31,7 @@ DEMO_QUESTION = 0  # index into sample_data/questions.json
 def run_demo(
     config_path: str | Path | None = None, console: Console | None = None
 ) -> None:
-    """Run the sample question through the `chat` and `search` surfaces.
-
-    Without `config_path`, the demo's own YAML (`sample_data/demo.yml`).
-    """
+    """Run the sample question through the `chat` and `search` surfaces."""
     console = console or Console()
     config = load_config(config_path or demo_config_path())
     corpus = load_sample_corpus()

@@ -1,8 +1,6 @@
 """The evaluation commands: `eval` (measure every stage) and `tune` (fusion settings).
 
-Both read a BEIR-format folder and check every output path before a run of
-minutes rather than after it. The harness, the tuner and their reports are
-imported inside the commands, so the parser loads none of them.
+Both check every output path before a run of minutes rather than after it.
 """
 
 from __future__ import annotations
@@ -43,7 +41,7 @@ def run_eval(
 def _check_eval_arguments(args: argparse.Namespace, config: RagBudgetConfig) -> None:
     """Fail on an unknown surface or an unwritable output before any work."""
     for surface in args.surface or []:
-        config.surface(surface)  # an unknown surface fails before any work
+        config.surface(surface)
     for option, path in (
         ("--json", None if args.json in (None, "-") else Path(args.json)),
         ("--plot", args.plot),
@@ -58,10 +56,7 @@ def _check_eval_arguments(args: argparse.Namespace, config: RagBudgetConfig) -> 
 def _load_datasets(
     args: argparse.Namespace, console: Console
 ) -> tuple[BeirDataset, BeirDataset | None]:
-    """The split to evaluate, and the `--weak-fit` split to fit on (or None).
-
-    Says when the qrels judge documents the corpus does not hold.
-    """
+    """The split to evaluate, and the `--weak-fit` split to fit on (or None)."""
     from langchain_ragbudget.evaluation._beir import load_beir
 
     dataset = load_beir(args.data, args.split)
@@ -169,11 +164,7 @@ def _update_markdown(
     argv: Sequence[str] | None,
     images: tuple[Path | None, Path | None],
 ) -> None:
-    """Replace the eval section of `markdown`: the command, the tables, the images.
-
-    The images (survival plot, calibration plot) are linked relative to the
-    Markdown file's folder.
-    """
+    """Replace the eval section of `markdown`: command, tables, relative image links."""
     from langchain_ragbudget.evaluation._report import update_section
     from langchain_ragbudget.evaluation._tables import to_markdown
 
@@ -185,13 +176,10 @@ def _update_markdown(
 
 
 def check_writable(path: Path, option: str) -> None:
-    """Check that `path` can be written, before a run of minutes rather than after.
-
-    Its folder is made if missing, as the writer would.
+    """Check that `path` can be written (making its folder, as the writer would).
 
     Raises:
-        InvalidInputError: `path` is a folder, or its folder cannot be made or
-            written to; the message names `option` and the path.
+        InvalidInputError: Naming `option` and the path.
     """
     if path.is_dir():
         raise InvalidInputError(f"{option} {path}: is a folder; give a file name")
@@ -213,11 +201,7 @@ def link_from(markdown: Path, target: Path) -> str:
 
 
 def run_tune(args: argparse.Namespace, console: Console) -> None:
-    """`ragbudget tune`: search fusion settings, print the gain, write the YAML.
-
-    With `--json` the tables are left out and progress goes to stderr, so stdout
-    is JSON only.
-    """
+    """`ragbudget tune`: search fusion settings, print the gain, write the YAML."""
     from rich.console import Console
 
     from langchain_ragbudget.config._disk import atomic_write_text
@@ -259,6 +243,5 @@ def run_tune(args: argparse.Namespace, console: Console) -> None:
 
 
 def _with_chunker(config: RagBudgetConfig, chunker: str) -> RagBudgetConfig:
-    """`config` with `index.chunker` set (`--chunker`)."""
     index = config.index.model_copy(update={"chunker": chunker})
     return config.model_copy(update={"index": index})

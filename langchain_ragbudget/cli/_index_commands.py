@@ -1,9 +1,7 @@
 """The index commands: `index` (ingest a folder), `inspect` and `repair`.
 
-Also `open_index`, shared with `ask`. Document ids are paths relative to the
-index's root folder, so a file or a subfolder can be indexed again under the same
-ids. The index and the loaders are imported inside the commands: the parser
-reads the constants here without loading them.
+The index is imported inside the commands: the parser reads the constants here
+without loading it.
 """
 
 from __future__ import annotations
@@ -26,11 +24,7 @@ NAMES_SHOWN = 20  # skipped files named per reason; the count is always exact
 
 
 def command_config(args: argparse.Namespace) -> Any:
-    """The configuration a command runs with: `--config`, then its options over it.
-
-    `--lock-timeout` and `ask --k` (the BM25 side takes its fetch size when it
-    opens). Read before any index is opened, so a bad file fails at once.
-    """
+    """`--config` with `--lock-timeout` and `ask --k` over it, read before any index."""
     config = _config(args)
     fetch_k = getattr(args, "k", None)
     if fetch_k is not None:
@@ -54,9 +48,7 @@ def open_index(
 ) -> Any:
     """The index of `--index` (or the configured one); only `index` may create it.
 
-    `config` is `command_config(args)` when the caller has read it already.
-    `index` (the one that creates) opens it for writing: it holds the write lock
-    from here until the index is closed, so a second `index` waits for it.
+    `index` holds the write lock until the index is closed, so a second waits.
     """
     from langchain_ragbudget.index import HybridIndex
 
@@ -94,18 +86,11 @@ def _config(args: argparse.Namespace) -> Any:
 
 
 def run_index(args: argparse.Namespace, console: Console) -> int:
-    """`ragbudget index PATH`: ingest, then print a summary.
+    """`ragbudget index PATH`: ingest, print a summary; exit codes in `INDEX_EPILOG`.
 
-    Document ids are paths relative to the index's root folder (recorded in its
-    manifest by the first `index`), so a file or subfolder of it can be indexed
-    again under the same ids; a path outside the root is refused. Exit code: 0 when
-    every file was indexed, unchanged, skipped as expected (unsupported type, link
-    loop, dangling link, `--exclude`) or refused as expected (empty, whitespace-only,
-    a placeholder: there is nothing to index, and saying so is the whole job), or
-    could not be read but was reported by the last run and is unchanged since (a
-    scheduled job stays quiet until something changes); 1 when a file could not be
-    read (unreadable, not in the encodings, a broken PDF), new or changed since; 2
-    for usage and index errors (`INDEX_EPILOG`).
+    An expected refusal (an empty file) exits 0: saying so is the whole job. So
+    does a file the last run already reported unreadable, unchanged since, so a
+    scheduled job stays quiet until something changes.
     """
     from langchain_ragbudget.cli._views import ingest_report, name_list
     from langchain_ragbudget.index._folder_plan import check_found, scan_path
@@ -168,12 +153,7 @@ def _refuse_large_prune(
 
 
 def interrupted_message(args: argparse.Namespace) -> str:
-    """What an interrupted `index` or `repair` left: the committed version, or none.
-
-    Every write publishes a new version only when it is whole, so the index holds
-    what was committed last; the next run of the same command goes on from it
-    (vectors already written are reused).
-    """
+    """What an interrupted `index` or `repair` left: the last committed version."""
     from langchain_ragbudget.config._settings import load_config
     from langchain_ragbudget.index._versions import committed_documents
 
@@ -196,11 +176,7 @@ def interrupted_message(args: argparse.Namespace) -> str:
 
 
 def run_inspect(args: argparse.Namespace, console: Console) -> int:
-    """`ragbudget inspect`: what an index holds, read without changing anything.
-
-    Exit code 0 when nothing is damaged and the two sides hold the same chunks,
-    1 when the report names damage or a difference, 2 when there is no index.
-    """
+    """`ragbudget inspect`: what an index holds; exit 1 on damage or out of sync."""
     from langchain_ragbudget.cli._views import inspection_report
     from langchain_ragbudget.config._settings import load_config
     from langchain_ragbudget.index import HybridIndex
@@ -217,11 +193,7 @@ def run_inspect(args: argparse.Namespace, console: Console) -> int:
 
 
 def run_repair(args: argparse.Namespace, console: Console) -> int:
-    """`ragbudget repair`: bring the two sides together; rebuild a damaged side.
-
-    Never creates an index and never deletes the only copy of a chunk; see
-    `langchain_ragbudget.index._merge`. Exit code 0 when the sides end in sync.
-    """
+    """`ragbudget repair`: bring the two sides together; exit 0 when in sync."""
     from langchain_ragbudget.index import HybridIndex
 
     config = _config(args)

@@ -1,10 +1,7 @@
 """`ragbudget memory add|list|forget|inspect --store FILE`: an agent's memory store.
 
-The arguments are built here too (`add_memory`), importing nothing of the pipeline,
-so `ragbudget --help` stays light; running a command imports the store.
-`list` shows every factor of each memory's score (with `--query`, the similarity
-too); `inspect` the schema version, the counts, and the memories whose source
-document changed in an index (`--index`).
+The arguments are built here too, importing nothing of the pipeline, so
+`ragbudget --help` stays light.
 """
 
 from __future__ import annotations
@@ -55,11 +52,7 @@ def _action(actions: Any, name: str, help: str) -> argparse.ArgumentParser:
 
 
 def run_memory(args: argparse.Namespace, console: Console) -> int:
-    """Run one `ragbudget memory` command; its exit code.
-
-    `inspect` exits 1 when it found stale memories; a store that does not exist
-    is an error (exit 2) for every command but `add`, which creates it.
-    """
+    """Run one `ragbudget memory` command; `inspect` exits 1 on stale memories."""
     from langchain_ragbudget.config._settings import load_config
     from langchain_ragbudget.memory._retriever import MemoryStore
 

@@ -1,11 +1,6 @@
 """A configuration as plain data (nested mappings, as YAML gives them), by key path.
 
-Before validation the shipped defaults and the user's file are merged here
-(`deep_merge`); after it, `leaves` and `has_key_path` say which values the file
-set. Errors name a dotted key path and show a value by its repr, cut to a readable
-length (`Shown`), for the YAML reader (`_yaml`) and for the settings validation,
-whose pydantic errors `validation_error` turns into one `ConfigError` naming the
-key path as the user wrote it.
+Merging before validation, the key paths errors name, and the values they show.
 """
 
 from __future__ import annotations
@@ -27,13 +22,8 @@ DEFAULT_CONFIG_NAME = "config_default.yml"
 class KeyPathError(ValueError):
     """A validator's refusal of one value below the field it validates.
 
-    Pydantic places an error at the field whose validator raised it; this one
-    carries the rest of the key path (`chat.weak_evidence.thresholds.x` under
-    `surfaces`), so the error names the key the user wrote, and its value.
-
-    Attributes:
-        parts: The key path below the validated field.
-        problem: What is wrong, in words.
+    Pydantic blames the validated field; this carries the rest of the key path,
+    so the error names the key the user wrote.
     """
 
     def __init__(self, parts: list[str], problem: str) -> None:
@@ -63,13 +53,7 @@ class Shown:
 
 
 def surface_name_problem(name: str) -> str | None:
-    """Why `name` cannot name a surface, or None when it can.
-
-    A surface is chosen by name in code and on the command line, so the name
-    must be one a person can type and read: not empty, no control, zero-width
-    or other unprintable characters, and no blanks around it (YAML keeps a
-    quoted `'chat '`, which would be a new surface the `chat` edit never reaches).
-    """
+    """Why `name` cannot name a surface (people type and read it), or None."""
     if not name:
         return "a surface name must not be empty"
     if name != name.strip():
@@ -97,8 +81,7 @@ def check_surface_names(data: dict[str, Any], file: str) -> None:
 def check_prompt_room(max_prompt: int | None, reserve_output_tokens: int) -> None:
     """Refuse an answer reservation that leaves no room for the prompt.
 
-    Here, not in `_history` (which uses it too), so that reading a configuration
-    does not load langchain_core's messages and prompts (over a second).
+    Here, not in the budget, so reading a configuration loads no langchain_core.
 
     Raises:
         ValueError: `reserve_output_tokens` is at least `max_prompt_tokens`.
@@ -111,12 +94,7 @@ def check_prompt_room(max_prompt: int | None, reserve_output_tokens: int) -> Non
 
 
 def unknown_surface(file: str, name: str, known: Iterable[str]) -> ConfigError:
-    """The error for a surface no file defines, naming where it was looked for.
-
-    Blaming the shipped `config_default.yml` would send the user to a file they
-    never wrote: with no file of theirs, the error says the name is defined
-    nowhere.
-    """
+    """The error for a surface no file defines, never blaming the shipped file."""
     names = sorted(known)
     problem = f"unknown surface; known: {', '.join(names)}{did_you_mean(name, names)}"
     if file != DEFAULT_CONFIG_NAME:
@@ -147,8 +125,7 @@ def validation_error(
 ) -> ConfigError:
     """The first key pydantic refused in `data`, as one error blaming `file`.
 
-    With `model` (the class validated), an unknown key gets the closest known
-    key of its section as a suggestion.
+    With `model`, an unknown key gets the closest known key as a suggestion.
     """
     errors = exc.errors()
     first = errors[0]
@@ -169,11 +146,7 @@ def validation_error(
 
 
 def known_keys(model: type[BaseModel], parts: list[str]) -> list[str]:
-    """The keys the section at `parts` accepts (its model's fields), or [].
-
-    Follows nested models, `X | None` and `dict[str, Model]` (a surface's name
-    is a key of the mapping, not a field).
-    """
+    """The keys the section at `parts` accepts (its model's fields), or []."""
     current: Any = model
     for part in parts:
         current = _section_model(current, part)
@@ -183,7 +156,6 @@ def known_keys(model: type[BaseModel], parts: list[str]) -> list[str]:
 
 
 def _section_model(model: Any, part: str) -> Any:
-    """The model of `model`'s field `part` (or of a mapping's values), else None."""
     if isinstance(model, tuple):  # a mapping of models: any key gives its value
         return model[0]
     field = model.model_fields.get(part)
@@ -251,7 +223,7 @@ def _lookup(data: Any, parts: list[str]) -> Any:
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     """`base` with `override` merged in: mappings key by key, anything else replaced.
 
-    Both are left as they are; the result shares no object with either.
+    The result shares no object with either.
     """
     merged = copy.deepcopy(base)
     for key, value in override.items():

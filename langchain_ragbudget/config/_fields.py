@@ -1,12 +1,8 @@
 """The building blocks of the settings models: a strict base, checked field types.
 
-YAML 1.1 reads `yes` as a boolean and `.nan` as a float, and a lax validator would
-turn those into `1` and a comparison that is always false. So every settings model
-is a `StrictModel`: its fields use `Strict*` types (no `yes` for 1, no "60" for
-60.0, no 2.5 for an int; an int for a float is still fine), NaN and infinity are
-refused (inside free-form `Options` too), an unknown key is an error, and a model
-cannot be changed once made. A provider given as "package.module:Class" is
-imported when the settings are checked, so a typo fails at load time.
+A lax validator turns `true` into 1 and `.nan` into a comparison that is always
+false, so settings use `Strict*` types and refuse NaN. A "package.module:Class"
+provider is imported when the settings are checked, so a typo fails at load.
 """
 
 from __future__ import annotations
@@ -27,7 +23,8 @@ class StrictModel(BaseModel):
 def import_provider(path: str) -> type[Any]:
     """The class a "package.module:Class" provider setting names.
 
-    Raises ValueError saying why it cannot be imported.
+    Raises:
+        ValueError: It cannot be imported (saying why).
     """
     module_name, _, class_name = path.partition(":")
     try:
@@ -57,7 +54,6 @@ def _retriever_class(path: str) -> str:
 
 
 def _finite_tree(value: Any) -> Any:
-    """Refuse NaN and infinity inside free-form `options` too."""
     stack = [value]
     while stack:
         item = stack.pop()

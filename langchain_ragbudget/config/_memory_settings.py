@@ -1,8 +1,4 @@
-"""Agent memory's settings (the `memory:` section), the one place their defaults live.
-
-`MemoryStore` and `MemoryRetriever` take their defaults from here. The per-surface
-shares (`max_memories`, `memory_tokens`) are surface settings, in `SurfaceSettings`.
-"""
+"""Agent memory's settings (the `memory:` section), where their defaults live."""
 
 from __future__ import annotations
 
@@ -17,21 +13,14 @@ class MemorySettings(StrictModel):
     """How memories are recalled and ranked.
 
     Attributes:
-        half_life_days: A memory's recency factor halves every this many days
-            since it was last *said* (never since it was created or last read).
-        min_score: Recalled memories scoring below this are dropped, with a
-            `memory / under_score_floor` record.
-        k: Memories recalled per query, best score first, before supersession,
-            the stale check and the surface's share.
-        supersede: Among recalled memories with the same subject, keep the one
-            said most recently and drop the others (`memory / superseded`).
-        stale: What to do with a memory whose source document changed or left
-            the index: `keep` it with a visible marker, or `drop` it (both
-            recorded `memory / stale_source`).
+        half_life_days: Recency halves every this many days since last *said*.
+        min_score: Recalled memories scoring below this are dropped (recorded).
+        k: Memories recalled per query, before supersession and the stale check.
+        supersede: Of memories on one subject, keep the one said most recently.
+        stale: `keep` (marked) or `drop` a memory whose source changed (recorded).
         importance: The importance of a memory remembered without one.
-        restate_similarity: Remembering a statement whose embedding is at least
-            this similar (cosine) to a memory of the same subject restates that
-            memory instead of adding one (the same normalised text always does).
+        restate_similarity: Cosine at which a statement restates a memory of the
+            same subject instead of adding one.
     """
 
     half_life_days: StrictFloat = Field(30.0, gt=0)

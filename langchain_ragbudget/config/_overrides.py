@@ -1,9 +1,7 @@
 """Keyword arguments checked against the names a component takes.
 
-A pydantic model ignores a keyword it has no field for, so `top_nn=3` or `c=1e9`
-would be accepted and do nothing. Components and their `from_config` call
-`refuse_unknown` first: a keyword that is not a setting raises `TypeError` (as
-Python does for a function), naming it, the valid choices and the closest one.
+A pydantic model may ignore a keyword it has no field for, so `top_nn=3` would do
+nothing; here it raises `TypeError`, as Python does for a function.
 """
 
 from __future__ import annotations
@@ -22,8 +20,7 @@ def refuse_unknown(owner: str, given: Iterable[str], known: Iterable[str]) -> No
         known: The names it takes.
 
     Raises:
-        TypeError: A keyword is not one of `known`; the message names it, says
-            "did you mean" when one is close, and lists every choice.
+        TypeError: Naming the keyword, the closest choice and every choice.
     """
     choices = sorted(set(known))
     for name in given:
@@ -47,10 +44,7 @@ def field_names(model: Any) -> set[str]:
 
 
 def known_keywords(model: Any, data: Any) -> Any:
-    """A `mode="before"` validator body: refuse keywords `model` has no field for.
-
-    Only a dict (keywords) is checked; anything else goes on to pydantic.
-    """
+    """A `mode="before"` validator body: refuse keywords `model` has no field for."""
     if isinstance(data, dict):
         refuse_unknown(model.__name__, data, field_names(model))
     return data

@@ -1,16 +1,8 @@
 """Configuration: one YAML file merged over the shipped surfaces, checked by pydantic.
 
 The settings models hold every default; `config_default.yml` holds the surfaces.
-Every check a value gets happens here, at load time, and its error names the
-file, the dotted key path and the offending value, so a typo never travels into
-the pipeline and no builder can skip a check.
-
-Strict on purpose: every model is a `StrictModel` (`_fields`), which takes no
-booleans or strings for numbers, no fractional floats for integers, and no NaN or
-infinity anywhere. The YAML itself is read by `_yaml`, which refuses duplicate keys,
-non-string keys, cyclic aliases, deep nesting and alias expansion beyond a fixed
-size. The fitted weak-evidence model's schema lives in `weak_model` and is
-re-exported here.
+Every check happens here, at load time, so no builder can skip one, and each
+error names the file, the dotted key path and the value.
 """
 
 from __future__ import annotations
@@ -73,13 +65,12 @@ from langchain_ragbudget.ledger._metadata_keys import (
 
 BM25Method = Literal["robertson", "atire", "bm25l", "bm25+", "lucene"]
 QueryPrecision = Literal["float32", "int8"]
-FusionMethod = Literal["rrf", "minmax", "dbsf"]  # fusion.py says what each does
-Relevance = Literal["blend", "fitted"]  # how `trim` scores sentences
+FusionMethod = Literal["rrf", "minmax", "dbsf"]
+Relevance = Literal["blend", "fitted"]
 DEFAULT_SURFACE = "chat"
 """The surface used when none is named, and the one a new surface inherits from."""
 SCORE_KEYS = (RERANK_SCORE, FUSED_SCORE, score_key(SPARSE), score_key(DENSE))
-"""The scores the configured pipeline writes (rerank, fusion, its BM25 and dense
-retrievers): the keys a weak-evidence threshold can name."""
+"""The scores the pipeline writes: the keys a weak-evidence threshold can name."""
 # A built-in name, or "package.module:ClassName" of any LangChain implementation.
 _CLASS_PATH = r"[A-Za-z_][\w.]*:[A-Za-z_]\w*"
 _PROVIDER = rf"^(fastembed|chroma|{_CLASS_PATH})$"
@@ -87,11 +78,7 @@ _SPARSE_PROVIDER = rf"^(bm25s|{_CLASS_PATH})$"
 
 
 def default_of(settings: type[BaseModel], name: str) -> Any:
-    """The default of one settings field, for a component that takes the same value.
-
-    The settings models hold every default once; a component reads its own
-    defaults from them, so the two cannot disagree.
-    """
+    """One settings field's default, so a component and its setting cannot disagree."""
     return settings.model_fields[name].get_default(call_default_factory=True)
 
 
@@ -99,8 +86,8 @@ class RetrieverSettings(StrictModel):
     """One retriever's share of the fusion.
 
     Attributes:
-        weight: Its weight in the fusion (0: left out, not both).
-        fetch_k: How many candidates it hands to fusion.
+        weight: Its weight in the fusion (0: left out; not both).
+        fetch_k: Candidates it hands to fusion.
     """
 
     weight: StrictFloat = Field(1.0, ge=0)
@@ -111,17 +98,13 @@ class RetrievalSettings(StrictModel):
     """Hybrid retrieval: final k, the fusion method and each retriever's share.
 
     Attributes:
-        k: Candidates the hybrid retriever returns after fusion.
-        fusion: `rrf` (by rank, with `rrf_c`), `minmax` or `dbsf` (by score,
-            normalised per query: min-max, or mean +- 3 std, then weighted);
-            `ragbudget tune` picks one on labelled queries.
+        k: Candidates returned after fusion.
+        fusion: `rrf` (by rank), `minmax` or `dbsf` (by score normalised per
+            query); `ragbudget tune` picks one on labelled queries.
         rrf_c: The reciprocal rank fusion constant: `score = sum w / (c + rank)`.
         id_key: The metadata key that identifies a passage without `Document.id`.
-        neighbours: The chunks either side of each of the `k` that an index's
-            retriever adds after them, from the same document (0: none), so
-            evidence that runs on past a retrieved chunk can reach the prompt;
-            the budget gives them only the room the retrieved passages leave,
-            and drops them on the record when there is none.
+        neighbours: Chunks either side of each hit, from the same document, that
+            an index's retriever adds (0: none); they get only the room left.
         sparse: The sparse retriever's weight and fetch size.
         dense: The dense retriever's weight and fetch size.
     """
@@ -142,23 +125,20 @@ class RetrievalSettings(StrictModel):
 
 
 class SparseSettings(StrictModel):
-    """The sparse side: BM25 on bm25s (its parameters, its tokenizer), or any retriever.
+    """The sparse side: BM25 on bm25s, or any LangChain retriever.
 
     Attributes:
-        provider: `bm25s`, or a LangChain retriever class as
-            "package.module:Class" (BM25 on Elasticsearch or OpenSearch, say),
-            built with `Class.from_documents(passages, **options)` if it has
-            that, else `Class(**options)`; fusion, rerank and budget stay as
-            they are.
+        provider: `bm25s`, or a retriever class as "package.module:Class", built
+            with `Class.from_documents(passages, **options)` if it has that,
+            else `Class(**options)`.
         options: Keyword arguments for such a class (not used by bm25s).
         k1: BM25 term-frequency saturation.
         b: BM25 length normalisation, 0 to 1.
         method: The bm25s scoring variant.
         stemmer: A PyStemmer language, or None for no stemming.
         stopwords: A bm25s stopword language, a list of words, or None.
-        index_title: Index a passage's `title` metadata ahead of its text when
-            the text does not contain it, so a chunk far into a document still
-            matches the document's name (the passage returned is unchanged).
+        index_title: Index a passage's `title` ahead of its text, so a chunk far
+            into a document still matches the document's name.
     """
 
     provider: RetrieverProvider = Field("bm25s", pattern=_SPARSE_PROVIDER)
@@ -175,18 +155,15 @@ class EmbeddingSettings(StrictModel):
     """The embedding model.
 
     Attributes:
-        provider: `fastembed`, or any LangChain Embeddings class as
-            "package.module:Class", made with `options`.
+        provider: `fastembed`, or an Embeddings class as "package.module:Class".
         options: Keyword arguments for such a class (not used by fastembed).
         model: The fastembed model name.
-        model_path: A local ONNX folder, for a machine without the network (the
-            environment variable RAGBUDGET_EMBEDDING_MODEL_PATH also sets it).
+        model_path: A local ONNX folder (also RAGBUDGET_EMBEDDING_MODEL_PATH).
         cache_dir: fastembed's download cache; None for fastembed's own.
-        batch_size: Texts embedded per batch; bounded, since a large batch of
-            long texts takes gigabytes.
+        batch_size: Texts per batch; bounded, as a large batch takes gigabytes.
         threads: ONNX Runtime threads; None for its default.
-        query_precision: `float32`, or `int8`: queries through an int8 copy of
-            the model (faster; documents stay float32; fastembed only).
+        query_precision: `int8` embeds queries with an int8 copy of the model
+            (faster; documents stay float32; fastembed only).
     """
 
     provider: Provider = Field("fastembed", pattern=_PROVIDER)
@@ -211,24 +188,18 @@ class EmbeddingSettings(StrictModel):
 class VectorStoreSettings(StrictModel):
     """Chroma embedded (in memory or persistent) or a Chroma server.
 
-    `collection` to `ef_search` are Chroma's; another provider takes its
-    settings through `options`.
-
     Attributes:
-        provider: `chroma`, or any LangChain VectorStore class as
-            "package.module:Class", made with `embedding` and `options`.
+        provider: `chroma`, or a VectorStore class as "package.module:Class",
+            made with `embedding` and `options`.
         options: Keyword arguments for such a class (not used by chroma).
         collection: The Chroma collection.
-        persist_directory: A folder for a persistent store; None: in memory, a
-            fresh collection per build.
+        persist_directory: A folder for a persistent store; None: in memory.
         host: A Chroma server to use instead (with `port`).
         port: The server's port.
         timeout: Seconds for every request to a Chroma server.
-        ef_search: The breadth of Chroma's HNSW search, set on the collection
-            when it is opened: twice Chroma's own by default, whose narrower
-            search misses more of the exact nearest neighbours and can answer
-            differently from one process to the next (BENCHMARKS.md); None
-            keeps what the collection has.
+        ef_search: HNSW search breadth, twice Chroma's own, whose narrower search
+            misses neighbours and varies between processes (BENCHMARKS.md,
+            Retrieval); None keeps the collection's.
     """
 
     provider: Provider = Field("chroma", pattern=_PROVIDER)
@@ -248,14 +219,11 @@ class IndexSettings(StrictModel):
         directory: Where `ragbudget index` keeps Chroma, BM25 and the manifest.
         chunk_size: Tokens per chunk, at most.
         chunk_overlap: Tokens shared by neighbouring chunks (whole sentences).
-        chunker: `sentences`: chunks end at sentence ends and a heading starts
-            one; `recursive`: LangChain's token-aware recursive splitter, which
-            cuts inside sentences (an index built with it needs it to open).
+        chunker: `sentences` (chunks end at sentence ends, a heading starts one)
+            or `recursive` (LangChain's splitter, which cuts inside sentences).
         encoding: The tiktoken encoding the chunker counts in.
-        placeholders: A file whose whole text is one of these is refused, not
-            indexed.
-        lock_timeout: Seconds a second writer waits for the index's write lock
-            before it fails, naming the holder.
+        placeholders: A file whose whole text is one of these is refused.
+        lock_timeout: Seconds a second writer waits for the write lock.
     """
 
     directory: StrictStr = "ragbudget-index"
@@ -290,15 +258,13 @@ class RerankSettings(StrictModel):
     """The FlashRank stage: model, where it lives, what it keeps.
 
     Attributes:
-        enabled: False: no rerank stage (`FlashRankRerank.from_config` gives
-            None), so no model is fetched and no answer warns of it.
+        enabled: False: no rerank stage, no model fetched, no warning of it.
         model: A FlashRank cross-encoder.
         cache_dir: Where models live; None: the user cache folder (never /tmp).
         max_length: Tokens of query and passage the cross-encoder reads.
         top_n: Candidates kept after reranking; the rest are reported.
         score_floor: Candidates scoring below it are dropped and reported.
-        on_unavailable: `skip`: run without rerank and say so; `error`: fail at
-            start-up.
+        on_unavailable: `skip` (run without rerank and say so) or `error`.
         download: Whether a missing model may be fetched.
         download_timeout: Seconds, for connecting and for each read.
     """
@@ -318,8 +284,7 @@ class LlmSettings(StrictModel):
     """The chat model for the demo and the CLI, built with init_chat_model.
 
     Attributes:
-        model: For `init_chat_model`, e.g. `openai:gpt-4o-mini`; None: no model
-            (`build_chat_model` then uses that one if OPENAI_API_KEY is set).
+        model: E.g. `openai:gpt-4o-mini`; None: that one if OPENAI_API_KEY is set.
         temperature: The sampling temperature.
         max_tokens: The answer's own budget.
         timeout: Seconds; no network call goes without one.
@@ -332,7 +297,7 @@ class LlmSettings(StrictModel):
 
 
 class TracingSettings(StrictModel):
-    """OpenTelemetry spans per stage (the `otel` extra); off unless switched on.
+    """OpenTelemetry spans per stage (the `otel` extra).
 
     Attributes:
         otel: Spans per stage, carrying the drop records, to your tracer provider.
@@ -344,50 +309,32 @@ class TracingSettings(StrictModel):
 class SurfaceSettings(StrictModel):
     """The context budget of one surface (chat, search, an API...).
 
-    Frozen and strict like every settings model: no booleans or strings for
-    numbers, no NaN; an unknown key is an error.
-
     Attributes:
         max_docs: At most this many passages reach the prompt.
-        max_tokens: At most this many tokens of rendered context (headers and
-            quoted passages), unless `min_docs` forces more.
-        encoding: The tiktoken encoding to count in; None to derive it from `model`.
-        model: The target model, whose tiktoken encoding is used when `encoding`
-            is None.
-        min_docs: The top `min_docs` passages are kept even when they exceed
-            `max_tokens` (the report then says `over_budget`); at most `max_docs`.
-        packing: `skip` passes over a passage that does not fit and tries the next;
-            `stop` stops at the first one that does not fit; `trim` shortens one
-            that does not fit to its most relevant whole sentences (with a record)
-            and goes on.
-        max_sentences: With `trim`, at most this many sentences of one shortened
-            passage (None: as many as fit).
-        relevance: With `trim`, how sentences are chosen: `blend` (the default),
-            IDF-weighted overlap with the question plus 0.3 of a logistic model's
-            score, for text of any kind; `fitted`, the model fitted on SciFact
-            abstracts alone, which learned that abstracts state their findings
-            late: it keeps more evidence of abstracts at small budgets and
-            passes over an answer stated first.
-        order: `rank` shows citations best first; `edges` puts the best first and
-            last and the weakest in the middle.
-        weak_evidence: When the evidence is weak: thresholds on the top score, or
-            a combined model fitted by `ragbudget eval`.
-        max_per_source: At most this many passages of one source document
-            (None: no cap); the rest are dropped with a record.
-        max_per_retriever: At most this many passages whose best rank came from
-            one retriever (None: no cap); the rest are dropped with a record.
-        max_prompt_tokens: Budget the whole prompt (system prompt, chat history,
-            context, question, as the chat model counts messages) to this many
-            tokens; None budgets the context alone, by `max_tokens`.
-        reserve_output_tokens: With `max_prompt_tokens`, tokens kept free for
-            the answer (the model's window minus the answer's room).
-        history_share: With `max_prompt_tokens`, the share of the room left
-            after the fixed parts that chat history may take; what history
-            leaves unused goes to the context (still at most `max_tokens`).
-        max_memories: At most this many recalled memories reach the prompt (a
-            chain given `memory=`); the rest are recorded `memory / ...`.
-        memory_tokens: The memory section's tokens at most (its own share,
-            apart from `max_tokens`; inside `max_prompt_tokens` when set).
+        max_tokens: Tokens of rendered context (headers and quoted passages).
+        encoding: The tiktoken encoding to count in; None: the one of `model`.
+        model: The target model, for its encoding when `encoding` is None.
+        min_docs: The top passages kept even over `max_tokens` (the report says
+            `over_budget`); at most `max_docs`.
+        packing: For a passage that does not fit: `skip` it and try the next,
+            `stop` there, or `trim` it to its most relevant whole sentences.
+        max_sentences: With `trim`, the sentences of one passage at most.
+        relevance: With `trim`, how sentences are scored: `blend` (question
+            overlap plus a logistic model, for any text) or `fitted` (the model
+            fitted on SciFact abstracts alone, which favours late sentences).
+        order: `rank` (best first) or `edges` (best first and last, weakest in
+            the middle).
+        weak_evidence: Thresholds on the top score, or a fitted combined model.
+        max_per_source: Passages of one source document at most (None: no cap).
+        max_per_retriever: Passages whose best rank came from one retriever at
+            most (None: no cap).
+        max_prompt_tokens: Budget the whole prompt as the chat model counts its
+            messages; None budgets the context alone, by `max_tokens`.
+        reserve_output_tokens: With `max_prompt_tokens`, tokens kept for the answer.
+        history_share: With `max_prompt_tokens`, the share of the room left after
+            the fixed parts that chat history may take; the rest goes to context.
+        max_memories: Recalled memories in the prompt at most.
+        memory_tokens: The memory section's own token budget.
     """
 
     max_docs: StrictInt = Field(ge=1)
@@ -425,28 +372,22 @@ class SurfaceSettings(StrictModel):
 
 
 class RagBudgetConfig(StrictModel):
-    """The whole validated configuration.
-
-    Made by `load_config`: the shipped `config_default.yml` with the user's YAML
-    merged over it, every value checked. Frozen.
+    """The whole validated configuration, as `load_config` makes it. Frozen.
 
     Attributes:
-        retrieval: Final `k`, the RRF constant, the id key, and each retriever's
-            weight and fetch size.
-        sparse: BM25 parameters and tokenizer.
-        embedding: The embedding model (provider, local path, batch size...).
+        retrieval: Final `k`, fusion, the id key, each retriever's share.
+        sparse: BM25 parameters and tokenizer, or another retriever.
+        embedding: The embedding model.
         vector_store: Chroma embedded or server, or another provider.
-        rerank: The FlashRank stage (model, `top_n`, `score_floor`, what to do
-            when the model is unavailable).
+        rerank: The FlashRank stage.
         index: Where a `HybridIndex` lives and how files are chunked.
         llm: The chat model for the demo and the CLI.
         tracing: Whether chains built with it emit OpenTelemetry spans.
-        memory: How agent memories are recalled and ranked (`memory.py`).
+        memory: How agent memories are recalled and ranked.
         surfaces: Each surface's context budget, by name. A weak-evidence
-            threshold must name a score the pipeline writes (`SCORE_KEYS`):
-            one it never writes would never fire, so it is refused here, for
-            every surface, since a call can switch to any of them.
-        source: The file this configuration came from (used in error messages).
+            threshold on a score no stage writes (not in `SCORE_KEYS`) would
+            never fire, so it is refused, on every surface.
+        source: The file this configuration came from, for error messages.
     """
 
     retrieval: RetrievalSettings = RetrievalSettings()
@@ -487,16 +428,10 @@ class RagBudgetConfig(StrictModel):
         return value
 
     def surface(self, name: str) -> SurfaceSettings:
-        """Return one surface's budget, or fail naming the surfaces that exist.
-
-        Args:
-            name: The surface, a key of `surfaces` (e.g. `chat`).
-
-        Returns:
-            That surface's settings.
+        """One surface's budget.
 
         Raises:
-            ConfigError: No surface has that name.
+            ConfigError: No surface has that name (the error lists those that do).
         """
         try:
             return self.surfaces[name]
@@ -507,39 +442,19 @@ class RagBudgetConfig(StrictModel):
 def load_config(path: str | Path | None = None) -> RagBudgetConfig:
     """Load the shipped surfaces, merge the YAML at `path` over them, validate.
 
-    Every check a configuration value gets happens here, once, so no builder
-    can skip one: unknown keys, bad values, a weak-evidence threshold on a
-    score no stage writes, a fitted model's unknown features. Every builder
-    (`ContextBudget.from_config`, `HybridRetriever.from_config`...) takes the
-    result, or a path it loads through here.
-
-    `config_default.yml` holds the surfaces; every other value a file leaves
-    out is the settings models' default. Mappings merge key by key, so a file
-    that sets `surfaces.chat.max_tokens` keeps every other default; lists and
-    scalars replace the default. A surface the shipped file does not define
-    takes every key it leaves out from the shipped `chat` surface
-    (`DEFAULT_SURFACE`; see `_inherit_surfaces` for why).
+    Every check a value gets happens here, once, so no builder can skip one;
+    every builder takes the result, or a path it loads through here. Mappings
+    merge key by key; lists and scalars replace the default. A surface the
+    shipped file lacks takes the keys it leaves out from the shipped `chat`.
 
     Args:
         path: A YAML file; None for the shipped defaults alone.
 
-    Returns:
-        The validated, frozen configuration.
-
     Raises:
-        ConfigError: Any problem with the file (unreadable, larger than 1 MiB, not
+        ConfigError: Any problem with the file (unreadable, over 1 MiB, not
             UTF-8, not YAML, duplicate or non-string keys, alias bombs, deep
             nesting, an unknown key, a bad value, a threshold on a score no
             stage writes), naming the file, the key or line, and the value.
-
-    Example:
-        .. code-block:: python
-
-            from langchain_ragbudget import ContextBudget, load_config
-
-            config = load_config("ragbudget.yml")
-            print(config.surface("chat").max_tokens)
-            budget = ContextBudget.from_config(config, surface="chat")
     """
     return _load(path).config
 
@@ -550,20 +465,12 @@ class Origin(StrEnum):
     DEFAULT = "default"  # the shipped config_default.yml
     FILE = "file"  # the user's YAML
     INHERITED = "inherited"  # a new surface's key, from the shipped default surface
-    BUILT_IN = "built-in"  # no file sets it: the settings model's default
+    BUILT_IN = "built-in"  # the settings model's default
 
 
 @dataclass(frozen=True)
 class ConfigValue:
-    """One leaf of the effective configuration and where it came from.
-
-    Attributes:
-        key: The dotted key path, e.g. `surfaces.voice.max_docs`.
-        value: The validated value (as `model_dump` gives it).
-        origin: The shipped surfaces, the user's file, inherited by a new
-            surface from the shipped default surface, or (set by no file) the
-            settings model's default.
-    """
+    """One leaf of the effective configuration and where it came from."""
 
     key: str
     value: Any
@@ -582,13 +489,7 @@ class ConfigValue:
 
 @dataclass(frozen=True)
 class EffectiveConfig:
-    """A loaded configuration with the origin of every value, for `ragbudget config`.
-
-    Attributes:
-        config: The validated configuration.
-        file: The user's YAML, or None for the shipped defaults alone.
-        values: Every leaf value with its origin, in the order of the settings.
-    """
+    """A loaded configuration with the origin of every leaf value, in settings order."""
 
     config: RagBudgetConfig
     file: str | None
@@ -597,12 +498,6 @@ class EffectiveConfig:
 
 def explain_config(path: str | Path | None = None) -> EffectiveConfig:
     """Load like `load_config`, and say where each effective value came from.
-
-    Args:
-        path: A YAML file; None for the shipped defaults alone.
-
-    Returns:
-        The configuration and every leaf value with its origin.
 
     Raises:
         ConfigError: As `load_config`.
@@ -644,19 +539,13 @@ def _load(path: str | Path | None) -> _Loaded:
 def _inherit_surfaces(
     merged: dict[str, Any], defaults: dict[str, Any]
 ) -> dict[str, Any]:
-    """Give each surface the shipped file lacks the keys it leaves out.
+    """Give each surface the shipped file lacks the keys it leaves out, from `chat`.
 
-    They come from the shipped default surface (`chat` in config_default.yml),
-    not from the user's own `chat` and not from `SurfaceSettings`' field defaults:
-
-    - not the field defaults: a budget has no neutral size (`max_docs` and
-      `max_tokens` have none), and they would give a new surface `skip` packing
-      and no weak-evidence check, silently unlike every shipped surface;
-    - not the user's `chat`: an edit to one surface must not change another,
-      so each surface reads as "shipped chat plus what the file says here";
-    - `chat` rather than `search`: it is the surface used when none is named,
-      and its budget is the small one, so a surface that leaves out a size
-      drops passages (and reports them) rather than overrunning a small model.
+    Not the field defaults: a budget has no neutral size, and they would give a
+    new surface `skip` packing and no weak-evidence check. Not the user's
+    `chat`: an edit to one surface must not change another. `chat` because its
+    budget is the small one, so a surface that leaves out a size drops (on the
+    record) rather than overruns a small model.
     """
     surfaces = merged.get("surfaces")
     base = defaults["surfaces"][DEFAULT_SURFACE]
@@ -669,19 +558,11 @@ def _inherit_surfaces(
 
 
 ConfigLike = RagBudgetConfig | str | Path | None
-"""What every builder takes as its config: a loaded one, a YAML file, or None for
-the shipped defaults."""
+"""What every builder takes: a loaded config, a YAML file, or None for the defaults."""
 
 
 def as_config(config: ConfigLike) -> RagBudgetConfig:
     """The configuration a builder was given, loaded (and so checked) if need be.
-
-    Args:
-        config: A loaded configuration, a YAML file merged over the defaults, or
-            None for the shipped defaults.
-
-    Returns:
-        The validated configuration.
 
     Raises:
         ConfigError: The file is invalid.

@@ -1,12 +1,8 @@
 """The fitted weak-evidence model, as the configuration holds it.
 
-`ragbudget eval --weak-evidence-yaml` fits a logistic model on a labelled split and
-writes it under `weak_evidence.combined` (`CombinedEvidence`): plain numbers,
-checked like every setting, so the runtime needs neither pickle nor the library
-that fitted it. The names of the features it may read live here too, so a model
-that reads a feature nothing computes is refused when the file loads, not found
-out at the first question; `evidence._signals` computes them.
-`langchain_ragbudget.config._settings` re-exports `CombinedEvidence`.
+Plain numbers checked like every setting, so the runtime needs neither pickle nor
+the library that fitted it. The feature names live here so that a model reading
+a feature nothing computes is refused when the file loads.
 """
 
 from __future__ import annotations
@@ -51,8 +47,7 @@ FEATURES = (
     "rerank_top",
     "rerank_gap",
 )
-"""Every feature `signal_features` can compute; the rerank ones only after a
-rerank, `LIST_FEATURES` only when the candidates lead to their run ledger."""
+"""Every feature `signal_features` computes (rerank ones only after a rerank)."""
 
 
 TREE_MODEL_GONE = (
@@ -60,18 +55,13 @@ TREE_MODEL_GONE = (
     "a logistic model with `ragbudget eval DATA --weak-fit train "
     "--weak-evidence-yaml FILE` and load that file instead"
 )
-"""What a file holding a tree model, as earlier versions wrote, is told."""
 
 
 def check_features(names: Iterable[str]) -> None:
-    """Refuse a feature name the package never computes (`FEATURES`).
-
-    A model reading such a feature would find it missing on every question, so
-    the check could never say anything; better refused when the file loads.
+    """Refuse a feature name the package never computes: it would never fire.
 
     Raises:
-        ValueError: Naming the first unknown feature, the closest known one and
-            every known one.
+        ValueError: Naming the first unknown feature and every known one.
     """
     for name in names:
         if name not in FEATURES:
@@ -84,17 +74,15 @@ def check_features(names: Iterable[str]) -> None:
 
 
 class CalibratedWith(StrictModel):
-    """The models (and data) a weak-evidence calibration was made with.
+    """The models a weak-evidence calibration was made with.
 
-    A threshold or a fitted model holds only on the scores it was calibrated on:
-    another embedding model puts its cosines elsewhere, another reranker its
-    probabilities. `ragbudget eval --weak-evidence-yaml` records them; a budget
-    run with other models says the calibration is stale (`evidence.stale_note`).
+    A calibration holds only for the scores of those models; a budget run with
+    others says it is stale.
 
     Attributes:
         embedding: The embedding model (`embedding.model`).
         rerank: The rerank model, or None when no reranker ran.
-        index: The index or dataset it was measured on, for people.
+        index: The index or dataset it was calibrated on, for people.
     """
 
     embedding: StrictStr | None = None
@@ -111,18 +99,16 @@ class CalibratedWith(StrictModel):
 
 
 class CombinedEvidence(StrictModel):
-    """A logistic model over the candidates' weak-evidence signals.
+    """A logistic model over the weak-evidence signals, as `ragbudget eval` fits it.
 
-    `ragbudget eval --weak-evidence-yaml` fits it on a labelled split and writes
-    it; the probability that the candidates hold the answer is
-    `sigmoid(intercept + sum(coefficients[f] * feature f))`, the features as
-    `evidence._signals.signal_features` computes them.
+    The probability that the candidates hold the answer is
+    `sigmoid(intercept + sum(coefficients[f] * feature f))`.
 
     Attributes:
         coefficients: Feature name to its weight (on the raw feature).
         intercept: The model's intercept.
         threshold: Evidence is weak when the probability is below it.
-        fitted_on: What it was fitted on (dataset, split, questions), for people.
+        fitted_on: What it was fitted on, for people.
     """
 
     coefficients: dict[StrictStr, StrictFloat] = Field(min_length=1)
@@ -133,11 +119,7 @@ class CombinedEvidence(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _not_a_tree_model(cls, data: Any) -> Any:
-        """Refuse the boosted-tree model earlier versions could write, saying why.
-
-        Without this a file holding one would be refused key by key (`kind`,
-        `trees`, a missing `coefficients`), none of which says what to do.
-        """
+        """Refuse a boosted-tree model with what to do, not key by key."""
         if isinstance(data, dict) and (data.get("kind") == "trees" or "trees" in data):
             raise ValueError(TREE_MODEL_GONE)
         return data

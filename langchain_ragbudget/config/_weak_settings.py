@@ -1,8 +1,4 @@
-"""When a surface's evidence counts as weak: the settings model, on its own.
-
-A module of its own so that `config` stays one readable file; `config`
-re-exports `WeakEvidenceSettings`.
-"""
+"""When a surface's evidence counts as weak."""
 
 from __future__ import annotations
 
@@ -18,16 +14,13 @@ class WeakEvidenceSettings(StrictModel):
     """When the evidence counts as weak (said in the prompt and under the answer).
 
     Attributes:
-        method: `threshold` compares the best score of the kept passages with
-            `thresholds`; `combined` applies the fitted `combined` model to the
-            candidate list the budget receives.
+        method: `threshold` (the best kept score against `thresholds`) or
+            `combined` (the fitted model on the candidates the budget receives).
         thresholds: Score key to threshold, tried in order; the first key a kept
             passage carries decides (null disables a key).
-        precision: The precision of the weak flag that `ragbudget eval` chooses a
-            threshold for when it fits the combined model (on the train split).
+        precision: The weak flag's precision `ragbudget eval` fits a threshold for.
         combined: The fitted logistic model; required by `method: combined`.
-        calibrated_with: The embedding and rerank models the thresholds or the
-            model were calibrated with (null: unknown, never called stale).
+        calibrated_with: The models it was calibrated with (null: never stale).
     """
 
     method: Literal["threshold", "combined"] = "threshold"

@@ -1,16 +1,11 @@
 """The YAML reader of configuration files: safe, bounded, and strict about keys.
 
-`read_text` reads at most `MAX_CONFIG_BYTES` of UTF-8; `read_yaml` parses with
-PyYAML's safe loader (no Python tags) and refuses what `yaml.safe_load` would accept
-silently or could not bound: duplicate keys, keys that are not strings, alias
-cycles, nesting deeper than `MAX_YAML_DEPTH`, and more than `MAX_YAML_NODES` nodes,
-in the file or once its aliases are expanded. Plain scalars are typed by YAML
-1.2's core schema, not PyYAML's YAML 1.1 rules, so a value means what it looks
-like: `1:30` is a string (1.1 read it as the base-60 number 90), `017` is 17 (1.1:
-octal 15), `0o17` and `0x1F` are octal and hex, `1_000` and `0b101` are strings,
-and only true/false (True/TRUE, False/FALSE) are booleans (`yes`, `no`, `on`, `off`
-are strings); dates stay strings. Every refusal is a `ConfigError` naming the
-file, the line or key path, and the offending text.
+It refuses what `yaml.safe_load` would accept silently or could not bound:
+duplicate keys, non-string keys, alias cycles, and files too large, too deep or
+with too many nodes once aliases are expanded. Plain scalars follow YAML 1.2's
+core schema, so a value means what it looks like (`1:30`, `yes` and dates are
+strings, `017` is 17). Every refusal is a `ConfigError` naming the file, the
+line or key path, and the text.
 """
 
 from __future__ import annotations
@@ -26,18 +21,13 @@ from langchain_ragbudget.config._data import Shown, dotted
 from langchain_ragbudget.config._weak_model import TREE_MODEL_GONE
 from langchain_ragbudget.errors import ConfigError
 
-# Bounds for hostile files. The shipped defaults are 12 KB (mostly comments), 254
-# YAML nodes and 5 levels deep; a fitted weak-evidence model adds about 30 nodes a
-# surface. These leave room for long `placeholders` or `stopwords` lists, many
-# surfaces and `options`, and keep any file parsed or refused in a fraction of a
-# second. Aliases share one node among many places, so a small file can expand to
-# far more (a "billion laughs"): the node bound counts each alias's expansion too,
-# since validating and copying walk every expanded node.
+# Bounds for hostile files, far above any real configuration, so any file is
+# parsed or refused in a fraction of a second. The node bound counts each alias's
+# expansion too ("billion laughs"): validating and copying walk every node.
 MAX_CONFIG_BYTES = 256 * 1024
 MAX_YAML_DEPTH = 32
 MAX_YAML_NODES = 10_000
-# The one large file earlier versions wrote: a boosted-tree weak-evidence model of
-# up to 26,000 nodes. Past the node bound it is named, not only counted.
+# A boosted-tree weak-evidence model passes the node bound: it is named, not counted.
 _TREE_MODEL = re.compile(r"^\s*kind:\s*trees\s*$", re.MULTILINE)
 
 _STR_TAG = "tag:yaml.org,2002:str"
@@ -47,8 +37,8 @@ _BOOL_TAG = "tag:yaml.org,2002:bool"
 _INT_TAG = "tag:yaml.org,2002:int"
 _FLOAT_TAG = "tag:yaml.org,2002:float"
 
-# The YAML 1.2 core schema (yaml.org/spec/1.2.2, section 10.3.2), with the first
-# characters each form can start with (PyYAML looks resolvers up by them).
+# The YAML 1.2 core schema (yaml.org/spec/1.2.2, 10.3.2), with the first characters
+# each form can start with (PyYAML looks resolvers up by them).
 _CORE_SCHEMA: list[tuple[str, str, str]] = [
     (_NULL_TAG, r"^(?:~|null|Null|NULL|)$", "~nN"),
     (_BOOL_TAG, r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
@@ -93,13 +83,10 @@ class _ConfigLoader(
     yaml.constructor.SafeConstructor,
     yaml.resolver.Resolver,
 ):
-    """A safe loader (no Python tags) that bounds nesting while composing.
+    """A safe loader: libyaml parses (fast), PyYAML's composer bounds size and nesting.
 
-    libyaml scans and parses in C (on a 256 KiB list, PyYAML's pure-Python safe
-    loader took 3.4 s, its libyaml one 0.5 s); PyYAML's composer builds the nodes, so
-    size and nesting are bounded here in Python: libyaml's own composer
-    recurses in C with no bound, and a file of `[[[[...` would otherwise end in
-    a crash or RecursionError instead of a message.
+    libyaml's own composer recurses in C with no bound, so `[[[[...` would end
+    in a crash instead of a message.
     """
 
     def __init__(self, text: str, file: str) -> None:
@@ -149,11 +136,10 @@ class _ConfigLoader(
 
 
 def _core_schema_resolvers() -> dict[Any, list[tuple[str, re.Pattern[str]]]]:
-    """SafeLoader's implicit resolvers with its YAML 1.1 types swapped for 1.2 core.
+    """SafeLoader's implicit resolvers with YAML 1.1's types swapped for 1.2 core.
 
-    Only the merge key (`<<`) is kept from 1.1: a file may share one surface's
-    settings with another through it. Timestamps, `=` and YAML 1.1's bool, int,
-    float and null forms are dropped; what no resolver matches is a string.
+    The merge key (`<<`) stays, so a file may share one surface's settings with
+    another; what no resolver matches is a string.
     """
     resolvers: dict[Any, list[tuple[str, re.Pattern[str]]]] = {
         first: [(tag, regexp) for tag, regexp in pairs if tag == _MERGE_TAG]
@@ -213,17 +199,10 @@ def _line_at(text: str, line: int) -> str:
 
 
 def _check_nodes(root: yaml.Node, loader: _ConfigLoader, file: str) -> None:
-    """Refuse what safe_load would accept silently or could not bound.
+    """Refuse duplicate and non-string keys, alias cycles, and oversized expansions.
 
-    - a duplicate key (safe_load keeps the last value without a word);
-    - a key that is not a string (`1:`, `true:`, `null:`, `[a]:`);
-    - an alias cycle (`a: &x [*x]`);
-    - aliases that expand past MAX_YAML_NODES nodes or MAX_YAML_DEPTH levels
-      ("billion laughs"): PyYAML builds shared objects cheaply, but validating,
-      copying or printing them walks every expanded node.
-
-    Aliases themselves stay legal (sharing one surface's settings is a fair use);
-    sizes are counted once per node, so checking a bomb costs its file size.
+    Aliases stay legal; sizes are counted once per node, so checking a bomb
+    costs its file size.
     """
     size: dict[int, int] = {}
     depth: dict[int, int] = {}
@@ -268,7 +247,6 @@ def _check_nodes(root: yaml.Node, loader: _ConfigLoader, file: str) -> None:
 
 
 def _parts(path: Any) -> list[str]:
-    """A key path kept as nested `(parent, part)` pairs, as a list of parts."""
     parts: list[str] = []
     while path is not None:
         path, part = path

@@ -1,9 +1,8 @@
 """Read BEIR-format datasets: corpus.jsonl(.gz), queries.jsonl, qrels/<split>.tsv.
 
-Title and text are joined into `page_content`, as BEIR's own BM25 and dense baselines
-index them ("flat"), so numbers compare with the published ones. SciFact's original
-release (in `extra/`, when present) also marks the sentences of each abstract that
-hold the evidence for a claim; they are loaded as `rationales`.
+Title and text are joined as BEIR's own baselines index them, so numbers compare
+with the published ones. SciFact's original release (in `extra/`) marks each
+claim's evidence sentences; they are loaded as `rationales`.
 """
 
 from __future__ import annotations
@@ -32,13 +31,11 @@ class BeirDataset:
 
     Attributes:
         name: The dataset's folder name (e.g. `scifact`).
-        corpus: The documents, with `id`, `chunk_id`, `doc_id`, `title` and
-            `source` set; title and text joined in `page_content`.
+        corpus: The documents, title and text joined in `page_content`.
         queries: Query id -> text, for the queries judged in the split.
         qrels: Query id -> corpus id -> graded relevance.
-        rationales: Query id -> corpus id -> the sentences of that document that
-            hold the evidence, for datasets that mark them (SciFact); empty
-            otherwise.
+        rationales: Query id -> corpus id -> its evidence sentences, where the
+            dataset marks them (SciFact).
     """
 
     name: str
@@ -48,11 +45,7 @@ class BeirDataset:
     rationales: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     def judged_missing(self) -> list[str]:
-        """Judged relevant documents that are not in the corpus, sorted.
-
-        No retriever can find them, so they count as misses; BEIR datasets may
-        hold a few, so they are reported, not refused.
-        """
+        """Judged relevant documents not in the corpus (counted as misses)."""
         ids = {str(d.id) for d in self.corpus}
         return sorted(
             {
@@ -64,24 +57,11 @@ class BeirDataset:
         )
 
     def subset(self, max_queries: int, distractors: int) -> BeirDataset:
-        """The first `max_queries` queries over a corpus cut down around them.
+        """The first `max_queries` queries over a corpus cut down around them (quick).
 
-        Embedding a whole corpus is the slow part of a run; a notebook or a smoke
-        test wants a quick one. The smaller corpus keeps every document judged for
-        the kept queries, so no gold passage is missing, plus the first
-        `distractors` other documents in corpus order, so retrieval still has
-        something to get wrong.
-        Scores on a subset are higher than on the whole corpus (fewer rivals):
-        compare them only with runs on the same subset.
-
-        Args:
-            max_queries: Queries kept, in the dataset's order (at least 1).
-            distractors: Unjudged documents kept besides the judged ones (0 or
-                more).
-
-        Returns:
-            A dataset of the same name, with the queries, their qrels and
-            rationales, and the smaller corpus in its original order.
+        Every judged document stays, plus the first `distractors` others, so
+        retrieval still has something to get wrong. Scores are higher than on
+        the whole corpus: compare them only with runs on the same subset.
 
         Raises:
             ValueError: `max_queries` is under 1 or `distractors` is negative.
@@ -106,16 +86,7 @@ class BeirDataset:
 
 
 def load_beir(folder: str | Path, split: str = "test") -> BeirDataset:
-    """Load a BEIR folder; only queries judged in `split` are kept.
-
-    Args:
-        folder: Holds `corpus.jsonl` (or `.jsonl.gz`), `queries.jsonl` and
-            `qrels/<split>.tsv`; optionally `extra/` with SciFact's original
-            claims and sentences.
-        split: The qrels file to read (`test`, `dev`, `train`).
-
-    Returns:
-        The corpus, the judged queries, their qrels and any rationales.
+    """Load a BEIR folder; only queries judged in `split` (`test`, `dev`...) are kept.
 
     Raises:
         DatasetError: A file is missing, a line is malformed, or a judged query
@@ -150,7 +121,6 @@ def load_rationales(
 
     Reads `claims_*.jsonl` (`{"id", "evidence": {doc: [{"sentences": [i, ...]}]}}`)
     and `corpus_sentences.jsonl(.gz)` (`{"doc_id", "abstract": [sentence, ...]}`).
-    No such folder or files: no rationales.
     """
     sentences_file = folder / "corpus_sentences.jsonl"
     if not sentences_file.is_file():
@@ -200,10 +170,7 @@ def load_rationales(
 
 
 def judged_id(document: Document) -> str:
-    """The id qrels judge a retrieved document by: its source document's id.
-
-    A chunk carries its document's id in `doc_id`; a whole document is its own.
-    """
+    """The id qrels judge a retrieved document by: its source document's id."""
     return str(document.metadata.get("doc_id") or document.id)
 
 

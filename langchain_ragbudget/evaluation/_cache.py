@@ -1,9 +1,7 @@
 """On-disk cache of corpus indexes, keyed by corpus content and model or settings.
 
-Embedding a corpus is the slow part of a run; a rerun over the same corpus with the
-same model opens the cached Chroma folder instead, and the BM25 index is loaded, not
-rebuilt. A folder only counts as cached once its manifest is written, so an
-interrupted build is redone, not trusted.
+Embedding a corpus is the slow part of a run. A folder counts as cached only once
+its manifest is written, last, so an interrupted build is redone, not trusted.
 """
 
 from __future__ import annotations
@@ -81,12 +79,7 @@ def _built_once(
     open_cached: Callable[[], _Built],
     build: Callable[[], _Built],
 ) -> _Built:
-    """What `folder` holds: opened if a build finished there, else built afresh.
-
-    A build counts as finished once its manifest is written, and it is written
-    last: a folder without one is an interrupted build, removed before `build`
-    fills the folder again.
-    """
+    """What `folder` holds: opened if a build finished there, else built afresh."""
     if (folder / _MANIFEST).is_file():
         return open_cached()
     if folder.exists():
@@ -123,10 +116,8 @@ def cached_vector_store(
 ) -> VectorStore:
     """A persistent Chroma holding `documents`, embedded once per content and model.
 
-    `progress` hears `EMBEDDING_CORPUS`: documents embedded of all of them (nothing
-    when the cache already holds the corpus). `ef_search` is set on the cached
-    collection every time, `None` as Chroma's default, so no run inherits the
-    setting of the run before it.
+    `ef_search` (None: Chroma's default) is set every time, so no run inherits
+    the one before it.
     """
     key = corpus_fingerprint(documents, embedding.model)
     folder = _store_folder(name, key, root)
@@ -159,10 +150,7 @@ def cached_hybrid_retriever(
     root: Path | None = None,
     progress: ProgressCallback | None = None,
 ) -> HybridRetriever:
-    """BM25 and dense over `documents` from the caches above, fused as configured.
-
-    The harness and `ragbudget tune` share it, so both search the same indexes.
-    """
+    """BM25 and dense over `documents` from the caches, fused as configured."""
     store = cached_vector_store(
         documents,
         config.embedding,

@@ -1,11 +1,8 @@
 """Evidence survival with the corpus indexed in chunks instead of whole documents.
 
-A document's evidence may then be spread over several chunks: it survives a policy
-and budget when each of its evidence sentences is whole in a kept chunk. Also
-measured per chunking: document-level nDCG@10 of the retrieved chunks, the ceiling
-(gold documents whose every evidence sentence is whole in a retrieved chunk, or in
-a neighbour the retriever added) and the share of the context spent on headers,
-quote marks and markers.
+A document's evidence survives when each of its evidence sentences is whole in a
+kept chunk. Also per chunking: document-level nDCG@10, the ceiling, and the share
+of the context spent on headers and markers.
 """
 
 from __future__ import annotations
@@ -44,26 +41,21 @@ class ChunkedSurvival:
     Attributes:
         chunk_size: Tokens per chunk (the index's splitter).
         k: Chunks retrieved per query (the candidate list every policy packs).
-        evidence_gold: Gold documents with marked evidence that had a chunk among
-            the candidates.
-        split_evidence: Of those, documents with an evidence sentence that no
-            single retrieved chunk holds whole (it cannot survive any policy).
-        evidence_survival: Per policy, the share of `evidence_gold` whose every
-            evidence sentence is in the prompt, at each budget.
-        mid_sentence_cuts: Per policy, kept texts that were not whole sentences of
-            their chunk (must be 0).
-        chunker: The index's chunker (`index.chunker`).
-        ndcg_at_10: Document-level nDCG@10 of the chunk ranking (a document
-            ranks where its best chunk does), over the first `RANKING_DEPTH`
-            chunks, so 10 documents are ranked.
-        split_long: Of `split_evidence`, documents with an evidence sentence longer
-            than a chunk (no chunker that keeps to the size can hold it whole).
-        overhead: Per budget policy, the share of the context's tokens spent on
-            citation headers, quote marks and omission markers, at each budget.
-        joined: Whether neighbouring chunks of a document were joined in the prompt.
-        neighbours: `retrieval.neighbours`: chunks either side of each retrieved
-            one that the index's retriever added (0: none).
-        neighbours_added: The chunks it added per query, on average.
+        evidence_gold: Gold documents with marked evidence among the candidates.
+        split_evidence: Of those, documents with an evidence sentence no single
+            retrieved chunk holds whole (no policy can keep it).
+        evidence_survival: Per policy and budget, the share of `evidence_gold`
+            with every evidence sentence in the prompt.
+        mid_sentence_cuts: Per policy, kept texts not whole sentences (must be 0).
+        chunker: The index's chunker.
+        ndcg_at_10: Document-level nDCG@10 (a document ranks where its best chunk
+            does).
+        split_long: Of `split_evidence`, those with a sentence longer than a chunk.
+        overhead: Per policy and budget, the share of context tokens spent on
+            headers, quote marks and omission markers.
+        joined: Whether neighbouring chunks were joined in the prompt.
+        neighbours: `retrieval.neighbours`.
+        neighbours_added: Neighbour chunks added per query, on average.
     """
 
     chunk_size: int
@@ -82,11 +74,8 @@ class ChunkedSurvival:
 
 
 RANKING_DEPTH = 100
-"""Chunks ranked for document nDCG@10: enough for 10 documents at any chunk size.
-
-The `k` chunks packed may hold fewer (at 256-token chunks, 10 chunks held 7.7
-documents on SciFact test), which would score a ranking of fewer than 10 documents.
-"""
+"""Chunks ranked for document nDCG@10: enough for 10 documents at any chunk size
+(the `k` chunks packed may hold fewer)."""
 
 
 def chunk_k(k: int, chunk_size: int, reference: int = 256) -> int:
@@ -106,23 +95,16 @@ def evaluate_chunked(
 ) -> ChunkedSurvival:
     """Evidence survival by policy and budget over the corpus split into chunks.
 
-    The corpus goes through a `HybridIndex` (cached on disk by content, model and
-    chunking), so a document's evidence may be spread over several chunks: it
-    survives when each of its evidence sentences is whole in a kept chunk.
+    The chunked `HybridIndex` is cached on disk by content, model and chunking.
 
     Args:
         dataset: A BEIR dataset with marked evidence (SciFact).
-        config: The configuration; `index.chunk_size` is replaced by `chunk_size`
-            (`index.chunker` says which chunker).
+        config: The configuration, with `chunk_size` for `index.chunk_size`.
         chunk_size: Tokens per chunk.
         limit: Measure the first `limit` queries only.
         budgets: The token budgets to compare the policies at.
         progress: Called with (stage, done, total) as work advances.
-        join_neighbours: Join neighbouring kept chunks of a document in the
-            prompt (`ContextFormat.join_neighbours`); False measures without.
-
-    Returns:
-        The evidence survival table for this chunk size.
+        join_neighbours: Join neighbouring kept chunks of a document in the prompt.
     """
     index = _chunk_index(dataset, config, chunk_size, progress)
     k = chunk_k(config.retrieval.k, chunk_size)
@@ -163,12 +145,7 @@ def evaluate_chunked(
 def document_ndcg(
     dataset: BeirDataset, config: RagBudgetConfig, chunk_size: int
 ) -> list[float]:
-    """Per query, document nDCG@10 from the index in `chunk_size`-token chunks.
-
-    The same ranking `evaluate_chunked` reports the mean of (a document ranks
-    where its best chunk does), per query so that two chunkers can be compared
-    query by query (`paired_bootstrap`), without the evidence tables' cost.
-    """
+    """Per query, the document nDCG@10 `evaluate_chunked` averages, for paired tests."""
     index = _chunk_index(dataset, config, chunk_size, None)
     ranking = _ranking(index, chunk_k(config.retrieval.k, chunk_size))
     queries = dataset.queries.items()
@@ -247,10 +224,9 @@ def _evidence_by_chunk(
     relevant: set[str],
     rationales: dict[str, list[str]],
 ) -> tuple[dict[str, dict[int, list[str]]], set[str]]:
-    """Per gold document found: which candidate chunk holds each evidence sentence.
+    """Per gold document, the best chunk holding each evidence sentence whole.
 
-    Each sentence goes to the first (best-ranked) chunk holding it whole; a
-    document with a sentence no chunk holds whole is returned apart.
+    A document with a sentence no chunk holds whole is returned apart.
     """
     found = {judged_id(d) for d in candidates} & relevant & set(rationales)
     needs: dict[str, dict[int, list[str]]] = {}
@@ -283,18 +259,16 @@ def _chunk_index(
 ) -> HybridIndex:
     """The corpus in a HybridIndex of `chunk_size`-token chunks, built once.
 
-    Until the build has finished (`ragbudget_complete` written), the index is
-    opened as its writer: a build killed midway (no version committed, vectors
-    written) is then completed by the next run, reusing those vectors, where a
-    reader would refuse it and advise a repair the user never asked for.
+    Until the build has finished, the index is opened as its writer, so a build
+    killed midway is completed by the next run (a reader would ask for repair).
     """
     overlap = min(config.index.chunk_overlap, chunk_size // 4)
     settings = config.index.model_copy(
         update={"chunk_size": chunk_size, "chunk_overlap": overlap}
     )
     chunked = config.model_copy(update={"index": settings})
-    # settings that change no chunk and came after the first caches stay out of
-    # the key (`chunker` too when recursive), so those caches stay valid
+    # settings that change no chunk stay out of the key (`chunker` too when
+    # recursive), so existing caches stay valid
     later = {"lock_timeout"} | (
         {"chunker"} if settings.chunker == "recursive" else set()
     )

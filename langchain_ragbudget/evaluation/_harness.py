@@ -1,14 +1,9 @@
 """Evaluation harness: retrieval quality per stage, and survival through the budget.
 
-For every query of a BEIR dataset the configured pipeline runs stage by stage (each
-retriever, fusion, rerank, budget) and the harness records the ranking after each
-stage, which gold passages each stage dropped and why, the tokens used, and silent
-drops: candidates missing from both the context and the drop records (always 0, or
-the one rule is broken). It also compares packing policies on the same candidate
-lists at several budgets.
-
-The pipeline taken apart is `_stages`; the weak-evidence measurement, chunked runs
-and the report (`EvalReport`, its tables and plots) have modules of their own.
+Per query, the ranking after each stage, which gold passages each stage dropped
+and why, the tokens used, and silent drops (candidates in neither the context
+nor the records: always 0, or the one rule is broken); and packing policies
+compared on the same candidates at several budgets.
 """
 
 from __future__ import annotations
@@ -92,6 +87,8 @@ def evaluate(
 ) -> EvalReport:
     """Run the configured pipeline over `dataset` and measure every stage.
 
+    Corpus embeddings are cached on disk, keyed by content and model.
+
     Args:
         dataset: A BEIR dataset (corpus, queries, qrels; rationales if any).
         config: The configuration whose pipeline is measured.
@@ -99,19 +96,13 @@ def evaluate(
         k: The k of hit@k and recall@k.
         limit: Measure the first `limit` queries only.
         budgets: Token budgets at which packing policies are compared.
-        reranker: A rerank stage to use instead of the configured one; if the
-            model is missing, the rerank row says "skipped" and the budget works on
-            the fused list.
+        reranker: A rerank stage instead of the configured one (an unavailable
+            model shows as "skipped").
         progress: Called with (stage, done, total) as work advances.
-        ignore_identical_ids: As BEIR's evaluator does by default, leave out of
-            the quality metrics a hit whose id is the query's own id.
-        weak_fit: Labelled questions (the train split) to fit the combined
-            weak-evidence signal on; it is then measured on `dataset`'s queries
-            beside the single threshold (`EvalReport.weak_evidence`).
-
-    Returns:
-        The report: quality per stage, gold survival per surface, policies by
-        budget. Corpus embeddings are cached on disk (keyed by content and model).
+        ignore_identical_ids: As BEIR's evaluator does, leave out a hit whose id
+            is the query's own.
+        weak_fit: Labelled questions to fit the combined weak-evidence signal
+            on, then measured on `dataset` (`EvalReport.weak_evidence`).
 
     Raises:
         ConfigError: A surface is unknown, or its weak-evidence check names a
@@ -258,10 +249,7 @@ def _account_evidence(
     context: BudgetedContext,
     rationales: dict[str, list[str]],
 ) -> None:
-    """Count gold passages with marked evidence, and those that kept all of it.
-
-    Kept whole, or in the sentences a shortened passage kept.
-    """
+    """Count gold passages with marked evidence, and those that kept all of it."""
     found = {judged_id(d) for d in entered.values()} & set(rationales)
     acc.surface_evidence[surface] += len(found)
     kept_text = {judged_id(d): d.page_content for d in context.documents}
@@ -282,11 +270,7 @@ def _compare_policies(
     id_key: str | None,
     question: str,
 ) -> None:
-    """Gold passages kept whole, and gold evidence kept, by each policy and budget.
-
-    A naive slice may keep the evidence sentences of a passage it cuts mid-text;
-    `trim` may keep them in a passage it shortens to whole sentences.
-    """
+    """Gold passages kept whole, and gold evidence kept, by each policy and budget."""
     gold = {i for i, doc in enumerate(candidates) if judged_id(doc) in relevant}
     if not gold:
         return

@@ -1,8 +1,7 @@
 """Ranking metrics over plain ids, as trec_eval and BEIR compute them.
 
-`ranked` is a list of document ids, best first; `relevant` maps a document id to its
-graded relevance (0 = not relevant). Pure functions, cross-checked against ranx in
-the tests.
+`ranked` holds document ids, best first; `relevant` maps an id to its graded
+relevance (0 = not relevant).
 """
 
 from __future__ import annotations
@@ -60,10 +59,5 @@ def ndcg_at_k(ranked: Sequence[str], relevant: Mapping[str, int], k: int) -> flo
 
 
 def without_query_itself(ranked: Sequence[str], query_id: str) -> list[str]:
-    """`ranked` minus the document whose id is the query's own (BEIR's default).
-
-    BEIR's evaluator ignores such a hit (`ignore_identical_ids=True`): on datasets
-    whose queries are also corpus documents, finding the query itself is no
-    retrieval at all.
-    """
+    """`ranked` minus the query's own id (BEIR's default): finding it is no search."""
     return [doc_id for doc_id in ranked if doc_id != query_id]

@@ -1,9 +1,4 @@
-"""What `ragbudget eval` writes besides its tables and plots.
-
-The marked section of a Markdown file (BENCHMARKS.md) that each run replaces, and
-the YAML that puts the fitted weak-evidence signal into a configuration. The tables
-and plots are built in `_tables`.
-"""
+"""What `ragbudget eval` writes besides its tables: Markdown, and weak-evidence YAML."""
 
 from __future__ import annotations
 
@@ -34,16 +29,13 @@ def update_section(path: Path, section: str) -> None:
 
 
 def weak_evidence_yaml(weak: WeakEvidence, surfaces: list[str]) -> str:
-    """A YAML to merge over a configuration: the combined method on `surfaces`.
-
-    The models it was calibrated with go under `calibrated_with`.
-    """
+    """A YAML to merge over a configuration: the combined method on `surfaces`."""
     section: dict[str, Any] = {
         "method": "combined",
         "precision": weak.target_precision,
         "combined": weak.model.model_dump(),
     }
-    if weak.calibrated_with is not None:  # a budget with other models: "stale"
+    if weak.calibrated_with is not None:  # so a budget with other models says stale
         section["calibrated_with"] = weak.calibrated_with.model_dump()
     header = (
         f"# written by `ragbudget eval`: the combined weak-evidence signal, "

@@ -1,9 +1,4 @@
-"""The configured pipeline taken apart, so each stage's ranking can be measured.
-
-The harness runs a query through the stages one by one (`evaluate`); the
-weak-evidence measurement asks for a question's final candidates as retrieved and
-with its judged-relevant documents removed (`with_and_without`).
-"""
+"""The configured pipeline taken apart, so each stage's ranking can be measured."""
 
 from __future__ import annotations
 
@@ -25,7 +20,7 @@ from langchain_ragbudget.retrieval._rerank import FlashRankRerank
 
 @dataclass
 class Stages:
-    """The pipeline, taken apart so each stage's ranking can be measured."""
+    """The hybrid retriever, the reranker and one budget per surface."""
 
     hybrid: HybridRetriever
     reranker: FlashRankRerank | None
@@ -72,11 +67,9 @@ class Stages:
     ) -> tuple[CandidateList, CandidateList]:
         """The final candidates of `text`, as retrieved and without `relevant`.
 
-        Each retriever fetches as many more hits as there are relevant documents,
-        so its list keeps its depth once they are removed. Where it has no more
-        (BM25 returns only hits that share a term) the list as retrieved is cut to
-        the same length: both cases hand fusion lists of one length, so neither
-        the length nor a statistic over the whole list can give the label away.
+        Both hand fusion lists of one length (each retriever fetches extra hits,
+        or the list as retrieved is cut), so no list statistic gives the label
+        away.
         """
         hybrid = self.hybrid
         sizes = hybrid.fetch_k or [None] * len(hybrid.retrievers)
@@ -107,7 +100,6 @@ class Stages:
 
 
 def _depth(retriever: BaseRetriever, size: int | None) -> int:
-    """How many hits `retriever` hands to fusion: its fetch size, or its own `k`."""
     depth = size or getattr(retriever, "k", None)
     if not isinstance(depth, int):
         raise ValueError(

@@ -1,12 +1,9 @@
 """Did the gold passage survive assembly into the prompt? Packing policies compared.
 
-Functions over one ranked candidate list: naive slicing of the joined context (what a
-character limit on the prompt does), stop at the first overflow, skip, and trim
-(shorten to whole relevant sentences), each at a token budget. A passage survives
-only if its whole text is in the context. Where
-the dataset marks which sentences of a passage hold the evidence (SciFact's
-rationales), evidence survives if all of those sentences are in the context: a
-sliced passage may keep them in its head.
+Over one ranked candidate list at each token budget: a naive slice of the joined
+context (what a character limit does), stop, skip and trim. A passage survives if
+its whole text is in the context; its evidence, if all of its marked evidence
+sentences are (a sliced passage may keep them in its head).
 """
 
 from __future__ import annotations
@@ -37,11 +34,7 @@ _BUDGET_POLICIES: dict[str, tuple[Literal["stop", "skip", "trim"], Relevance]] =
 
 @dataclass(frozen=True)
 class SliceSurvival:
-    """Per budget, the indices of the passages a naive slice keeps.
-
-    `passages`: whole text in the slice. `evidence`: every evidence sentence in the
-    slice (only indices that have evidence sentences).
-    """
+    """Per budget, the passages a naive slice keeps whole, and those with evidence."""
 
     passages: list[list[int]]
     evidence: list[list[int]]
@@ -56,10 +49,9 @@ def naive_slice(
 ) -> SliceSurvival:
     """Slice the joined context at each budget; which passages and evidence survive.
 
-    The slice is taken in tokens of the rendered context (the token equivalent of
-    `context[:MAX_CONTEXT_CHARS]`). The context is rendered and encoded
-    once for all budgets. `evidence` maps a passage index to its evidence sentences,
-    each a substring of the passage's text.
+    The slice is in tokens of the rendered context (the token equivalent of
+    `context[:MAX_CONTEXT_CHARS]`). `evidence` maps a passage index to its
+    evidence sentences, each a substring of its text.
     """
     fmt = fmt or ContextFormat()
     text = fmt.render(group_citations(documents, fmt))
@@ -96,11 +88,7 @@ def _end_of(sentence: str, block: str, index: int) -> int:
 
 
 def _prefix_length(text: str, sliced: str) -> int:
-    """How many characters of `text` the slice keeps.
-
-    A cut inside a multi-byte character decodes to replacement characters at the
-    end, which are not part of `text`.
-    """
+    """Characters of `text` the slice keeps (a cut character decodes to U+FFFD)."""
     kept = sliced.rstrip("\ufffd")
     if not text.startswith(kept):
         raise ValueError("a slice of the context is not a prefix of it")
@@ -121,10 +109,8 @@ def policy_survival(
 ) -> PolicySurvival:
     """Per token budget: passages kept whole, evidence kept, bad cuts, overhead.
 
-    No `max_docs` limit and `min_docs=0`, so only the token budget decides. A
-    passage shortened by `trim` is not whole, but its evidence survives if every
-    evidence sentence is in what it kept. `fmt` renders the context (the default
-    `ContextFormat` if None); the naive slice never joins neighbouring chunks.
+    Only the token budget decides (no `max_docs`, `min_docs=0`). A passage
+    shortened by `trim` is not whole, but its evidence may survive.
     """
     if policy == "naive slice":
         plain = replace(fmt or ContextFormat(), join_neighbours=False)
@@ -179,10 +165,9 @@ def policy_survival(
 class PolicySurvival:
     """What one policy kept, per budget.
 
-    `passages`: indices kept whole; `evidence`: indices whose evidence sentences
-    are all in the context; `bad_cuts`: kept texts that are not whole sentences of
-    their passage (must be 0); `overhead`: (tokens of headers, quote marks and
-    markers, tokens of the context) per budget (empty for the naive slice).
+    `passages`: indices kept whole; `evidence`: indices with all evidence in the
+    context; `bad_cuts`: kept texts not whole sentences (must be 0); `overhead`:
+    (tokens of headers and markers, tokens of the context), none for the slice.
     """
 
     passages: list[list[int]]
@@ -192,11 +177,10 @@ class PolicySurvival:
 
 
 def is_whole_sentences(kept: str, original: str) -> bool:
-    """Whether `kept` is whole sentences of `original`, in order.
+    """Whether `kept` is whole sentences of `original`, in order, any space between.
 
-    Any whitespace may separate them. Every way of reading `kept` as sentences is
-    tried, so a sentence that is also the start of a later one (`[…]` and `[…] more`)
-    cannot hide a match.
+    Every reading of `kept` as sentences is tried, so a sentence that starts a
+    later one cannot hide a match.
     """
     pieces = sentences(original)
     todo, seen = [(0, 0)], set()  # (offset in kept, next sentence of original)

@@ -1,11 +1,8 @@
 """An evaluation's report and its tables and images: rows built once, drawn three ways.
 
-`EvalReport` holds what one run measured (`_harness.evaluate` fills it). Each of its
-tables is built once here (`report_tables`), with its title for the terminal and
-the notebook and its lead-in for Markdown; `rich_tables`, `to_markdown` and
-`EvalReport`'s notebook display only lay them out. The survival and calibration
-plots are PNGs drawn on a bare matplotlib `Figure`. And the tables of `ragbudget
-tune`: the settings compared and the gain.
+Each table is built once (`report_tables`); the terminal, Markdown and the
+notebook only lay it out. Plots are drawn on a bare matplotlib `Figure`, not
+pyplot, so they neither switch a notebook's backend nor leave a figure open.
 """
 
 from __future__ import annotations
@@ -70,10 +67,7 @@ class Survival:
 
     @property
     def evidence_survival(self) -> float | None:
-        """Share of the gold passages with marked evidence that kept all of it.
-
-        Whole, or in the sentences a shortened passage kept.
-        """
+        """Share of the gold passages with marked evidence that kept all of it."""
         if not self.evidence_retrieved:
             return None
         return self.evidence_kept / self.evidence_retrieved
@@ -88,23 +82,19 @@ class EvalReport:
         n_queries: Queries measured.
         n_documents: Documents in the corpus.
         k: The k of hit@k and recall@k (MRR and nDCG are at 10).
-        quality: Mean metrics per stage: each retriever, fusion, rerank (or why it
-            was skipped), and the budget of each surface.
-        survival: Per surface: gold passages retrieved, kept and dropped (by
-            stage and reason), silent drops (must be 0), tokens used.
+        quality: Mean metrics per stage (a skipped stage says why).
+        survival: Per surface: gold passages retrieved, kept and dropped, silent
+            drops (must be 0), tokens used.
         policy_budgets: The token budgets at which packing policies were compared.
         policy_survival: Per policy, the share of gold passages kept at each budget.
         policy_encoding: The tiktoken encoding the policies were compared in.
-        settings: The retrieval settings measured (fusion k, fetch k, weights,
-            fusion, rrf_c, rerank model).
+        settings: The retrieval settings measured.
         evidence_gold: Gold passages with marked evidence sentences.
-        evidence_survival: Per policy, the share of those with every evidence
-            sentence in the prompt, at each budget.
-        mid_sentence_cuts: Per policy, kept texts that were not whole sentences
-            of their passage, over every query and budget (0 but for the slice,
-            which is not counted: it cuts anywhere by design).
-        chunked: Evidence survival with the corpus indexed in chunks, one entry
-            per chunk size measured (`evaluate_chunked`).
+        evidence_survival: Per policy and budget, the share of those with every
+            evidence sentence in the prompt.
+        mid_sentence_cuts: Per policy, kept texts not whole sentences (must be 0;
+            the slice, which cuts anywhere by design, is not counted).
+        chunked: Evidence survival per chunk size (`evaluate_chunked`).
         weak_evidence: How well the weak-evidence signals tell answerable from
             unanswerable questions (when a fitting split was given).
     """
@@ -169,15 +159,7 @@ class EvalReport:
 
 @dataclass(frozen=True)
 class ReportTable:
-    """One table of a report as text, which the terminal, Markdown and HTML draw.
-
-    Attributes:
-        title: What the table shows (the terminal's and the notebook's caption).
-        lead: The paragraph Markdown puts before the table.
-        header: The column names.
-        rows: The cells.
-        numeric: Indices of the columns aligned right.
-    """
+    """One table of a report as text: a caption, Markdown's lead-in, header, rows."""
 
     title: str
     lead: str
@@ -472,9 +454,7 @@ def _points(
 def survival_png(report: EvalReport) -> bytes:
     """The survival plot as PNG: gold kept against the token budget, per policy.
 
-    Drawn on a bare matplotlib `Figure`, not through pyplot, so it neither switches
-    a notebook's backend nor leaves a figure open; text from the data is drawn as
-    written (a `$` in a dataset's name is not read as math).
+    Text from the data is drawn as written (a `$` is not read as math).
 
     Raises:
         MissingExtraError: matplotlib (the `eval` extra) is not installed.
@@ -529,11 +509,7 @@ def plot_survival(report: EvalReport, path: Path) -> Path:
 
 
 def plot_calibration(weak: WeakEvidence, path: Path) -> Path:
-    """Write a PNG reliability diagram of the combined weak-evidence signal.
-
-    Drawn on a bare matplotlib `Figure`, as the survival plot is, so it does not
-    switch a notebook's plotting backend.
-    """
+    """Write a PNG reliability diagram of the combined weak-evidence signal."""
     require("matplotlib", "eval", "the calibration plot")
     from matplotlib.figure import Figure
 

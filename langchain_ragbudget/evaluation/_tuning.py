@@ -1,16 +1,10 @@
 """`ragbudget tune`: choose the fusion method, weights and c on labelled queries.
 
-Each retriever runs once per query; every point of the grid then re-fuses those
-lists with the pure functions of `fusion`, so the search costs one retrieval pass
-plus arithmetic. The lists are read exactly as `HybridRetriever` reads them (same
-keys, same scores, same cut at `k`), so the nDCG a setting gets here is the one
-`ragbudget eval` reports for it on the same queries.
-
-Tuning and measuring on the same queries overstates the gain, so the test split is
-refused (and so is any split sharing a query with it) unless asked for explicitly.
-The report says which split tuned and which measured, gives the gain over the
-current setting with a paired bootstrap interval over queries, and a cross-validated
-estimate: each fold's setting chosen on the other folds, measured on its own.
+Each retriever runs once per query; every grid point re-fuses those lists exactly
+as `HybridRetriever` does, so a setting's nDCG here is the one `ragbudget eval`
+reports on the same queries. Tuning and measuring on the same queries overstates
+the gain, so the test split is refused unless asked for, and the report gives a
+paired bootstrap interval and a cross-validated estimate.
 """
 
 from __future__ import annotations
@@ -93,8 +87,7 @@ class TuneReport:
     Attributes:
         dataset: The dataset's name (its folder).
         tuned_split: The qrels split whose queries chose the setting.
-        measured_split: The split the numbers below are measured on (the same:
-            measure another split with `ragbudget eval --config`).
+        measured_split: The split the numbers are measured on (the same one).
         n_queries: Queries tuned and measured on.
         grid_size: Settings tried.
         current: The configuration's own setting and its nDCG@10.
@@ -102,7 +95,7 @@ class TuneReport:
         by_method: The best setting of each method.
         gain: best - current, mean over queries, with its bootstrap interval.
         held_out: nDCG@10 of the tuning procedure on queries it did not see
-            (`FOLDS`-fold cross-validation), None with fewer than two queries.
+            (cross-validated), None with fewer than two queries.
         held_out_gain: held_out - current, with its bootstrap interval.
         confidence: The interval's confidence level.
         resamples: Bootstrap resamples.
@@ -134,7 +127,7 @@ class QueryLists:
     Attributes:
         query_id: The query's id.
         keys: Per retriever, the ranked candidate keys.
-        scores: Per retriever, each key's finite score (None: none).
+        scores: Per retriever, each key's finite score or None.
         judged: Candidate key -> the id the qrels judge it by.
         relevant: Judged id -> graded relevance (> 0 only).
     """
@@ -147,10 +140,7 @@ class QueryLists:
 
 
 def check_split(folder: str | Path, split: str, *, allow_test: bool = False) -> None:
-    """Refuse to tune on test queries: the test split, or a split sharing one.
-
-    The split's qrels file is compared with the test split's by resolved path (a
-    `../qrels/test` or a link is the test split too) and by query ids.
+    """Refuse to tune on the test split (by name or path) or one sharing its queries.
 
     Raises:
         InvalidInputError: The split is the test split or shares a query with it,
@@ -190,24 +180,20 @@ def tune(
 ) -> TuneReport:
     """Search fusion method, weights and c on one labelled split of a BEIR folder.
 
+    `tuned_yaml` turns the report into a file `--config` loads.
+
     Args:
         folder: A BEIR folder with `qrels/<split>.tsv`.
         config: The configuration whose retrievers are searched; its own fusion
             setting is the baseline (`current`).
-        split: The split to tune on (`train`).
-        allow_test_split: Tune on the test split (or one sharing its queries)
-            anyway.
+        split: The split to tune on.
+        allow_test_split: Tune on the test split (or one sharing its queries).
         limit: Tune on the first `limit` queries only.
-        ignore_identical_ids: Leave out a hit whose id is the query's own, as
-            the harness does (BEIR's convention).
+        ignore_identical_ids: Leave out a hit whose id is the query's own.
         progress: Called with (stage, done, total) as work advances.
 
-    Returns:
-        The report; `tuned_yaml` turns it into a file `--config` loads.
-
     Raises:
-        InvalidInputError: The split is refused (see `check_split`) or has no
-            judged query.
+        InvalidInputError: The split is refused or has no judged query.
         DatasetError: The folder is missing a file or holds a malformed line.
     """
     check_split(folder, split, allow_test=allow_test_split)
@@ -257,14 +243,11 @@ def search(
     Args:
         runs: The retrieved lists of the tuning queries (`retrieve_lists`).
         current: The baseline setting, tried first (it wins a tie).
-        k: The fused candidates kept (the hybrid's `k`), as the harness cuts.
+        k: The fused candidates kept (the hybrid's `k`).
         dataset: The dataset's name, for the report.
         split: The split `runs` come from, for the report.
         ignore_identical_ids: Leave out a hit whose id is the query's own.
         progress: Called with (stage, done, total) per setting.
-
-    Returns:
-        The report (`measured_split` is `split`: the same queries).
     """
     grid = fusion_grid(current)
     matrix = ndcg_matrix(runs, grid, k, ignore_identical_ids, progress)
@@ -387,11 +370,7 @@ def paired_bootstrap(
 def held_out_scores(
     matrix: np.ndarray, folds: int = FOLDS, seed: int = SEED
 ) -> np.ndarray | None:
-    """Per query, the nDCG of the setting chosen on the other folds.
-
-    Returns:
-        One score per query (column), or None with fewer than two queries.
-    """
+    """Per query, the nDCG of the setting chosen on the other folds (None: < 2)."""
     n = matrix.shape[1]
     if n < 2:
         return None
@@ -431,10 +410,7 @@ def _report(
 
 
 def tuned_yaml(report: TuneReport) -> str:
-    """The best setting as a `retrieval:` section that `--config` merges over.
-
-    Only the keys tuned are written; every other setting keeps its default.
-    """
+    """The best setting as a `retrieval:` section that `--config` merges over."""
     best = report.best.setting
     retrieval: dict[str, Any] = {"fusion": best.method}
     if best.method == "rrf":

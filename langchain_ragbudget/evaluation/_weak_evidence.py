@@ -1,8 +1,7 @@
 """How well the weak-evidence signals tell answerable questions from unanswerable ones.
 
-Every question is measured twice: its candidates as retrieved (answerable), and with
-its judged-relevant documents removed (unanswerable). The combined signal and both
-thresholds are fitted on one split and measured on another.
+Every question counts twice: as retrieved (answerable), and with its judged-relevant
+documents removed (unanswerable). Fitted on one split, measured on another.
 """
 
 from __future__ import annotations
@@ -39,12 +38,9 @@ class WeakEvidence:
         target_precision: The weak flag's precision the thresholds aim at.
         methods: The single threshold and the combined signal, side by side.
         model: The fitted combined model (as the YAML holds it).
-        cv_auroc: Its grouped 5-fold cross-validated AUROC on the fitting split.
-        reliability: Mean predicted and observed share answerable per bin of the
-            combined probability on the measured split.
-        calibrated_with: The embedding and rerank models (and dataset) the
-            scores came from; the YAML records them so a budget run with other
-            models says the calibration is stale.
+        cv_auroc: Its grouped cross-validated AUROC on the fitting split.
+        reliability: Mean predicted and observed share answerable per bin.
+        calibrated_with: The models (and dataset) the scores came from.
     """
 
     fit_split: str
@@ -67,13 +63,7 @@ def measure_weak_evidence(
     limit: int | None = None,
     progress: ProgressCallback | None = None,
 ) -> WeakEvidence:
-    """Fit the combined signal on `fit_on`, measure both methods on `measured`.
-
-    Each question gives two cases: its candidates as retrieved, and with its
-    judged-relevant documents removed from every retriever's list (refilled to
-    the same depth, as a corpus without them would answer). Only `fit_on`'s cases
-    shape the model and the thresholds.
-    """
+    """Fit the combined signal on `fit_on`, measure both methods on `measured`."""
     settings = config.surface(surface).weak_evidence
     fit_cases = _cases(stages, fit_on, None, settings.thresholds, progress)
     cases = _cases(stages, measured, limit, settings.thresholds, progress)
@@ -139,7 +129,6 @@ def _cases(
     thresholds: dict[str, float | None],
     progress: ProgressCallback | None,
 ) -> Cases:
-    """Both cases of every judged question of `dataset` (first `limit`)."""
     features: list[dict[str, float]] = []
     tops: list[float | None] = []
     top_keys: list[str] = []

@@ -1,15 +1,10 @@
 """Fitting and measuring the weak-evidence signal on labelled questions.
 
-Each question is a pair of cases: its candidates as retrieved (answerable) and its
-candidates with its judged-relevant documents removed (a corpus that lacks the
-answer). A signal is good when it tells the two apart: its AUROC over the cases,
-answerable positive. The combined signal is scikit-learn's logistic regression
-over `evidence._signals` features, written as plain numbers, since the package
-writes no pickle and its runtime needs no scikit-learn. The threshold is chosen on
-the fitting split's cross-validated probabilities for a stated precision of the
-weak flag, so the split it is measured on never shapes it. The single-threshold
-baseline gets its threshold the same way, so both are compared at the same
-precision target.
+A signal is good when it tells a question's two cases (answerable, answer
+removed) apart. The combined signal is a scikit-learn logistic regression written
+as plain numbers, so the runtime needs neither pickle nor scikit-learn. Both it
+and the single-threshold baseline get their threshold for the same precision on
+the fitting split, so the measured split never shapes them.
 """
 
 from __future__ import annotations
@@ -31,12 +26,10 @@ class Cases:
     """The 2N cases of one split: features, the baseline's score, the label.
 
     Attributes:
-        features: One feature mapping per case (`_signals.signal_features`).
-        top_scores: The single-threshold method's score per case (its first
-            configured score key present), None where no key was present.
+        features: One feature mapping per case.
+        top_scores: The single-threshold method's score per case, or None.
         top_keys: The score key that gave each case's top score.
-        answerable: True for a question as retrieved, False with its
-            judged-relevant documents removed.
+        answerable: True as retrieved, False with the answer removed.
     """
 
     features: list[dict[str, float]]
@@ -55,8 +48,8 @@ class FlagQuality:
         threshold: The threshold chosen on the fitting split.
         precision: Share of flagged cases that were unanswerable.
         recall: Share of unanswerable cases that were flagged.
-        train_precision: The precision reached on the fitting split (for the
-            combined model, on its cross-validated probabilities there).
+        train_precision: The precision on the fitting split (for the combined
+            model, on its cross-validated probabilities).
     """
 
     method: str
@@ -91,11 +84,10 @@ class FittedModel:
 
     Attributes:
         model: The logistic model, as the configuration holds it.
-        cv_auroc: The mean AUROC over the grouped folds of the chosen
-            regularisation, on the fitting split only.
-        held_out: The model's probability per fitting case from the fold that
-            held the case out (what its threshold was chosen on; the refitted
-            model has seen every case and would look better on them).
+        cv_auroc: The mean AUROC over the grouped folds of the chosen `C`.
+        held_out: Per fitting case, the probability from the fold that held it
+            out (the refitted model has seen every case, so the threshold is
+            chosen on these).
     """
 
     model: CombinedEvidence
@@ -108,20 +100,15 @@ def fit_combined(
 ) -> FittedModel:
     """The logistic model on `cases`, with its cross-validated AUROC.
 
-    Features are standardised for the fit and the scaling folded back into the
-    coefficients, so the model applies to raw features. The regularisation
-    strength is the one of `REGULARISATION` with the best grouped 5-fold
-    cross-validated AUROC on `cases` alone (a question's two cases always share a
-    fold), so the split the model is measured on never shapes it; the threshold
-    comes from that model's held-out probabilities, so it is not chosen on
-    probabilities the model has already seen.
+    The standardisation is folded back into the coefficients, so the model
+    applies to raw features. `C` is chosen by grouped cross-validation (a
+    question's two cases share a fold) on `cases` alone.
 
     Args:
-        cases: The fitting split's cases (the train split; never the test split).
+        cases: The fitting split's cases (never the test split).
         names: The features to use, all present in every case.
         target_precision: The wanted precision of the weak flag.
-        fitted_on: Words for the YAML: dataset, split, number of questions (the
-            chosen regularisation is appended).
+        fitted_on: Words for the YAML (the chosen `C` is appended).
     """
     require("sklearn", "eval", "fitting the combined weak-evidence signal")
     from sklearn.linear_model import LogisticRegression
@@ -174,11 +161,9 @@ def combined_scores(cases: Cases, model: CombinedEvidence) -> list[float]:
 def threshold_for_precision(
     scores: Sequence[float], answerable: Sequence[bool], target: float
 ) -> float:
-    """The threshold that flags the most cases as weak at `target` precision.
+    """The threshold that flags the most cases (score below it) at `target` precision.
 
-    A case is flagged when its score is below the threshold. Among the thresholds
-    whose flag is right at least `target` of the time, the highest (most
-    recall); if none reaches it, the most precise one.
+    If none reaches `target`, the most precise one.
     """
     pairs = sorted(zip(scores, answerable, strict=True))
     best, best_precision = pairs[0][0], -1.0
@@ -234,11 +219,7 @@ def common_features(samples: Sequence[Mapping[str, float]]) -> list[str]:
 def reliability(
     probabilities: Sequence[float], answerable: Sequence[bool], bins: int = 10
 ) -> tuple[list[float], list[float]]:
-    """Mean predicted probability and observed share answerable, per bin.
-
-    scikit-learn's `calibration_curve` (uniform bins; empty bins left out), for
-    the reliability diagram.
-    """
+    """Mean predicted probability and observed share answerable, per non-empty bin."""
     require("sklearn", "eval", "the weak-evidence calibration curve")
     from sklearn.calibration import calibration_curve
 

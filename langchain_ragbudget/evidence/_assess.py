@@ -1,16 +1,15 @@
 """Weak-evidence signalling and the calibration of its threshold.
 
-When the best relevance score of the context is under a calibrated threshold, or a
-model fitted over cheap signals of the candidates (`_signals`) says the answer is
-probably not among them, the prompt and the user-facing output both say the
-evidence is weak.
+When the best score of the context is under a calibrated threshold, or a model
+fitted over the candidates' signals says the answer is probably not among them,
+the prompt and the user-facing output both say the evidence is weak.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 
 from langchain_core.documents import Document
@@ -32,14 +31,12 @@ class Evidence:
     """How strong the context is: `weak` is None when no score could tell.
 
     Attributes:
-        weak: True when the best score is under its threshold (or nothing reached
-            the context), False when it clears it, None when no kept passage
-            carries a score the surface has a threshold for.
+        weak: True under the threshold (or when nothing reached the context),
+            None when no kept passage carries a score with a threshold.
         score_key: The metadata key that decided (e.g. `rerank_score`).
         score: The best finite value of that key among the kept passages.
         threshold: The surface's threshold for that key.
-        stale: Why the calibration does not fit the models in use (e.g.
-            `embedding A, in use B`), or None.
+        stale: How the calibration's models differ from those in use, or None.
     """
 
     weak: bool | None
@@ -88,10 +85,9 @@ def models_in_use(config: RagBudgetConfig) -> CalibratedWith:
 def stale_note(
     settings: WeakEvidenceSettings, in_use: CalibratedWith | None
 ) -> str | None:
-    """How the calibration's models differ from those in use; None when they match.
+    """How the calibration's models differ from those in use; None if they match.
 
-    Unknown on either side (an old file, a budget built without a config) is
-    never called stale: there is nothing to compare.
+    Unknown on either side is never stale: there is nothing to compare.
     """
     calibrated = settings.calibrated_with
     if calibrated is None or in_use is None:
@@ -109,20 +105,15 @@ def assess_evidence(
 ) -> Evidence:
     """Decide whether the evidence is weak, by the surface's configured method.
 
-    Nothing kept is weak evidence either way. With `in_use`, a calibration made
-    with other models is marked stale (`Evidence.stale`).
+    Nothing kept is weak evidence either way.
 
     Args:
         kept: The passages that reached the context.
         settings: The surface's `weak_evidence` settings.
-        candidates: The candidate list the budget received (the combined method
-            reads its signals there, as `ragbudget eval` fitted it).
-        question: The question (the combined method needs it; without it the
-            strength is unknown).
-        in_use: The embedding and rerank models the scores come from.
-
-    Returns:
-        The decision, with the score and threshold that made it.
+        candidates: The candidates the budget received, where the combined
+            method reads its signals (as `ragbudget eval` fitted it).
+        question: The question; without it the combined method cannot tell.
+        in_use: The models the scores come from, to mark a calibration stale.
     """
     stale = stale_note(settings, in_use)
     if not kept:
@@ -143,13 +134,7 @@ def assess_combined(
     question: str,
     model: CombinedEvidence,
 ) -> Evidence:
-    """Apply the fitted model to the candidates' signals (the harness's decision).
-
-    Weak when the probability that the answer is among the candidates is below
-    the model's threshold; unknown when a signal it needs is missing (a model with
-    rerank features, run without a reranker; one with list features, given a
-    plain list whose documents lead to no run ledger).
-    """
+    """Apply the fitted model to the candidates' signals; unknown if one is missing."""
     probability = combined_probability(signal_features(candidates, question), model)
     if probability is None:
         return Evidence(weak=None, score_key=COMBINED)
@@ -161,11 +146,7 @@ def assess_combined(
 def assess_thresholds(
     documents: Sequence[Document], thresholds: Mapping[str, float | None]
 ) -> Evidence:
-    """Compare the best score to its threshold, trying score keys in order.
-
-    The first key (e.g. `rerank_score`, then `dense_score`) that any kept passage
-    carries decides; no passages at all is weak evidence.
-    """
+    """Compare the best score to its threshold; the first key a passage has decides."""
     if not documents:
         return Evidence(weak=True)
     for key, threshold in thresholds.items():
@@ -181,9 +162,8 @@ class Calibration:
 
     Attributes:
         threshold: The chosen threshold (a score at or above it is strong).
-        present_above: Share of answerable questions whose top score is at or
-            above the threshold.
-        absent_below: Share of unanswerable questions whose top score is below it.
+        present_above: Share of answerable questions at or above it.
+        absent_below: Share of unanswerable questions below it.
         balanced_accuracy: The mean of the two shares.
         auc: Probability that an answerable question outscores an unanswerable
             one (ties count half).
@@ -215,19 +195,15 @@ def calibrate_threshold(
     """Choose the threshold that best separates the two sets of top scores.
 
     Maximises balanced accuracy (Youden's J) over the midpoints between
-    neighbouring scores, plus the lowest score and a hair above the highest; among
-    equally good thresholds the lowest wins. Put the result in a surface's
-    `weak_evidence` setting under the score key it was measured on.
+    neighbouring scores; among equally good thresholds the lowest wins. Put the
+    result under the same score key in a surface's `weak_evidence.thresholds`.
 
     Args:
         present: Top scores of questions whose answer is in the corpus.
         absent: Top scores of questions whose answer is not.
 
-    Returns:
-        The threshold with its rates, balanced accuracy and AUC.
-
     Raises:
-        ValueError: `present` or `absent` is empty.
+        ValueError: `present` or `absent` is empty, or holds NaN or infinity.
     """
     if not all(map(math.isfinite, [*present, *absent])):
         raise ValueError("calibration scores must be finite numbers (no NaN or inf)")
@@ -259,10 +235,9 @@ def calibrate_threshold(
 
 
 def top_score(documents: Sequence[Document], score_key: str) -> float | None:
-    """The best `score_key` among `documents`, or None if none carries it.
+    """The best finite `score_key` among `documents`, or None if none carries one.
 
-    NaN, infinity and non-numbers are not scores: they can never read as strong
-    evidence (the fusion and rerank stages report them as score issues).
+    NaN, infinity and non-numbers can never read as strong evidence.
     """
     scores = [
         score
@@ -270,28 +245,3 @@ def top_score(documents: Sequence[Document], score_key: str) -> float | None:
         if (score := finite_score(doc.metadata.get(score_key))) is not None
     ]
     return max(scores) if scores else None
-
-
-def calibrate_from_questions(
-    retrieve: Callable[[str], Sequence[Document]],
-    present: Sequence[str],
-    absent: Sequence[str],
-    score_key: str,
-) -> Calibration:
-    """Run both question sets through `retrieve` and calibrate on their top scores.
-
-    `retrieve` is anything from question to documents: `retriever.invoke`, or a
-    retriever followed by a reranker. A question whose results carry no
-    `score_key` is an error, since it would silently shrink its set.
-    """
-
-    def scores(questions: Sequence[str]) -> list[float]:
-        out = []
-        for question in questions:
-            score = top_score(retrieve(question), score_key)
-            if score is None:
-                raise ValueError(f"no result for {question!r} carries {score_key!r}")
-            out.append(score)
-        return out
-
-    return calibrate_threshold(scores(present), scores(absent))

@@ -1,17 +1,10 @@
 """Cheap signals of how strong a candidate list is, and the model that combines them.
 
-One question's candidate list (fused, reranked when a reranker ran) carries each
-retriever's score and rank and the fused and rerank scores in its metadata. From
-that list alone come the features below: the top scores, how far the top stands out,
-whether the two retrievers agree, and how many of the question's terms the top
-passage holds. How far each retriever's top score stands above the rest of
-everything it fetched comes from the run ledger, which holds the candidates fusion
-cut; a list without its ledger lacks those features rather than computing them over
-a shorter list. `ragbudget eval` fits a logistic model over them on the train
-split of a labelled dataset (each question once as is and once with its
-judged-relevant passages removed); the budget's weak-evidence check applies the
-same model to the same features. One function computes them for both, so the
-harness measures exactly what runs.
+The features come from the candidates' metadata (top scores, how far the top
+stands out, retriever agreement, question terms covered) and, for each
+retriever's whole fetched list, from the run ledger. `ragbudget eval` fits the
+model and the budget applies it through the same functions, so the harness
+measures exactly what runs.
 """
 
 from __future__ import annotations
@@ -53,20 +46,11 @@ AGREEMENT_DEPTH = 10  # the top-k of each retriever compared for overlap
 
 
 def signal_features(documents: Sequence[Document], question: str) -> dict[str, float]:
-    """The features of one question's candidate list, best first.
+    """The features of one question's candidate list (fused, maybe reranked).
 
-    Args:
-        documents: The candidates as the budget receives them: fused (and
-            reranked) documents carrying `bm25_score`, `dense_score`, their ranks,
-            `fused_score` and, after a rerank, `rerank_score`.
-        question: The question the candidates were retrieved for.
-
-    Returns:
-        Feature name to value. A retriever that returned none of the candidates
-        scores 0 (BM25 scores are never negative; no dense hit is no similarity);
-        the rerank features are present only when a candidate has a rerank score,
-        `LIST_FEATURES` only when the candidates lead to exactly one run ledger
-        (`fetched_scores`). An empty list has no features.
+    A retriever that returned no candidate scores 0; rerank features appear only
+    after a rerank, `LIST_FEATURES` only with exactly one run ledger. An empty
+    list has no features.
     """
     if not documents:
         return {}
@@ -103,14 +87,9 @@ def signal_features(documents: Sequence[Document], question: str) -> dict[str, f
 def fetched_scores(documents: Sequence[Document]) -> dict[str, list[float]] | None:
     """Each retriever's scores over every hit it handed to fusion, highest first.
 
-    The hits are the candidates fusion kept (`RunLedger.entered`) and those it cut
-    (its `below_fusion_cut` records), so a later stage or a user's `docs[:5]`
-    changes nothing. Without the ledger the cut hits are unknown, and statistics
-    over the shorter list would quietly mean something else.
-
-    Returns:
-        `bm25` and `dense` to their scores (empty for a retriever that returned
-        nothing), or None when the documents lead to no run ledger or to several.
+    Read from the run ledger (kept and cut), so a later `docs[:5]` changes
+    nothing; None without exactly one ledger, since statistics over a shorter
+    list would quietly mean something else.
     """
     ledgers = ledgers_of(documents)
     if len(ledgers) != 1:
@@ -131,19 +110,10 @@ def _cut_by_fusion(ledger: RunLedger) -> Iterator[Document]:
 
 
 def list_statistics(scores: Sequence[float]) -> dict[str, float]:
-    """How far the top score stands above one retriever's whole list.
+    """How far the top score stands above one retriever's list (highest first).
 
-    A question whose answer is in the corpus tends to have one hit clearly above
-    the crowd of loosely related ones; without it the top is one of the crowd.
-
-    Args:
-        scores: One retriever's scores, highest first.
-
-    Returns:
-        `list_z` (the top's z-score within the list, population deviation; 0 with
-        no spread), `top_minus_mean`, `top_minus_median`, and `gap_10th`,
-        `gap_50th` (the top minus the 10th or 50th score, or the last when the
-        list is shorter). All 0 for an empty list.
+    An answer in the corpus tends to stand clearly above the loosely related
+    crowd. `gap_10th` and `gap_50th` use the last score of a shorter list.
     """
     if not scores:
         return dict.fromkeys(LIST_STATISTICS, 0.0)
@@ -159,11 +129,7 @@ def list_statistics(scores: Sequence[float]) -> dict[str, float]:
 
 
 def query_coverage(question: str, passage: str) -> float:
-    """Share of the question's terms (stemmed, no stopwords) found in `passage`.
-
-    Terms are made as the BM25 side makes them (`_sentence_scoring.terms`); a
-    question with no terms covers nothing.
-    """
+    """Share of the question's terms (stemmed, no stopwords) found in `passage`."""
     wanted = terms(question)
     return len(wanted & terms(passage)) / len(wanted) if wanted else 0.0
 
@@ -173,8 +139,8 @@ def weighted_coverage(
 ) -> float:
     """Share of the question's terms in the first candidate, rare terms weighing more.
 
-    A term's weight is `log(1 + n / (1 + df))`, `df` the candidates holding it
-    among the `n`: a term every candidate shares says little about the top one.
+    A term's weight is `log(1 + n / (1 + df))` over the `n` candidates: a term
+    every candidate shares says little about the top one.
     """
     if not wanted or not candidates:
         return 0.0
@@ -187,10 +153,9 @@ def weighted_coverage(
 
 
 def number_coverage(question: str, passage: str) -> float:
-    """Share of the numbers in the question that `passage` also holds (1 if none).
+    """Share of the question's numbers that `passage` also holds (1 if none).
 
-    A claim's figures (a dose, a percentage) rarely recur in a passage on another
-    study.
+    A claim's figures rarely recur in a passage about something else.
     """
     wanted = set(_NUMBER.findall(question))
     if not wanted:
@@ -227,12 +192,11 @@ def _ranks(documents: Sequence[Document], name: str) -> list[int | None]:
 
 
 def _agreement(documents: Sequence[Document]) -> tuple[float, float]:
-    """Overlap of the two retrievers' top `AGREEMENT_DEPTH`, and their rank correlation.
+    """Overlap of the retrievers' top `AGREEMENT_DEPTH`, and their rank correlation.
 
-    Overlap: candidates in both retrievers' top `AGREEMENT_DEPTH`, as a share of it
-    (every such candidate outscores one found by a single retriever in fusion, so
-    the fused list holds them all). Correlation: Spearman's, over the candidates
-    both retrievers returned (0 with fewer than three, or no spread).
+    Every candidate in both tops outscores one found by a single retriever, so
+    the fused list holds them all. Spearman's correlation over the candidates
+    both returned (0 with fewer than three, or no spread).
     """
     pairs = [
         (sparse, dense)
@@ -261,13 +225,8 @@ def combined_probability(
 ) -> float | None:
     """The fitted model's probability that the candidates hold the answer.
 
-    `sigmoid(intercept + sum(coefficient * feature))`, coefficients on the raw
-    features (the harness folds its standardisation into them). One function for
-    the harness and the budget's check.
-
-    Returns:
-        The probability, or None when a feature the model needs is missing (a
-        model fitted with rerank features, run without a reranker).
+    Coefficients apply to the raw features (the harness folds its
+    standardisation into them); None when a feature the model needs is missing.
     """
     if any(name not in features for name in model.coefficients):
         return None
@@ -278,7 +237,7 @@ def combined_probability(
 
 
 def _sigmoid(x: float) -> float:
-    """The logistic function, without overflow for large |x|."""
+    """The logistic function, without overflow."""
     if x >= 0:
         return 1.0 / (1.0 + math.exp(-x))
     z = math.exp(x)

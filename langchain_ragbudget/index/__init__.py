@@ -1,7 +1,6 @@
 """The on-disk hybrid index: files to chunks, BM25 and Chroma kept together, repair.
 
-A wing of its own: the runtime stages never import it, so a chain that retrieves
-from a user's own retrievers never loads the file loaders or the index.
+A wing: the runtime stages never import it.
 """
 
 from langchain_ragbudget.index._chunking import Chunker

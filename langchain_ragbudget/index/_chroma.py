@@ -1,12 +1,8 @@
 """The Chroma adapter of the index: the vector side opened, checked, read, released.
 
-The embedded store lives in `directory/chroma/` under one collection; a Chroma
-server (`vector_store.host`) is used as configured. Opening checks what chromadb
-would crash on or fail late with: the database file, the HNSW segment files (a
-short header makes hnswlib segfault) and one read and query. Reads and deletes go
-in pages, under SQLite's limit on variables per statement. chromadb keeps a
-process-wide system per folder; `release_chroma` stops it so the folder can be
-moved aside.
+Opening checks what chromadb would crash on or fail late with: the database file,
+the HNSW segment files (a short header makes hnswlib segfault) and one read and
+query.
 """
 
 from __future__ import annotations
@@ -112,10 +108,9 @@ def read_vector_side(
 def replace_vector_store(
     directory: Path, config: RagBudgetConfig, embeddings: Embeddings, problem: str
 ) -> tuple[Chroma, Path | None]:
-    """An empty vector store in place of an unreadable one, which is moved aside.
+    """An empty vector store in place of an unreadable one, moved aside (returned).
 
-    Nothing is deleted: the damaged folder becomes `damaged-chroma-<ns>`, returned
-    (None when there was no folder). A Chroma server's store is never replaced.
+    Nothing is deleted: the damaged folder becomes `damaged-chroma-<ns>`.
 
     Raises:
         IndexRepairError: The store is a server's (`problem` says why it failed).
@@ -187,8 +182,7 @@ def inspect_vector_store(
 ) -> dict[str, str | None] | None:
     """Text hash by chunk id on the vector side, read without writing to it.
 
-    None (with a problem noted) when it cannot be read; an empty mapping when
-    there is no vector store yet and BM25 holds nothing either (`expected` false).
+    None (a problem noted) when unreadable; {} when there is none, as `expected`.
     """
     from chromadb import PersistentClient
     from chromadb.config import Settings
@@ -235,11 +229,7 @@ def vector_hashes(store: Any) -> dict[str, str | None]:
 
 
 def _get_all(store: Chroma, include: list[str]) -> dict[str, list[Any]]:
-    """Every record of the store, read in pages.
-
-    One unpaged `get` fails past SQLite's limit of 32,766 variables ("too many
-    SQL variables"), i.e. on any collection of more than about 32,000 chunks.
-    """
+    """Every record, in pages: one `get` would pass SQLite's variable limit."""
     out: dict[str, list[Any]] = {"ids": [], **{name: [] for name in include}}
     offset = 0
     while True:

@@ -1,28 +1,14 @@
 """Chunking: source documents into chunks with ids, positions and sections.
 
-Two chunkers, chosen by `index.chunker` (`make_chunker`). `SentenceChunker` (the
-default) makes a chunk of a run of whole sentences (found by the splitter `trim`
-uses, `sentence_spans`) up to `chunk_size` tokens: the recursive splitter of
-`Chunker` cuts inside sentences, so some evidence is whole in no chunk and no
-packing policy can keep it. In `SentenceChunker`, a Markdown or HTML heading and a
-blank line end a run of sentences, a heading starts a chunk, and neighbouring
-chunks share their last whole sentences up to `chunk_overlap` tokens; a sentence
-longer than a chunk is cut on its own (at whitespace, else anywhere) and the chunk
-says so in `sentence_split`. Each of its chunks is the exact slice
-`text[start:end]` of its document, which lets the renderer join neighbours.
+`SentenceChunker` (the default) makes chunks of whole sentences: `Chunker`'s
+recursive splitter cuts inside sentences, so some evidence is whole in no chunk
+and no packing can keep it. Its chunks are exact slices of the document, which
+lets the renderer join neighbours; a sentence longer than a chunk is cut alone
+and flagged `sentence_split`.
 
-Each chunk carries its source document id, source, position and token count, and a
-deterministic id `<doc_id>::<position>`, so an update can replace exactly the chunks
-of one document on both sides of the index. A chunk that shows no text (only
-whitespace, control or zero-width characters) is never made: `split_counted` says
-how many were left out, so the caller can report them.
-
-A chunk of `Chunker` also carries `section`: the nearest heading at or before its
-start (`section_of`: the section holding most of it), so its citation header says
-where in the document it is, not only the document's first line (a Debian
-changelog's every chunk was titled with its newest version). Any chunker calls
-`section_starts` once per document, then `section_of` (or `section_at`, for one
-offset) per chunk.
+Chunk ids are `<doc_id>::<position>`, so an update replaces exactly one
+document's chunks on both sides. `Chunker`'s chunks carry the `section` they
+mostly hold, so a citation says where in the document it is.
 """
 
 from __future__ import annotations
@@ -64,10 +50,8 @@ Span = tuple[int, int]
 def section_starts(text: str, headings: Sequence[str] = ()) -> list[tuple[int, str]]:
     """Where each section of `text` starts, and its heading, in order.
 
-    Markdown ATX headings (`#` to `######`, not inside a fenced code block),
-    Debian changelog entries (`pkg (version) dist; urgency=...`, named by
-    `pkg (version)`), and, for a page whose `headings` are given (HTML h1-h6, as
-    the loader read them), a paragraph that is exactly one of them.
+    Markdown ATX headings outside code fences, Debian changelog entries, and a
+    paragraph that is exactly one of the page's `headings` (HTML h1-h6).
     """
     wanted = {" ".join(h.split()) for h in headings if h.strip()}
     starts: list[tuple[int, str]] = []
@@ -86,19 +70,8 @@ def section_starts(text: str, headings: Sequence[str] = ()) -> list[tuple[int, s
     return starts
 
 
-def section_at(starts: Sequence[tuple[int, str]], offset: int) -> str | None:
-    """The heading of the section holding `offset` (`section_starts`), or None."""
-    index = bisect.bisect_right([start for start, _ in starts], offset) - 1
-    return starts[index][1] if index >= 0 else None
-
-
 def section_of(starts: Sequence[tuple[int, str]], start: int, end: int) -> str | None:
-    """The heading of the section holding most of `[start, end)`, or None.
-
-    A chunk that begins with the last lines of one section and goes on into the
-    next is named by the one it mostly holds (text before the first heading
-    belongs to none); a tie goes to the earlier.
-    """
+    """The heading of the section holding most of `[start, end)` (ties: the earlier)."""
     offsets = [offset for offset, _ in starts]
     first = bisect.bisect_right(offsets, start) - 1
     last = bisect.bisect_left(offsets, end)
@@ -139,9 +112,9 @@ class Chunker:
     def split_counted(
         self, document: Document, doc_id: str
     ) -> tuple[list[Document], int]:
-        """The chunks of one source document, and how many blank pieces were left out.
+        """The chunks of one document, and how many blank pieces were left out.
 
-        Positions (and so chunk ids) count the kept chunks only: 0, 1, 2, ...
+        Positions (and so chunk ids) count the kept chunks only.
         """
         encoding = self.settings.encoding
         content = document.page_content
@@ -196,11 +169,7 @@ class SentenceChunker:
     def split_counted(
         self, document: Document, doc_id: str
     ) -> tuple[list[Document], int]:
-        """The chunks of one document, and how many blank pieces were left out (0).
-
-        A run of sentences never holds blank text, so nothing is left out; the count
-        is there for the same interface as the recursive `Chunker`.
-        """
+        """The chunks of one document, and 0 (`Chunker`'s interface; no blank run)."""
         text = document.page_content
         chunks = []
         previous_end = 0
@@ -247,9 +216,8 @@ class SentenceChunker:
     def _cut(self, text: str, start: int, end: int) -> Iterator[Span]:
         """Pieces of one long sentence, each at most a chunk, as spans of `text`.
 
-        A piece that shows nothing (control or format characters alone) joins
-        the piece before it, or the one after when it comes first, so that every
-        character of the sentence stays in a chunk.
+        A piece that shows nothing joins a neighbour, so every character of the
+        sentence stays in a chunk.
         """
         spans: list[Span] = []
         cursor = start
@@ -292,11 +260,7 @@ class SentenceChunker:
     def _overlap_start(
         self, text: str, units: list[tuple[int, int, bool]], first: int, last: int
     ) -> int:
-        """Where the chunk after units[first..last] starts.
-
-        Its last whole sentences up to `chunk_overlap` tokens, leaving room for the
-        next unit, so each chunk ends later than the one before.
-        """
+        """Where the next chunk starts: the overlap, leaving room for the next unit."""
         nxt, following = last + 1, units[last + 1][1]
         while (
             nxt - 1 > first

@@ -1,10 +1,8 @@
 """A folder (or one file) planned for an ingest: scan, ids, reads, refusals.
 
-The one path behind `HybridIndex.ingest` and `ragbudget index`, so Python and the
-command line index the same files under the same ids. Document ids are paths
-relative to the index's root folder (recorded by the first ingest), so a file or
-subfolder can be indexed again under the same ids; a path outside the root is
-refused. Everything here takes plain paths and ids; the index applies the plan.
+The one path behind `HybridIndex.ingest` and `ragbudget index`, so both index the
+same files under the same ids: paths relative to the index's root folder, so a
+subfolder can be indexed again under the same ids.
 """
 
 from __future__ import annotations
@@ -30,10 +28,8 @@ from langchain_ragbudget.index._loaders import (
 )
 from langchain_ragbudget.progress import ProgressCallback, StageProgress
 
-READING = "reading files"
-"""The progress stage of reading the files, before `upsert`'s own stages."""
-REFUSALS = "refusals.json"
-"""In the index folder: the files the last ingest could not read and why."""
+READING = "reading files"  # a progress stage
+REFUSALS = "refusals.json"  # in the index folder: the last ingest's unreadable files
 
 
 @dataclass
@@ -44,9 +40,9 @@ class FolderPlan:
         given: The folder or file given.
         files: Document id -> file, for every file the scan found.
         skipped: Files the scan passed over, by document id.
-        gone: Indexed documents under `given` whose file is no longer there.
+        gone: Indexed documents under `given` whose file is gone.
         scope: The document id of `given` itself ("." for the root folder).
-        encodings: Text encodings to try, in order (`read_file`).
+        encodings: Text encodings to try, in order.
     """
 
     given: Path
@@ -58,7 +54,7 @@ class FolderPlan:
 
 
 def scan_path(given: Path, exclude: Sequence[str] = ()) -> Scan:
-    """The scan of `given` (`scan`), which must exist.
+    """The scan of `given`, which must exist.
 
     Raises:
         InvalidInputError: `given` does not exist.
@@ -109,8 +105,7 @@ def read_files(
 ) -> tuple[list[Document], list[FileError]]:
     """Every file of `plan` as a document, and the files that could not be read.
 
-    All files are read before any is chunked, so each stage (reading, chunking,
-    embedding) has a true total; the index holds every chunk in memory anyway.
+    All are read before any is chunked, so each progress stage has a true total.
     """
     errors: list[FileError] = []
     documents: list[Document] = []
@@ -129,12 +124,9 @@ def remember_refusals(
 ) -> list[str]:
     """Record this run's unreadable files; return those the last run reported too.
 
-    A file counts as reported before when the last ingest of it refused it for
-    the same reason and its size and modification time are unchanged: a
-    scheduled job that re-runs over a file nobody has fixed then exits 0 (the
-    exit-code policy of `ragbudget index`). The record (`REFUSALS`, JSON, in
-    the index folder) keeps entries outside this run's scope as they were; a
-    record that cannot be read or written counts every refusal as new.
+    Reported before means the same reason, size and modification time, so a
+    scheduled re-run over a file nobody fixed exits 0. A record that cannot be
+    read or written counts every refusal as new.
     """
     record_path = directory / REFUSALS
     try:
@@ -192,7 +184,6 @@ def ids_under(given: Path, root: Path) -> Callable[[str], str]:
 
 
 def _under(scope: str, relative: str) -> str:
-    """A document id: `relative` (POSIX, under the given path) under `scope`."""
     if relative in ("", "."):
         return scope
     return relative if scope == "." else f"{scope}/{relative}"

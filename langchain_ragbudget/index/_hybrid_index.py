@@ -1,28 +1,14 @@
 """One index, two sides: BM25 and the vector store, kept in sync by source document.
 
-`HybridIndex` owns both. Add, upsert and delete work by source document id: a changed
-document replaces all of its chunks on both sides, a deleted one leaves both, and
-unchanged content (same hash, and both sides really hold its chunks) is skipped. It
-is an equivalent of LangChain's indexing API (`index()` with a record manager),
-extended to the BM25 side, which that API cannot reach.
+LangChain's indexing API (`index()` with a record manager) cannot reach the BM25
+side, hence this. The vector side is written first, then a new BM25 version is
+published atomically; after a crash between the two, `repair` brings the sides
+together without losing data.
 
-The vector side is written first, then a new BM25 version is published atomically
-(`_versions`: the folder's layout and what opening recovers); after a crash between
-the two, `sync_check` finds the chunks that differ and `repair` brings the two
-sides together without losing data (`_merge`: the rules). Any missing or damaged
-file that cannot be recovered (records, a BM25 file, the Chroma database or its
-HNSW segment files, checked by `_chroma`) makes `open` raise `IndexLoadError`
-naming the file and `ragbudget repair`.
-
-One writer at a time (`_lock`): a writer (`open(write=True)`, or each write)
-takes the write lock before reading anything. A reader never takes it and never
-waits: it reads the version `CURRENT` names; if a writer replaces that version
-mid-read (its files are removed once superseded), the reader starts again from
-the new one. While a writer holds the lock, a reader writes nothing to the folder
-(no recovery of `CURRENT`, no clean-up) and a difference between the two sides is
-that writer's publish in progress, reported in `SyncReport.writer`, not damage;
-searches answer from the committed chunks (the dense side drops vector ids the
-committed version does not hold).
+One writer at a time: a writer takes the write lock before reading anything. A
+reader never takes it and never waits: it reads the committed version, starts
+again if a writer replaces it mid-read, and writes nothing while a writer holds
+the lock, whose publish in progress is then reported, not taken for damage.
 """
 
 from __future__ import annotations
@@ -130,11 +116,10 @@ READ_ATTEMPTS = 5  # a reader whose version a writer replaced mid-read starts ag
 class HybridIndex:
     """BM25 and a vector store over the same chunks, updated by source document.
 
-    Open one with `HybridIndex.open` (or repair one with `repair_directory`);
-    the constructor is for those two. Every change (`upsert`, `delete`) ends in a
-    `commit`: vectors first, then a new BM25 version published atomically, so a
-    crash leaves the previous version loadable and `repair` can reconcile the two.
-    Use it as a context manager, or call `close`, to release the embedded Chroma.
+    A changed document replaces all its chunks on both sides; unchanged content
+    (same hash, both sides holding its chunks) is skipped. Open one with `open`
+    or `repair_directory`, not the constructor; use it as a context manager, or
+    call `close`, to release the embedded Chroma.
 
     Attributes:
         directory: The index folder.
@@ -192,30 +177,15 @@ class HybridIndex:
     ) -> HybridIndex:
         """Open the index in `directory`; create it if absent and `create` is true.
 
-        With `write`, the index's write lock is taken first (waiting up to
-        `index.lock_timeout` seconds) and held until `close`, so nothing can change
-        between what this writer reads and what it publishes. Without it, the
-        committed version is read without the lock; a version a writer replaces
-        mid-read is read again, and a difference between the sides while a writer
-        holds the lock is its write in progress (named in `sync_report.writer`),
-        not damage: searches answer from the committed version.
-
-        Refuses an index built with another embedding model or other chunking
-        settings, and checks that both sides hold the same chunks. A missing or
-        damaged file raises `IndexLoadError` naming it (see `_versions` for what is
-        recovered instead). With `create=False` a folder holding no
-        index raises `IndexLoadError` and nothing is written. Sides out of sync
-        are logged as a warning and shown in `sync_report`, not refused.
+        Sides out of sync are logged and shown in `sync_report`, not refused.
 
         Args:
             directory: The index folder.
             config: The configuration; the shipped defaults if None.
             embeddings: The embedding model; built from `config` if None.
             create: Whether a folder holding no index may become a new one.
-            write: Whether to hold the write lock from now until `close`.
-
-        Returns:
-            The open index.
+            write: Hold the write lock (waiting up to `index.lock_timeout`) until
+                `close`, so nothing changes between what is read and published.
 
         Raises:
             IndexLoadError: No index here and `create` is false; a file, not a
@@ -310,19 +280,13 @@ class HybridIndex:
     ) -> IndexInspection:
         """Report what the index in `directory` holds, changing nothing.
 
-        Unlike `open`, it recovers nothing, creates nothing and removes nothing:
-        a missing `CURRENT`, a damaged manifest or a missing BM25 folder is
-        reported in `problems`. chromadb writes to its files when it opens them,
-        so the vector side is read from a temporary copy (a Chroma server is read
-        directly); the copy costs the vector store's size in temporary space.
+        Unlike `open` it recovers nothing and reports damage in `problems`.
+        chromadb writes to its files when it opens them, so the vector side is
+        read from a temporary copy (the store's size in temporary space).
 
         Args:
             directory: The index folder.
-            config: The configuration the index is used with (its embedding model
-                and chunking are compared with the manifest); defaults if None.
-
-        Returns:
-            Counts, manifest, versions, sync state, sizes and the problems found.
+            config: The configuration to compare the manifest with.
 
         Raises:
             IndexLoadError: `directory` does not exist, is a file, or holds no index.
@@ -373,19 +337,11 @@ class HybridIndex:
         config: ConfigLike = None,
         embeddings: Embeddings | None = None,
     ) -> tuple[HybridIndex, RepairReport]:
-        """Repair the index in `directory`, however damaged (rules: `merge_sides`).
+        """Repair the index in `directory`, however damaged; return it open, reported.
 
-        For a folder that no longer opens. A side that cannot be read is rebuilt
-        from the other; damaged files are moved aside (`damaged-*`), never deleted.
-        The write lock is held until the repaired index is closed.
-
-        Args:
-            directory: The index folder.
-            config: The configuration; the shipped defaults if None.
-            embeddings: The embedding model; built from `config` if None.
-
-        Returns:
-            The repaired, open index and a report of what was found and done.
+        A side that cannot be read is rebuilt from the other; damaged files are
+        moved aside (`damaged-*`), never deleted. The write lock is held until
+        the repaired index is closed.
 
         Raises:
             IndexLoadError: `directory` holds no index (nothing is created), or
@@ -416,7 +372,6 @@ class HybridIndex:
     def _repair_locked(
         cls, path: Path, config: RagBudgetConfig, embeddings: Embeddings | None
     ) -> tuple[HybridIndex, RepairReport]:
-        """`repair_directory` under the write lock."""
         report = RepairReport()
         salvaged = salvage_version(path, config)
         report.problems += salvaged.notes + salvaged.problems
@@ -495,10 +450,8 @@ class HybridIndex:
     def _writing(self) -> Iterator[None]:
         """Hold the write lock for one write, unless `open(write=True)` holds it.
 
-        A version another writer committed since this index was read is read
-        again first, so this write starts from it instead of overwriting it. A
-        disk that cannot take the write (full, read-only, over quota) raises
-        `IndexWriteError`, after this index reads its committed version again.
+        A version another writer committed since is read first, so this write
+        starts from it instead of overwriting it.
         """
         if self._lock.held:
             with self._reread_on_disk_error():
@@ -515,11 +468,9 @@ class HybridIndex:
 
     @contextmanager
     def _reread_on_disk_error(self) -> Iterator[None]:
-        """One write (under the lock): a full disk is `IndexWriteError`.
+        """A full disk is `IndexWriteError`, after reading the committed version again.
 
-        The failed write changed this object's records and chunks, not the
-        committed version; the object reads that again, so its searches and its
-        next write start from what is committed.
+        The failed write changed this object, not the committed version.
         """
         try:
             with disk_errors_named(self.directory, len(self._records)):
@@ -564,29 +515,20 @@ class HybridIndex:
         *,
         progress: ProgressCallback | None = None,
     ) -> IngestSummary:
-        """Add new documents, replace changed ones, skip unchanged ones; then save.
+        """Add new documents, replace changed ones (text or metadata), skip the rest.
 
-        A document needs an id (`Document.id` or `metadata["doc_id"]`). Empty,
-        whitespace-only or placeholder text is an error for that document; if it
-        was indexed before it is removed, so a blanked document stops answering.
-        An unchanged document whose chunks are missing from either side is re-added.
-        A document counts as changed when its text or its metadata changed.
-
-        Every document is chunked before any chunk is embedded: embedding takes
-        nearly all the time, and so its progress has a true total from the start,
-        and the vector side gets all new chunks in one length-sorted run.
+        Empty or placeholder text is an error for that document, and removes it
+        if it was indexed, so a blanked document stops answering. Everything is
+        chunked before anything is embedded, so the embedding progress has a
+        true total.
 
         Args:
-            documents: Whole source documents (chunked here).
-            progress: Hears `CHUNKING` (documents handled; the total when
-                `documents` has a length), then `EMBEDDING` (chunks embedded and
-                written, of all new chunks).
-
-        Returns:
-            What happened to each document; refused ones are in `errors`.
+            documents: Whole source documents with ids (`Document.id` or
+                `metadata["doc_id"]`), chunked here.
+            progress: Hears `CHUNKING`, then `EMBEDDING`.
 
         Raises:
-            ValueError: A document has no id.
+            InvalidInputError: A document has no id.
         """
         summary = IngestSummary()
         total = len(documents) if isinstance(documents, Sized) else None
@@ -670,11 +612,9 @@ class HybridIndex:
     ) -> IngestSummary:
         """Index a folder (or one file) as `ragbudget index` does.
 
-        The same scan (.txt, .md, .html, .pdf; links followed, loops skipped;
-        `exclude` globs), the same ids (paths relative to the index's root
-        folder, recorded by the first ingest) and the same summary: its
-        `skipped`, `unreadable` and `missing` name every file not indexed. The
-        write lock is held from the plan to the last write.
+        Ids are paths relative to the root folder the first ingest records; the
+        summary names every file not indexed. The write lock is held from the
+        plan to the last write.
 
         Args:
             path: The folder or file.
@@ -682,9 +622,6 @@ class HybridIndex:
             prune: Delete indexed documents under `path` whose file is gone.
             progress: Hears the reading, chunking and embedding stages.
             encodings: Text encodings tried in order (`read_file`).
-
-        Returns:
-            What happened to each file and document.
 
         Raises:
             InvalidInputError: `path` does not exist, holds nothing to index, or is
@@ -703,9 +640,8 @@ class HybridIndex:
     ) -> FolderPlan:
         """The ids of the files `found` under `given`, and the documents gone.
 
-        The first ingest records `given` (a file's folder) as the root folder
-        document ids are relative to. Hold the write lock (`open(write=True)`)
-        until `ingest_plan`, so the plan is still true when it is applied.
+        Hold the write lock (`open(write=True)`) until `ingest_plan`, so the plan
+        is still true when it is applied.
 
         Raises:
             InvalidInputError: `given` is outside the index's root folder.
@@ -725,9 +661,8 @@ class HybridIndex:
     ) -> IngestSummary:
         """Read every file of `plan`, upsert them all, then delete the gone if `prune`.
 
-        A file that cannot be read is refused like an empty one, but listed in
-        `unreadable` too: it is a failure, where an empty file is an expected
-        refusal (`reported_before` names those the last run refused alike).
+        An unreadable file is listed in `unreadable` too: a failure, where an
+        empty file is an expected refusal.
         """
         documents, read_errors = read_files(plan, progress)
         summary = self.upsert(documents, progress=progress)
@@ -744,14 +679,7 @@ class HybridIndex:
         return summary
 
     def delete(self, doc_ids: Iterable[str]) -> list[str]:
-        """Remove documents (all their chunks, both sides); returns those removed.
-
-        Args:
-            doc_ids: Source document ids; ids not in the index are ignored.
-
-        Returns:
-            The ids that were in the index and are now removed.
-        """
+        """Remove documents (all their chunks, both sides); return the ids removed."""
         wanted = list(doc_ids)
         with self._writing():
             removed = [doc_id for doc_id in wanted if doc_id in self._records]
@@ -771,10 +699,9 @@ class HybridIndex:
     def _flush(self, progress: ProgressCallback | None = None) -> None:
         """Write pending vector-side changes: deletes first, then adds in batches.
 
-        Adds are batched across documents: every Chroma write has a fixed cost,
-        which one write per document would pay once per document. A chunk the
-        vector store already holds with the same text (written by a run that was
-        stopped before it published) is not embedded again: that is the resume.
+        Adds are batched across documents (each Chroma write has a fixed cost). A
+        chunk the store already holds with the same text is not embedded again:
+        that resumes a run stopped before it published.
         """
         if self._pending_deletes:
             delete_vectors(self.vectorstore, self._pending_deletes)
@@ -798,11 +725,7 @@ class HybridIndex:
             self._pending_adds = {}
 
     def commit(self, progress: ProgressCallback | None = None) -> None:
-        """Write the vector side, then rebuild BM25 and save it atomically.
-
-        Args:
-            progress: Hears `EMBEDDING`, chunks embedded of those pending.
-        """
+        """Write the vector side, then rebuild BM25 and save it atomically."""
         self._flush(progress)
         chunks = list(self._chunks.values())
         self._sparse = (
@@ -830,15 +753,10 @@ class HybridIndex:
         return compare_sides(self._dense_hashes, chunk_hashes(self._chunks))
 
     def repair(self) -> SyncReport:
-        """Bring the two sides together without losing data; returns what differed.
+        """Bring the two sides together without losing data; return what differed.
 
-        Chunks only the vector store holds go back to BM25 (unless their document's
-        committed record supersedes them); chunks only BM25 holds, or whose text
-        differs from the committed record, are re-embedded; `merge_sides` states
-        the rules. For files that no longer open, use `repair_directory`.
-
-        Returns:
-            The comparison before the repair; `sync_report` holds the one after.
+        `merge_sides` states the rules; `sync_report` holds the state after. For
+        files that no longer open, use `repair_directory`.
 
         Raises:
             IndexLoadError: The vector store cannot be read.
@@ -878,13 +796,7 @@ class HybridIndex:
         return written, removed
 
     def as_retriever(self, **overrides: Any) -> HybridRetriever:
-        """A HybridRetriever over this index, as configured (`overrides` e.g. k).
-
-        Args:
-            **overrides: HybridRetriever fields to set instead (e.g. `k`).
-
-        Returns:
-            BM25 and dense search over the committed chunks, fused as configured.
+        """A HybridRetriever over the committed chunks (`overrides`: fields, e.g. k).
 
         Raises:
             IndexLoadError: The index holds no chunks yet.
@@ -903,7 +815,6 @@ class HybridIndex:
 
 
 def _required_id(document: Document) -> str:
-    """The id a document is indexed under; refused when it has none."""
     doc_id = document.id or document.metadata.get("doc_id")
     if not doc_id:
         raise InvalidInputError(

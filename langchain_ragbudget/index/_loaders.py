@@ -1,18 +1,9 @@
 """Reading a folder of files into source documents; no file is passed over in silence.
 
-`scan` walks a folder (or takes one file) and sorts every entry it meets into files to
-read and files skipped with a reason: an unsupported type, a symbolic-link loop, a
-dangling link, something that is not a regular file, or a match of an `--exclude`
-pattern. Text and Markdown are read as UTF-8 (or the encodings given, tried in
-order), HTML through BeautifulSoup as paragraphs of readable text, PDF through
-pypdf; a gzip of a text type is read as that type (`inner_type`). A file that
-cannot be read, is not in a given encoding, is a PDF without a text layer, or whose
-text is empty, only whitespace (including zero-width and other invisible
-characters) or only a placeholder, is refused: an error for that file alone.
-
-A document's title is the one its file gives (HTML `<title>` or first heading,
-Markdown front matter or first heading, PDF metadata), since it heads the passage's
-citation in the prompt; the first line of the text is the last resort.
+Every entry is read, skipped with a reason, or refused with an error for that file
+alone (unreadable, undecodable, no PDF text layer, blank, a placeholder). A
+document's title is the one its file gives, since it heads the passage's citation
+in the prompt; the first line of the text is the last resort.
 """
 
 from __future__ import annotations
@@ -44,10 +35,8 @@ MARKDOWN_SUFFIXES = (".md", ".markdown")
 TEXT_SUFFIXES = (".txt", *MARKDOWN_SUFFIXES, *HTML_SUFFIXES)
 SUFFIXES = (*TEXT_SUFFIXES, ".pdf")
 GZIP_SUFFIX = ".gz"
-# gzip of a text type is read as that type (`x.md.gz`), and so are the plain-text
-# documents /usr/share/doc is full of, by name (`NEWS.gz`, `changelog.Debian.gz`,
-# `README.Debian.gz`). Not man pages (`ls.1.gz`: troff, unreadable without `man`),
-# `x.pdf.gz`, nor any other gzip (`archive.gz` may hold anything).
+# The plain-text documents /usr/share/doc is full of (`NEWS.gz`, `changelog.Debian.gz`);
+# not man pages (troff) nor any other gzip (`archive.gz` may hold anything).
 GZIP_PLAIN_NAMES = frozenset(
     {"authors", "bugs", "changelog", "changes", "copyright", "faq", "history"}
     | {"install", "news", "readme", "thanks", "todo"}
@@ -66,12 +55,7 @@ EXCLUDED = "excluded by --exclude"
 
 @dataclass(frozen=True)
 class FileError:
-    """A file that was not indexed, and why.
-
-    Attributes:
-        path: The document id of the file (its path under the indexed folder).
-        problem: What is wrong with it, as the ingest summary shows it.
-    """
+    """A file that was not indexed (by document id), and why."""
 
     path: str
     problem: str
@@ -79,13 +63,7 @@ class FileError:
 
 @dataclass(frozen=True)
 class Skipped:
-    """A file passed over on purpose.
-
-    Attributes:
-        path: Its path relative to the scanned folder (POSIX).
-        reason: One of the constants above.
-        detail: More about it (a link's target, the extension, an error), or "".
-    """
+    """A file passed over on purpose: its path under the scanned folder, and why."""
 
     path: str
     reason: str
@@ -103,11 +81,8 @@ class Scan:
 def scan(root: Path, exclude: Sequence[str] = ()) -> Scan:
     """Sort every entry under `root` (a folder or one file) into files and skipped.
 
-    Symbolic links are followed; a link that points to a folder the walk is already
-    inside (or to one holding `root`) is a loop and is skipped (named), as is a link
-    to nothing. `exclude` holds
-    glob patterns matched against each path relative to `root` and against each
-    file or folder name (a matching folder excludes everything under it).
+    Links are followed; loops and dangling links are skipped. `exclude` globs
+    match each relative path and each name (a folder excludes all under it).
     """
     result = Scan()
     if not root.is_dir():
@@ -160,12 +135,7 @@ def _walk(
 
 
 def inner_type(path: Path) -> str | None:
-    """The suffix `path` is read as (`.gz` files by their inner name), or None.
-
-    `x.md.gz` is Markdown, `NEWS.gz` and `changelog.Debian.gz` are plain text
-    (`GZIP_PLAIN_NAMES`); a gzip of anything else (a man page `ls.1.gz`,
-    `x.pdf.gz`, `archive.gz`) is not read.
-    """
+    """The suffix `path` is read as (`x.md.gz` as `.md`), or None."""
     suffix = path.suffix.lower()
     if suffix != GZIP_SUFFIX:
         return suffix if suffix in SUFFIXES else None
@@ -177,7 +147,6 @@ def inner_type(path: Path) -> str | None:
 
 
 def _type_shown(path: Path) -> str:
-    """An unsupported file's type as the summary names it: `.exe`, `.1.gz`."""
     suffix = path.suffix.lower()
     if suffix == GZIP_SUFFIX:
         suffix = Path(path.stem).suffix.lower() + suffix
@@ -185,7 +154,6 @@ def _type_shown(path: Path) -> str:
 
 
 def _skip_all(path: Path, relative: str, reason: str, detail: str, out: Scan) -> None:
-    """Record `path`, or every file under it when it is a folder, as skipped."""
     if path.is_dir() and not path.is_symlink():
         for below in sorted(path.rglob("*")):
             if below.is_symlink() or not below.is_dir():
@@ -222,11 +190,15 @@ class FileText:
 
 
 def read_file(path: Path, encodings: Sequence[str] = DEFAULT_ENCODINGS) -> FileText:
-    """The text and title of one file; raises ValueError naming what is wrong.
+    """The text and title of one file.
 
-    Text is decoded with the first of `encodings` that decodes it whole (e.g.
-    `("utf-8", "latin-1")`: latin-1 decodes any bytes, so it can only come last);
-    a `.gz` file is decompressed first and read as its inner type (`inner_type`).
+    Args:
+        path: The file; a `.gz` is read as its inner type.
+        encodings: Tried in order until one decodes the whole text (latin-1
+            decodes anything, so it can only come last).
+
+    Raises:
+        ValueError: Naming what is wrong with the file.
     """
     suffix = inner_type(path) or path.suffix.lower()
     if suffix == ".pdf":
@@ -249,10 +221,7 @@ def read_file(path: Path, encodings: Sequence[str] = DEFAULT_ENCODINGS) -> FileT
 
 
 def decode(raw: bytes, encodings: Sequence[str]) -> str:
-    """`raw` decoded by the first of `encodings` that decodes it; ValueError if none.
-
-    The error names the first undecodable byte under each encoding tried.
-    """
+    """`raw` decoded by the first of `encodings` that can; ValueError naming bytes."""
     failures: list[str] = []
     for encoding in encodings:
         try:
@@ -268,10 +237,7 @@ def _encoding_shown(encoding: str) -> str:
 
 
 def check_encodings(encodings: Sequence[str]) -> tuple[str, ...]:
-    """The encodings, each one Python knows; InvalidInputError naming one it does not.
-
-    Checked before any file is read, so a typo fails at once.
-    """
+    """The encodings, checked before any file is read so a typo fails at once."""
     names = tuple(e.strip() for e in encodings if e.strip())
     if not names:
         raise InvalidInputError("--encoding names no encoding")
@@ -287,7 +253,7 @@ def check_encodings(encodings: Sequence[str]) -> tuple[str, ...]:
 
 
 def _gunzip(raw: bytes) -> bytes:
-    """The decompressed bytes of a gzip file, at most `GZIP_MAX_BYTES` of them."""
+    """The decompressed bytes of a gzip file, at most `GZIP_MAX_BYTES`."""
     inflate = zlib.decompressobj(wbits=31)  # 31: a gzip header and trailer
     try:
         data = inflate.decompress(raw, GZIP_MAX_BYTES)
@@ -332,12 +298,9 @@ def collapse_whitespace(text: str) -> str:
 def html_to_text(markup: str) -> FileText:
     """The readable text of an HTML page, paragraph by paragraph, and its title.
 
-    Block elements (p, div, li, h1-h6, tr, ...) end a paragraph, and paragraphs are
-    separated by one blank line; inline elements (a, b, em, code, span, ...) never
-    break a line, so a sentence stays on one; whitespace inside a paragraph is
-    collapsed as a browser would; `<br>` breaks a line; `<pre>` keeps its lines.
-    Scripts, styles, navigation, `<noscript>`, templates and drawings are left out.
-    The title is the `<title>`, else the first heading (h1-h6).
+    Block elements end a paragraph, inline ones never break a line, so a
+    sentence stays on one; whitespace collapses as in a browser; `<pre>` keeps
+    its lines. Scripts, styles, navigation and drawings are left out.
     """
     from bs4 import BeautifulSoup
 
@@ -416,10 +379,9 @@ class _Paragraphs:
 def _walk_html(root: Tag, out: _Paragraphs) -> None:
     """Feed the text under `root` to `out`, in document order.
 
-    Iterative, with its own stack: a page of deeply nested tags must not reach
-    Python's recursion limit. Each frame is (children left, whether leaving it ends
-    a block, whether its own strings are text). A `<title>`'s own strings are the
-    title, not body text; whatever an unclosed `<title>` swallowed still is.
+    Iterative: deeply nested tags must not reach the recursion limit. A frame is
+    (children left, whether leaving it ends a block, whether its strings are
+    text). Whatever an unclosed `<title>` swallowed is still body text.
     """
     from bs4 import NavigableString, Tag
 
@@ -477,9 +439,7 @@ _FRONT_MATTER = re.compile(r"---[ \t\r]*\n(.*?)^(?:---|\.\.\.)[ \t\r]*$", re.S |
 def markdown_title(text: str) -> str:
     """The title of a Markdown text: its front matter's `title`, else first heading.
 
-    Headings are found by a CommonMark parser (markdown-it-py), so `# comment` in a
-    fenced code block is not one and underlined (setext) headings are; the heading's
-    inline markup is dropped (emphasis, code spans and links give their text).
+    A CommonMark parser finds headings, so `# comment` in a code block is none.
     """
     from markdown_it import MarkdownIt
 
@@ -518,8 +478,7 @@ def _yaml_mapping(front_matter: str) -> dict[str, object] | None:
 def is_blank(text: str) -> bool:
     """True when `text` shows nothing: only whitespace, control or format characters.
 
-    `str.split()` alone misses zero-width spaces, joiners and the byte-order mark
-    (Unicode category Cf), which render as nothing and would index an empty passage.
+    `str.split()` alone misses zero-width spaces and the byte-order mark.
     """
     return all(
         char.isspace() or unicodedata.category(char) in ("Cc", "Cf", "Zs")

@@ -1,21 +1,10 @@
-"""One writer at a time: an exclusive lock on `write.lock` in the index folder.
+"""One writer at a time: an `fcntl.flock` on `write.lock` in the index folder.
 
-Every write (upsert, delete, repair, and `ragbudget index` from open to close)
-holds an `fcntl.flock` on `directory/write.lock` for its whole length, so two
-writers never interleave: without it, each would publish a BM25 version built
-from what it had read, and the second would drop the first one's documents.
-The kernel releases a flock when its process ends, however it ends (SIGKILL
-included), so a crashed writer never leaves a stale lock behind; the file itself
-stays and only names the last holder (pid, host, command, since when), which a
-waiting writer shows when it gives up.
-
-A writer that finds the lock taken waits up to `index.lock_timeout` seconds,
-then raises `IndexLockedError` naming the holder. Readers never take the lock:
-they only ask whether a writer holds it (`writer_active`), to tell a publish in
-progress from damage.
-
-On Windows there is no `fcntl`: the lock is not taken and writers are not kept
-apart (one writer at a time is then the user's to ensure); this is logged once.
+Without it two writers would each publish a BM25 version built from what they
+read, and the second would drop the first one's documents. The kernel releases
+a flock when its process ends, however it ends, so a crashed writer leaves no
+stale lock; the file only names the last holder, for messages. Readers never
+take it. On Windows (no `fcntl`) writers are not kept apart; a warning says so.
 """
 
 from __future__ import annotations
@@ -43,7 +32,6 @@ POLL_SECONDS = 0.1  # how often a waiting writer tries again
 
 
 def _holder_text() -> str:
-    """Who holds the lock, as written into the lock file."""
     return json.dumps(
         {
             "pid": os.getpid(),
@@ -76,8 +64,7 @@ def describe_holder(holder: dict[str, Any]) -> str:
 class WriterLock:
     """The exclusive write lock of one index folder, held by this process.
 
-    Not reentrant: `HybridIndex` takes it once and remembers that it holds it
-    (a second flock on a new descriptor in the same process would wait on itself).
+    Not reentrant: a second flock on a new descriptor would wait on itself.
     """
 
     def __init__(self, directory: Path) -> None:

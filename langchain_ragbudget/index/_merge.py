@@ -1,25 +1,17 @@
 """Merging the two sides of a damaged index: the rules of repair, deciding only.
 
-Repair never loses data. It reads what it can of both sides, then:
+Repair never loses data:
 
-- a chunk listed in a document's committed record is taken from BM25, else from the
-  vector store (if that copy belongs to the same document version, `doc_hash`);
-  a record whose chunks cannot all be found is kept with what was found and marked
-  for re-ingest (hash unknown), so the next `ragbudget index` re-adds the document;
-- a chunk that no record claims (only in the vector store, e.g. written by an ingest
-  that died before its commit) is added back to BM25 under a record rebuilt from
-  chunk metadata (`doc_id`, `doc_hash`, `doc_chunks`; hash unknown if incomplete);
-- a vector is deleted only when the committed record of its own document supersedes
-  it (same `doc_id`, chunk id not in the record, or different text under the same id,
-  which is then re-embedded from the committed text);
-- a side that cannot be read is rebuilt from the other (BM25 from the vector store's
-  texts and metadata, vectors by re-embedding BM25's chunks); the damaged files are
-  moved aside (`damaged-*`), not deleted. If neither side can be read, repair raises
-  `IndexRepairError` and changes nothing.
+- a chunk in a document's committed record comes from BM25, else from the vector
+  store if it is of the same document version (`doc_hash`); a record missing
+  chunks keeps what was found and is marked for re-ingest (hash unknown);
+- a chunk no record claims (e.g. written by an ingest that died before its
+  commit) goes back to BM25 under a record rebuilt from its metadata;
+- a vector is deleted only when the committed record of its own document
+  supersedes it (chunk id not in the record, or other text under the same id,
+  then re-embedded from the committed text).
 
-`merge_sides` decides from plain records and chunks and writes nothing;
-`HybridIndex.repair` and `HybridIndex.repair_directory` write its result to both
-sides.
+`merge_sides` writes nothing; `HybridIndex` writes its result to both sides.
 """
 
 from __future__ import annotations
@@ -51,10 +43,7 @@ def merge_sides(
     sparse: dict[str, Document],
     dense: dict[str, Document],
 ) -> Merged:
-    """Both sides' chunks and the committed records into one consistent index.
-
-    See the module docstring for the rules; nothing here writes.
-    """
+    """Both sides' chunks and the committed records into one consistent index."""
     merged = Merged()
     for doc_id, record in (records or {}).items():
         _keep_committed(merged, doc_id, record, sparse, dense)
@@ -73,11 +62,7 @@ def _keep_committed(
     sparse: dict[str, Document],
     dense: dict[str, Document],
 ) -> None:
-    """A committed record with the chunks of it that can be found.
-
-    BM25's copy first, else the vector store's if it belongs to the same document
-    version; a record missing any chunk is marked for re-ingest.
-    """
+    """A committed record with the chunks of it that can be found."""
     kept = []
     for chunk_id in record.get("chunks", []):
         chunk = sparse.get(chunk_id)
@@ -122,9 +107,8 @@ def _adopt_orphans(
 ) -> None:
     """A record rebuilt from one document's unclaimed chunks, in chunk order.
 
-    Its hash is kept only when the chunks are one complete document version
-    (one `doc_hash`, `doc_chunks` of them at positions 0..n-1); else it is
-    marked for re-ingest.
+    Its hash is kept only when the chunks are one complete document version;
+    else it is marked for re-ingest.
     """
     picked = _orphans_kept(found)
     ordered = sorted(picked, key=lambda key: (_position(picked[key]), key))
@@ -151,8 +135,8 @@ def _adopt_orphans(
 def _orphans_kept(found: dict[str, tuple[Document, bool]]) -> dict[str, Document]:
     """Which of one document's unclaimed chunks to keep.
 
-    Every one when only the vector store holds them; else BM25's, plus the vectors
-    of the one document version (`doc_hash`) that BM25's chunks agree on.
+    All when only the vector store holds them; else BM25's, plus the vectors of
+    the one document version BM25's chunks agree on.
     """
     committed = {key: chunk for key, (chunk, sp) in found.items() if sp}
     if not committed:
@@ -181,7 +165,7 @@ def _stamp_identity(chunks: dict[str, Document]) -> None:
 
 
 def _document_of(chunk_id: str) -> str:
-    """The document id a chunk id starts with (`<doc_id>::<n>`)."""
+    """The document id of a chunk id `<doc_id>::<n>`."""
     return chunk_id.rsplit("::", 1)[0]
 
 

@@ -1,9 +1,4 @@
-"""What the index reports: sync state, repair, ingest and inspection results.
-
-Plain dataclasses with the lines the command line prints and, for
-`IndexInspection`, the HTML a notebook shows. `compare_sides` compares two sides
-given as text hash by chunk id, wherever those hashes were read from.
-"""
+"""What the index reports: sync state, repair, ingest and inspection results."""
 
 from __future__ import annotations
 
@@ -28,16 +23,14 @@ class SyncReport:
         only_dense: Chunk ids only the vector store holds.
         only_sparse: Chunk ids only BM25 holds.
         differing: Chunk ids both sides hold with different text hashes.
-        writer: The holder of the write lock when the sides were compared while
-            a writer was mid-publish (the difference is its write, not damage).
+        writer: The write lock's holder when the difference is its write in
+            progress, not damage.
     """
 
     only_dense: list[str] = field(default_factory=list)
     only_sparse: list[str] = field(default_factory=list)
     differing: list[str] = field(default_factory=list)
-    writer: str = (
-        ""  # who holds the write lock, when the difference is a write in progress
-    )
+    writer: str = ""
 
     @property
     def in_sync(self) -> bool:
@@ -69,10 +62,8 @@ class RepairReport:
         problems: The damage found, one line each.
         re_embedded: Chunk ids written to the vector store.
         restored_to_bm25: Chunk ids only the vector store held, added back to BM25.
-        removed_superseded: Vector ids removed because the committed record of
-            their own document supersedes them.
-        needs_reingest: Document ids that could not be fully restored; the next
-            `ragbudget index` re-adds them.
+        removed_superseded: Vector ids their document's committed record superseded.
+        needs_reingest: Document ids not fully restored; the next index re-adds them.
         moved_aside: Paths the damaged files were moved to (`damaged-*`).
         manifest_rewritten: Whether `manifest.json` was rewritten.
     """
@@ -116,25 +107,23 @@ class IngestSummary:
         added: Ids of documents new to the index.
         updated: Ids of documents whose content changed (all chunks replaced).
         unchanged: Ids of documents skipped as unchanged.
-        restored: Ids of unchanged documents whose chunks were missing from a
-            side, re-added.
+        restored: Ids of unchanged documents whose chunks a side lacked, re-added.
         deleted: Ids of documents removed (e.g. blanked since the last ingest).
         errors: Documents refused, each with the reason.
         notes: Documents indexed with a remark (e.g. blank pieces left out).
         chunks_added: Chunks written.
         chunks_deleted: Chunks removed.
-        skipped: Files of an ingested folder passed over on purpose (by id).
+        skipped: Files of an ingested folder passed over on purpose.
         unreadable: Ids of files that could not be read (also in `errors`).
-        missing: Indexed documents under the ingested folder whose file is gone,
-            kept because the ingest did not prune.
-        reported_before: Ids in `unreadable` that the last ingest refused for
-            the same reason, their file unchanged since (not a new failure).
+        missing: Indexed documents whose file is gone, kept (no prune).
+        reported_before: Ids in `unreadable` the last ingest refused alike, their
+            file unchanged since (not a new failure).
     """
 
     added: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
-    restored: list[str] = field(default_factory=list)  # unchanged, but chunks missing
+    restored: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)
     notes: list[FileError] = field(default_factory=list)
@@ -155,10 +144,8 @@ class IndexInspection:
         documents: Source documents in the committed records (None: unreadable).
         bm25_chunks: Chunks on the BM25 side (None: unreadable).
         vector_chunks: Chunks in the vector store (None: unreadable).
-        manifest: The manifest (or, if it is damaged, its copy in the committed
-            records): format, embedding model, chunking, root folder.
-        committed_version: The BM25 version folder `CURRENT` names (or the one
-            `open` would recover), None when nothing is committed.
+        manifest: The manifest (or, if damaged, its committed copy).
+        committed_version: The BM25 version folder `open` would read, or None.
         other_versions: Other version folders (an unfinished or superseded save).
         moved_aside: `damaged-*` entries a repair left for the user to delete.
         sync: How the two sides compare; None when a side cannot be read.

@@ -1,26 +1,16 @@
 """The index folder on disk: the manifest, BM25 versions, and commit-and-publish.
 
-On disk (`directory/`): `manifest.json` (embedding model, chunking settings, the root
-folder document ids are relative to), `chroma/`, and the sparse side in a version
-folder `sparse-<ns>-<pid>` named by `CURRENT`, holding `records.json` (documents,
-a copy of the manifest, the size of every file of the version) and `bm25/`.
-A save writes a new version folder, then switches `CURRENT` with an atomic rename,
-so a process killed mid-save leaves the previous version loadable; every file and
-folder is flushed to disk (fsync) before the rename that publishes it, so a power cut
-cannot publish a version whose files are still in the page cache.
+Layout: `manifest.json` (embedding model, chunking, root folder), `chroma/`, and
+the sparse side in a version folder `sparse-<ns>-<pid>` named by `CURRENT`,
+holding `records.json` (documents, a manifest copy, every file's size) and
+`bm25/`. A save writes a new version folder, fsynced, then switches `CURRENT`
+by atomic rename, so a crash or power cut leaves the previous version loadable.
 
-Opening never deletes a committed version. Only folders provably superseded (older
-than the committed version) are removed; a newer, uncommitted one is left alone
-until the next save. A missing or damaged `CURRENT` is recovered from the newest
-complete version folder that is not older than the one it named; a missing or
-damaged manifest from the copy in `records.json`. Any other missing or damaged file
-makes the strict read (`load_version`) raise `IndexLoadError` naming the file and
-`ragbudget repair`; the tolerant one (`salvage_version`, for repair and inspection)
-collects what it can and lists the rest as problems.
-
-The manifest is read one way, `_read_manifest`; opening, repair and inspection
-differ only in what they do when it is missing or damaged (`manifest_for_open`,
-`manifest_for_repair`, `manifest_for_inspection`).
+Opening never deletes a committed version, only older ones. A lost `CURRENT` is
+recovered from the newest complete version not older than the one it named, a
+lost manifest from its copy; any other damage makes `load_version` raise
+`IndexLoadError` naming the file, while `salvage_version` (repair, inspection)
+collects what it can.
 """
 
 from __future__ import annotations
@@ -94,7 +84,7 @@ def sizes_on_disk(directory: Path) -> dict[str, int]:
 
 
 def _read_json(path: Path) -> Any:
-    """Parsed JSON; raises IndexLoadError naming the file and what is wrong."""
+    """Parsed JSON, or IndexLoadError naming the file and what is wrong."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
@@ -140,9 +130,9 @@ def manifest_for_open(
 def manifest_for_repair(
     directory: Path, expected: dict[str, Any], copy: dict[str, Any] | None
 ) -> tuple[dict[str, Any], bool]:
-    """For repair: (manifest, whether it must be rewritten); refuses another model.
+    """For repair: (manifest, whether to rewrite it); refuses another model.
 
-    An unreadable manifest is replaced by the committed copy, else by `expected`.
+    An unreadable manifest becomes the committed copy, else `expected`.
     """
     try:
         manifest, rewrite = _read_manifest(directory), False
@@ -196,7 +186,6 @@ def check_manifest(path: Path, found: dict[str, Any], expected: dict[str, Any]) 
 
 
 def _but_chunker(chunking: Any) -> dict[str, Any] | None:
-    """The chunking settings other than `chunker` (None if not a mapping)."""
     if not isinstance(chunking, dict):
         return None
     return {key: value for key, value in chunking.items() if key != "chunker"}
@@ -211,11 +200,7 @@ def _chunking(manifest: dict[str, Any]) -> Any:
 
 
 def committed_documents(directory: Path) -> int | None:
-    """Documents of the version `CURRENT` names; None when none is committed.
-
-    Read without loading BM25, for a message about the index's state (after an
-    interrupted write); an unreadable version counts as none.
-    """
+    """Documents of the committed version, without loading BM25; None if unreadable."""
     name = current_version_name(directory)
     if not name:
         return None
@@ -257,12 +242,11 @@ def _complete_versions(directory: Path) -> list[Path]:
 def find_committed_version(
     directory: Path, *, recover: bool
 ) -> tuple[Path | None, bool]:
-    """The version folder `CURRENT` names; recovered if `CURRENT` is lost or damaged.
+    """The committed version folder (None: none yet), and whether it was recovered.
 
     Recovery takes the newest complete version not older than the one `CURRENT`
-    named (when its name is still readable), and rewrites `CURRENT` if `recover`.
-    A named version that is gone, with nothing as new to replace it, is an error.
-    Returns the version (None: nothing committed yet) and whether it was recovered.
+    named, and rewrites `CURRENT` if `recover`; a named version that is gone,
+    with nothing as new, is an error.
     """
     current_file = directory / CURRENT
     named = current_version_name(directory)
@@ -318,7 +302,8 @@ def load_version(
 ) -> tuple[dict[str, dict[str, Any]], BM25Retriever | None, dict[str, Any] | None]:
     """Records, BM25 index and manifest copy of the committed version.
 
-    Raises IndexLoadError naming the first missing, truncated or unreadable file.
+    Raises:
+        IndexLoadError: Naming the first missing, truncated or unreadable file.
     """
     if version is None:
         return {}, None, None
@@ -436,10 +421,7 @@ def salvage_version(directory: Path, config: RagBudgetConfig) -> SalvagedVersion
 
 
 def move_damaged_version_aside(salvaged: SalvagedVersion) -> Path | None:
-    """Move a version folder with damaged files to `damaged-<name>`; returns where.
-
-    None when its files were whole (or there is no version folder): nothing moved.
-    """
+    """Move a version folder with damaged files to `damaged-<name>`; None if whole."""
     version = salvaged.version
     if not salvaged.problems or version is None or not version.is_dir():
         return None
@@ -453,10 +435,8 @@ def bm25_as_configured(
 ) -> BM25Retriever | None:
     """`sparse`, rebuilt in memory if it was saved with other BM25 settings.
 
-    BM25 is saved with each version, so a setting changed since (`sparse.k1`,
-    `sparse.index_title`...) would otherwise be ignored until the next commit.
-    The chunks are all there, so no vector is touched; the rebuild is named in a
-    warning, with what it cost, since every open repeats it until then.
+    Otherwise a changed setting would be ignored until the next commit. The
+    warning names the cost, since every open repeats it until then.
     """
     if sparse is None:
         return None

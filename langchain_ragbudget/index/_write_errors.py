@@ -1,12 +1,9 @@
 """A write that runs out of disk (full, read-only, over quota) as one clear error.
 
-Such a failure can come from anywhere in a write: an `OSError` from our own files
-(ENOSPC, EROFS, EDQUOT), or chromadb's `InternalError` carrying SQLite's
-"database or disk is full" or "attempt to write a readonly database". Left
-alone, the user sees an unexpected chromadb exception and cannot tell whether
-the index is lost. It is not: every write publishes a new version only after
-everything else is written, so a failed write leaves the last committed version
-in place. `IndexWriteError` says so, with what to do.
+It may surface as our own `OSError` or as a chromadb error carrying SQLite's
+words, which would leave the user unsure whether the index is lost. It is not
+(a version is published only after everything is written); `IndexWriteError`
+says so, with what to do.
 """
 
 from __future__ import annotations
@@ -55,9 +52,8 @@ FULL_BELOW_BYTES = 1 << 20
 def _full_after_store_error(error: BaseException, directory: Path) -> str | None:
     """A chromadb error raised with (almost) no space left: the disk is full.
 
-    Chromadb does not always pass SQLite's "disk is full" on: a write that fails
-    during its log compaction says only "Failed to apply logs to the metadata
-    segment". The free space on the index's file system tells the two apart.
+    A write failing during chromadb's log compaction does not say "disk is full";
+    the free space tells.
     """
     if not _from_chromadb(error):
         return None
@@ -72,14 +68,7 @@ def _full_after_store_error(error: BaseException, directory: Path) -> str | None
 def disk_errors_named(directory: Path, committed: int | None) -> Iterator[None]:
     """Turn a disk that cannot take the write into `IndexWriteError`.
 
-    Args:
-        directory: The index folder being written.
-        committed: Documents in the last committed version (named in the
-            message), or None when not known.
-
-    Raises:
-        IndexWriteError: The write failed for lack of space, quota or permission
-            to write; the last committed version is unchanged.
+    `committed` (documents in the last committed version) is named if known.
     """
     try:
         yield

@@ -1,19 +1,10 @@
-"""Agent memory beside the documents: a store, and a retriever on the same budget.
+"""Agent memory beside the documents: a retriever on the same budget.
 
 Memories rank by `similarity x importance x 0.5^(age / half_life_days)`, the age
-running from the last time a fact was stated: from creation, a preference
-confirmed every day would decay as if said once; from the last read, an old
-preference and the newer one contradicting it would tie on recency. So
-`MemoryStore` (SQLite) keeps `said_at` apart from `created_at` and
-`last_recalled_at`, and `MemoryRetriever` ranks on `said_at` alone.
-
-Every memory left out is on the record: among recalled memories of one subject
-the most recently said wins and the others are dropped with a `memory /
-superseded` record; a memory learned from a document is checked against the index
-at recall, and flagged or dropped (`memory / stale_source`) when that document
-changed. `create_budgeted_rag_chain(..., memory=MemoryRetriever(...))` puts the
-kept memories in their own prompt section, under the surface's `max_memories` /
-`memory_tokens`.
+running from when a fact was last *said*: from creation, a preference confirmed
+daily would decay as if said once; from the last read, an old preference and the
+newer one contradicting it would tie. Every memory left out (superseded, stale
+source, under the floor) is on the record.
 """
 
 from __future__ import annotations
@@ -65,14 +56,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class MemoryRecall:
-    """One recall: the memories returned, best first, and the records of the rest.
-
-    Attributes:
-        kept: The memories returned, with every factor of their scores (a stale
-            one carries the reason in `stale`).
-        drops: One `memory / ...` record per recalled memory left out (under
-            `min_score`, superseded, stale source with `stale: drop`).
-    """
+    """One recall: the memories returned, best first, and the records of the rest."""
 
     kept: list[Scored] = field(default_factory=list)
     drops: list[DropRecord] = field(default_factory=list)
@@ -85,12 +69,10 @@ class MemoryRecall:
 class MemoryRetriever(BaseRetriever):
     """Memories for a query: cosine x importance x recency since last said.
 
-    A LangChain retriever: `invoke(query)` gives the kept memories as Documents
-    (a `CandidateList` carrying `memory / ...` drop records); each one's metadata
-    holds `similarity`, `importance`, `age_days`, `recency` and `memory_score`
-    as plain floats, `said_at`, `times_said`, its source, and `memory_stale` when
-    its source changed. Recall writes `last_recalled_at` (statistics) and never
-    `said_at`.
+    `invoke(query)` gives the kept memories as a `CandidateList` carrying the
+    `memory / ...` drop records; each one's metadata holds every factor of its
+    score as plain floats, and `memory_stale` when its source changed. Recall
+    writes `last_recalled_at`, never `said_at`.
 
     Attributes:
         store: The memory store.
@@ -138,13 +120,6 @@ class MemoryRetriever(BaseRetriever):
     ) -> MemoryRetriever:
         """A retriever over `store` with the configuration's `memory` settings.
 
-        Args:
-            config: A loaded configuration, a YAML file, or None for the shipped
-                defaults.
-            store: The memory store (`MemoryStore.from_config`).
-            sources: Where source documents are checked (a `HybridIndex`).
-            **overrides: Fields to set instead of the configured ones.
-
         Raises:
             ConfigError: The file is invalid.
             TypeError: A keyword is not a field of the retriever.
@@ -167,11 +142,7 @@ class MemoryRetriever(BaseRetriever):
     def recall(
         self, query: str | None = None, *, vector: Sequence[float] | None = None
     ) -> MemoryRecall:
-        """Score every memory against `query` (or a query `vector`); keep the best.
-
-        The `k` best are recalled; those under `min_score`, superseded or (with
-        `stale: drop`) stale are recorded; the rest are returned and their
-        `last_recalled_at` set.
+        """Recall the `k` best memories for `query` (or `vector`); record the rest.
 
         Raises:
             InvalidInputError: Neither or both of `query` and `vector`, or a
@@ -199,11 +170,7 @@ class MemoryRetriever(BaseRetriever):
     def score(
         self, query: str | None = None, *, vector: Sequence[float] | None = None
     ) -> list[Scored]:
-        """Every memory scored against `query` (or `vector`), best first.
-
-        For listing (`ragbudget memory list --query`): nothing is dropped,
-        superseded or written (no `last_recalled_at`).
-        """
+        """Every memory scored against `query` (or `vector`), best first; no writes."""
         ranking = self.store.ranking()
         if not ranking.ids:
             return []
@@ -214,7 +181,6 @@ class MemoryRetriever(BaseRetriever):
     def _query_vector(
         self, ranking: Ranking, query: str | None, vector: Sequence[float] | None
     ) -> np.ndarray:
-        """The query's embedding (or the vector given), of the store's dimension."""
         if (query is None) == (vector is None):
             raise InvalidInputError("recall takes a query or a vector (one of them)")
         if query is not None and not isinstance(query, str):

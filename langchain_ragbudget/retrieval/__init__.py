@@ -1,7 +1,7 @@
 """Retrieval: BM25 and dense search, fused by rank or score, then reranked.
 
-Each name loads its module on first use (PEP 562): the budget reads the neighbour
-helpers from here without loading bm25s, Chroma or an ONNX runtime.
+Each name loads its module on first use (PEP 562), so importing the package loads
+no bm25s, Chroma or ONNX runtime.
 """
 
 from __future__ import annotations

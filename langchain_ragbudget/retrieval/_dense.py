@@ -1,11 +1,9 @@
 """Dense retrieval: any LangChain vector store, Chroma embedded by default.
 
-`DenseRetriever` differs from `VectorStore.as_retriever()` in one way that matters
-here: it keeps the relevance score in metadata, so fusion can show it. It calls the
-store's `_similarity_search_with_relevance_scores` hook (the one stores override)
-because the public wrapper warns on every negative cosine similarity, which is a
-normal value, not an error. A store that defines no relevance function (e.g.
-InMemoryVectorStore) gives its raw `similarity_search_with_score` instead.
+Unlike `VectorStore.as_retriever()`, the relevance score stays in metadata. It
+calls the store's `_similarity_search_with_relevance_scores` hook, since the
+public wrapper warns on every negative cosine, a normal value; a store without a
+relevance function gives its raw `similarity_search_with_score`.
 """
 
 from __future__ import annotations
@@ -48,17 +46,13 @@ logger = logging.getLogger(__name__)
 class DenseRetriever(ScoredRetriever):
     """Top-`k` similarity search on any VectorStore, relevance score in metadata.
 
-    With a `docstore` (id -> Document, e.g. the documents BM25 already holds) and a
-    Chroma store, Chroma is asked for ids and distances only, which spares it reading
-    and decoding every hit's text and metadata.
-
     Attributes:
         vectorstore: Any LangChain vector store, already filled.
-        k: How many documents to return (a call's `k` overrides it).
+        k: Documents returned (a call's `k` overrides it).
         score_key: The metadata key the relevance score is written to.
-        docstore: Documents by id, for a Chroma store only; a hit whose id it
-            lacks is left out: it is a vector written by a publish not yet
-            committed (or by one that died), not a passage of this index.
+        docstore: Documents by id, for a Chroma store only: Chroma is then asked
+            for ids and distances alone (no decoding), and a hit the docstore
+            lacks (a publish not yet committed) is left out.
 
     Raises:
         ValueError: On creation, a `docstore` with a store that is not Chroma.
@@ -120,11 +114,9 @@ class DenseRetriever(ScoredRetriever):
     def _ids_search(self, query: str, k: int) -> list[tuple[Document, float]]:
         """Chroma ids and distances only; documents come from the docstore.
 
-        Vectors that a publish in progress added are not hits (the docstore holds
-        the committed chunks only). When some are among the first `k`, the query
-        is asked again for as many more as the collection holds beyond the
-        committed chunks; counting them costs about a millisecond, so it is done
-        only then, not on every query.
+        When uncommitted vectors are among the first `k`, ask again for as many
+        more as the collection holds beyond the committed chunks (counting costs
+        a millisecond, so only then).
         """
         assert self.docstore is not None
         store: Any = self.vectorstore
@@ -140,11 +132,7 @@ class DenseRetriever(ScoredRetriever):
     def _committed_hits(
         self, vector: list[float], n: int
     ) -> tuple[list[tuple[Document, float]], int, int]:
-        """The committed hits among Chroma's first `n`, and two counts.
-
-        The counts: how many of the `n` were not committed, and how many Chroma
-        returned (fewer than `n` when the collection holds fewer).
-        """
+        """Committed hits among Chroma's first `n`, the uncommitted count, the total."""
         assert self.docstore is not None
         store: Any = self.vectorstore
         found = store._collection.query(
@@ -175,13 +163,8 @@ def build_vector_store(config: ConfigLike, embeddings: Embeddings) -> VectorStor
     """The configured vector store: Chroma (in memory, in a folder, or a server).
 
     Args:
-        config: A loaded configuration, a YAML file, or None for the shipped
-            defaults; its `vector_store` section is used.
+        config: A configuration, a YAML file, or None; its `vector_store` is used.
         embeddings: The embedding model the store uses.
-
-    Returns:
-        A Chroma store (`open_chroma`), or an instance of the configured
-        `package.module:Class` provider, made with `embedding` and `options`.
 
     Raises:
         ConfigError: The file is invalid (before anything is built).
@@ -201,16 +184,11 @@ CHROMA_DEFAULT_EF_SEARCH = 100
 
 
 def open_chroma(settings: VectorStoreSettings, embeddings: Embeddings) -> Chroma:
-    """A Chroma store as `settings` describe it, whatever their `provider`.
+    """A cosine Chroma store as `settings` describe it, whatever their `provider`.
 
     In memory, every call gets a collection of its own (chromadb shares in-memory
-    collections across clients of one process, so two corpora would mix).
-    Telemetry is off: it would be a network call nobody asked for. The index and
-    the evaluation cache open their own Chroma folders through it.
-
-    Returns:
-        A Chroma store with cosine distance, and `ef_search` set on its
-        collection unless it is None.
+    collections within a process, so two corpora would mix). Telemetry is off:
+    a network call nobody asked for.
 
     Raises:
         VectorStoreUnavailableError: A Chroma server (`host` set) cannot be
@@ -245,10 +223,9 @@ def open_chroma(settings: VectorStoreSettings, embeddings: Embeddings) -> Chroma
 def _set_ef_search(client: Any, collection: str, ef_search: int) -> None:
     """Set a collection's HNSW search breadth, before its index is first loaded.
 
-    Chroma keeps it in the collection's configuration (so a persistent index, or a
-    server's collection, keeps it for later opens too); it is written only when it
-    differs, through a handle of its own: the handle that modifies marks its
-    embedding function "legacy", and langchain-chroma would warn of it per query.
+    Written only when it differs, through a handle of its own: the handle that
+    modifies marks its embedding function "legacy", which langchain-chroma would
+    warn of per query.
     """
     handle = client.get_collection(collection)
     hnsw = (handle.configuration_json or {}).get("hnsw") or {}
@@ -259,8 +236,8 @@ def _set_ef_search(client: Any, collection: str, ef_search: int) -> None:
 def connect_chroma_server(settings: VectorStoreSettings, client_settings: Any) -> Any:
     """A chromadb HttpClient whose every request has `settings.timeout`.
 
-    chromadb builds its httpx session with `timeout=None` and calls the server in
-    the constructor, so the constructor runs under a timeout and the session gets one.
+    chromadb's httpx session has `timeout=None` and its constructor calls the
+    server, so the constructor runs under a timeout and the session gets one.
     """
     import chromadb
     import httpx
@@ -295,11 +272,9 @@ def add_documents(
     batch_size: int | None = None,
     on_batch: Callable[[int], None] | None = None,
 ) -> None:
-    """Add documents in bounded batches (memory stays flat on large corpora).
+    """Add documents in bounded batches, shortest first (each batch pads less).
 
-    Documents go in order of length, so each embedding batch pads less.
-    `batch_size` defaults to `ADD_BATCH_SIZE` (read at each call). `on_batch`
-    hears how many were embedded: every `embeddings.EMBEDDED_STEP` with this
+    `on_batch` hears how many were embedded: every `EMBEDDED_STEP` with this
     package's embeddings, else once per batch.
     """
     size = batch_size or ADD_BATCH_SIZE

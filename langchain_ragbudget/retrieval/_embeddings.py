@@ -1,9 +1,8 @@
 """Local ONNX embeddings through `fastembed`, as LangChain `Embeddings`.
 
-A thin adapter: unlike `langchain_community`'s FastEmbedEmbeddings it loads a local
-model folder (for machines without network), embeds in bounded batches, since
-fastembed's default batch of 256 long documents needs many GB of memory, and can
-embed queries with an int8 copy of the model (see quantize.py).
+Unlike `langchain_community`'s FastEmbedEmbeddings it loads a local model folder
+(for machines without network), embeds in bounded batches (fastembed's default
+batch of long documents takes gigabytes) and can embed queries with an int8 copy.
 """
 
 from __future__ import annotations
@@ -37,9 +36,8 @@ MODEL_PATH_ENV = "RAGBUDGET_EMBEDDING_MODEL_PATH"
 
 
 EMBEDDED_STEP = 32
-"""Vectors between two progress reports: a bar then moves every few seconds (256
-chunks took ~35 s on 2 cores) and can show an ETA, while the vector store still
-takes one write per batch (a write cut short by a full disk stays one write)."""
+"""Vectors between two progress reports: small enough for a bar to move every few
+seconds, while the vector store still takes one write per batch."""
 _EMBEDDED: ContextVar[Callable[[int], None] | None] = ContextVar(
     "ragbudget_embedded", default=None
 )
@@ -58,18 +56,15 @@ def embedding_progress(hook: Callable[[int], None] | None) -> Iterator[None]:
 class FastEmbedEmbeddings(BaseModel, Embeddings):
     """Sentence embeddings from a fastembed ONNX model, loaded on first use.
 
-    `model_path` (or the environment variable RAGBUDGET_EMBEDDING_MODEL_PATH) names a
-    local folder holding the ONNX model and tokenizer; without it the model is fetched
-    by name the usual way. With `query_precision="int8"`, queries go through an int8
-    copy of the model (made once, in the user cache) and documents stay float32.
-
     Attributes:
-        model_name: The fastembed model name.
-        model_path: A local folder holding `model.onnx` and the tokenizer files.
+        model_name: The fastembed model name, fetched the usual way without a path.
+        model_path: A local folder holding `model.onnx` and the tokenizer files
+            (else RAGBUDGET_EMBEDDING_MODEL_PATH).
         cache_dir: fastembed's download folder.
         batch_size: Texts embedded per batch by `embed_documents`.
         threads: ONNX Runtime threads; its default if None.
-        query_precision: `float32`, or `int8` for queries only.
+        query_precision: `int8` embeds queries with an int8 copy of the model
+            (made once, in the user cache); documents stay float32.
 
     Raises:
         ModelUnavailableError: On first use, when the model folder holds no
@@ -99,10 +94,7 @@ class FastEmbedEmbeddings(BaseModel, Embeddings):
         return self._model
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Embed `texts` in batches of `batch_size`, telling any progress hook.
-
-        The hook set by `embedding_progress` hears every `EMBEDDED_STEP` vectors.
-        """
+        """Embed `texts` in batches, telling `embedding_progress`'s hook each step."""
         hook = _EMBEDDED.get()
         out: list[list[float]] = []
         for vector in self._text_embedding().embed(texts, batch_size=self.batch_size):
@@ -147,15 +139,7 @@ _FASTEMBED_FIELDS = {
 
 
 def build_embeddings(config: ConfigLike = None) -> Embeddings:
-    """The configured embedding model (fastembed ONNX by default).
-
-    Args:
-        config: A loaded configuration, a YAML file, or None for the shipped
-            defaults; its `embedding` section is used.
-
-    Returns:
-        A `FastEmbedEmbeddings` (its model loads on first use), or an instance of
-        the configured `package.module:Class` provider, made with `options`.
+    """The configured embedding model (fastembed ONNX by default, loaded on first use).
 
     Raises:
         ConfigError: The file is invalid (before anything is built).
@@ -170,10 +154,7 @@ def build_embeddings(config: ConfigLike = None) -> Embeddings:
 
 
 def _downloaded_model_file(text_embedding: Any) -> tuple[Path, str]:
-    """The folder and ONNX file name of a model fastembed downloaded.
-
-    fastembed has no public accessor for these; its attributes are read with care.
-    """
+    """The folder and ONNX file of a downloaded model (fastembed has no accessor)."""
     model = getattr(text_embedding, "model", None)
     folder = getattr(model, "_model_dir", None)
     description = getattr(model, "model_description", None)
@@ -189,7 +170,7 @@ def _downloaded_model_file(text_embedding: Any) -> tuple[Path, str]:
 def _load_text_embedding(
     model_name: str, model_path: str | None, cache_dir: str | None, threads: int | None
 ) -> Any:
-    """The loaded model, one per process for the same arguments (shared.py)."""
+    """The loaded model, one per process for the same arguments."""
     return shared(
         ("fastembed", model_name, model_path, cache_dir, threads),
         lambda: _new_text_embedding(model_name, model_path, cache_dir, threads),
@@ -235,16 +216,12 @@ def _new_text_embedding(
 
 
 HUB_PROBE_SECONDS = 1.5
-"""How long the check that the model hub can be reached may take; fastembed's own
-retries of an unreachable hub took 42 s before its error."""
+"""Bound on the check that the model hub can be reached (fastembed's own retries
+of an unreachable hub take most of a minute)."""
 
 
 def _cached_text_embedding(model_name: str, kwargs: dict[str, Any]) -> Any:
-    """The model from fastembed's cache alone (no network), or None if absent.
-
-    fastembed logs an error when the cache lacks the model; that is expected
-    here (a download follows), so its logger is quiet for this one call.
-    """
+    """The model from fastembed's cache alone, or None (its expected error muted)."""
     from fastembed import TextEmbedding
     from loguru import logger
 
@@ -258,12 +235,10 @@ def _cached_text_embedding(model_name: str, kwargs: dict[str, Any]) -> Any:
 
 
 def _hub_unreachable() -> str | None:
-    """Why no model can be downloaded now (offline), or None when it may be.
+    """Why no model can be downloaded now, or None when it may be.
 
-    HF_HUB_OFFLINE says so outright; otherwise one TCP connection to the hub
-    (HF_ENDPOINT, else huggingface.co), bounded by `HUB_PROBE_SECONDS` with the
-    name lookup included. Behind a proxy the probe is skipped: the download
-    goes through the proxy, which this cannot check.
+    One bounded TCP connection to the hub; skipped behind a proxy, which this
+    cannot check.
     """
     if os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {
         "1",

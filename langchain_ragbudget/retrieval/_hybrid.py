@@ -1,9 +1,8 @@
 """Hybrid retrieval: any number of LangChain retrievers fused by rank or by score.
 
-Unlike the stock EnsembleRetriever it keeps the metadata of every retriever that
-returned a document, does not let a document repeated in one list inflate its score,
-never merges two different texts behind one id, records each retriever's rank and
-score, and reports the candidates cut below `k` instead of dropping them in silence.
+Unlike the stock EnsembleRetriever it keeps every retriever's metadata, rank and
+score, counts a document once per list, never merges two texts behind one id, and
+records the candidates cut below `k`.
 """
 
 from __future__ import annotations
@@ -92,22 +91,17 @@ _Labels = tuple[str, str, str]  # a retriever's rank, score and normalised keys
 class HybridRetriever(BaseRetriever):
     """Fuse sparse, dense (or any) retrievers by weighted RRF or normalised scores.
 
-    Each returned document carries `<name>_rank` and `<name>_score` for every
-    retriever that returned it, plus `fused_score` and `fused_rank`, all plain
-    Python numbers. With `fusion` set to `minmax` or `dbsf` it also carries
-    `fusion_method` and `<name>_normalised`, the score the fusion used. The
-    result is a `CandidateList` whose `drops` name the candidates fused below `k`.
+    Each returned document carries, as plain numbers, `<name>_rank` and
+    `<name>_score` for every retriever that returned it, `fused_score` and
+    `fused_rank` (with `minmax` or `dbsf`, also `fusion_method` and
+    `<name>_normalised`). The result is a `CandidateList` whose `drops` name the
+    candidates fused below `k`. With a callback handler attached, each retriever
+    and the fusion (`ragbudget_fusion`) run as child runs; without one,
+    `ScoredSearch` retrievers hand over their hits directly, to the same result.
 
-    With a callback handler attached (a tracer, say), each retriever runs as a child
-    run, and so does the fusion (`ragbudget_fusion`, its output the `CandidateList`
-    with the cut candidates' records), so a tracer sees the stage. Without one,
-    retrievers that implement `ScoredSearch` (ours do) hand over their hits
-    directly, which skips the child runs and one document copy per hit; the result
-    is the same.
-
-    Every call opens a `RunLedger` holding every fused candidate; each returned
-    document carries it in `metadata["ragbudget_run"]`, so the budget can report a
-    candidate that a later step removed without a record.
+    Every call opens a `RunLedger` of every fused candidate, carried in
+    `metadata["ragbudget_run"]`, so the budget can report a candidate a later
+    step removed without a record.
 
     Attributes:
         retrievers: The retrievers to fuse (at least one).
@@ -115,33 +109,19 @@ class HybridRetriever(BaseRetriever):
         names: Distinct metadata prefixes, one per retriever; derived from the
             class names if None (`BM25Retriever` -> `bm25`).
         fetch_k: Per retriever, the `k` to invoke it with (None: its own `k`).
-        k: How many fused candidates to return; the rest become drop records.
-        fusion: `rrf` (by rank), `minmax` or `dbsf` (by each retriever's score,
-            normalised per query; see `fusion`). A score that is missing or not
-            finite counts 0 under a score method, and is reported.
+        k: Fused candidates returned; the rest become drop records.
+        fusion: `rrf` (by rank), `minmax` or `dbsf` (by score normalised per
+            query; a missing or non-finite score counts 0, and is reported).
         rrf_c: The RRF constant c (`score = sum w / (c + rank)`); `rrf` only.
-        id_key: The metadata key that identifies a passage when `Document.id` is
-            unset.
+        id_key: The metadata key that identifies a passage without `Document.id`.
         score_key: The metadata key each retriever writes its score to.
-        chunk_store: Chunks by id (`<doc_id>::<position>`, as an index makes
-            them), to add the neighbours of the fused candidates from (None:
-            none are added).
+        chunk_store: Chunks by id (`<doc_id>::<position>`), to add neighbours from.
         neighbours: With a `chunk_store`, the chunks either side of each of the
-            top `k` to add after them, from the same document (0: none). Each
-            carries `neighbour_of` (the key of the candidate it neighbours) and
-            its place in the list as `fused_rank`, but no score: no retriever
-            scored it.
+            top `k` to add after them (0: none), with `neighbour_of` and a
+            `fused_rank` but no score.
 
     Example:
         .. code-block:: python
-
-            from langchain_core.vectorstores import InMemoryVectorStore
-            from langchain_ragbudget import (
-                BM25Retriever,
-                DenseRetriever,
-                FastEmbedEmbeddings,
-                HybridRetriever,
-            )
 
             store = InMemoryVectorStore.from_documents(documents, FastEmbedEmbeddings())
             hybrid = HybridRetriever(
@@ -150,7 +130,6 @@ class HybridRetriever(BaseRetriever):
                     DenseRetriever(vectorstore=store, k=50),
                 ],
                 names=["bm25", "dense"],
-                weights=[1.0, 1.0],
                 k=10,
             )
             candidates = hybrid.invoke("what lowers blood pressure?")
@@ -215,27 +194,20 @@ class HybridRetriever(BaseRetriever):
     ) -> HybridRetriever:
         """The pipeline's retriever: sparse and dense search, fused as configured.
 
-        Over `documents`, the configured sparse side (`sparse.provider`) indexes
-        them unless `sparse` is given, and the configured vector store is built
-        and filled with them unless `vectorstore` is given. Without `documents`,
-        give both sides (an index does). The two are named `bm25` and `dense`,
-        so they write the scores a weak-evidence threshold can name.
+        The sides are named `bm25` and `dense`, so they write the scores a
+        weak-evidence threshold can name.
 
         Args:
-            config: A loaded configuration, a YAML file, or None for the shipped
-                defaults (weights, fetch sizes, k, fusion, rrf_c, id_key,
-                neighbours, and the sides it builds).
-            documents: The passages to search; each needs text.
+            config: A configuration, a YAML file, or None for the defaults.
+            documents: The passages to search; each side not given is built over
+                them. Without `documents`, give both sides.
             vectorstore: A store already holding the passages.
             embeddings: The embedding model of a new store (else the configured
                 one).
-            sparse: A sparse retriever already over the passages (BM25 from a
-                cache, say).
-            chunk_store: Passages by id: the dense side reads texts from it (a
-                Chroma store is asked for ids and distances only; a hit whose id
-                it lacks is left out), and `retrieval.neighbours` adds neighbours
-                from it. Made from `documents` when each has an id and the store
-                is Chroma.
+            sparse: A sparse retriever already over the passages.
+            chunk_store: Passages by id, for the dense side's texts and for
+                neighbours; made from `documents` when each has an id and the
+                store is Chroma.
             **overrides: HybridRetriever fields to set instead (e.g. `k`).
 
         Raises:
@@ -396,10 +368,7 @@ class HybridRetriever(BaseRetriever):
         )
 
     def _fuse_direct(self, query: str, k: int) -> CandidateList:
-        """Fuse the retrievers' hits without child runs or per-retriever copies.
-
-        The result equals the one through child runs (tested).
-        """
+        """Fuse the retrievers' hits without child runs or per-retriever copies."""
         hits = [
             cast(ScoredSearch, retriever).scored_hits(query, self._fetch_size(i))
             for i, retriever in enumerate(self.retrievers)
@@ -409,18 +378,12 @@ class HybridRetriever(BaseRetriever):
     def fuse(self, results: Sequence[Sequence[Document]], k: int) -> CandidateList:
         """Fuse one result list per retriever; keep the top `k`, record the rest.
 
-        Each retriever's score is read from `metadata[score_key]`; records the
-        lists already carry are passed on. Use it to fuse lists you retrieved
-        yourself; `invoke` calls it for you.
+        For lists you retrieved yourself; scores come from `metadata[score_key]`
+        and the lists' own records are passed on.
 
         Args:
-            results: One ranked document list per retriever, in the order of
-                `retrievers`.
+            results: One ranked document list per retriever, in their order.
             k: How many fused candidates to keep.
-
-        Returns:
-            The top `k`, best first, with `<name>_rank`, `<name>_score`,
-            `fused_score` and `fused_rank` in metadata; `drops` names the rest.
 
         Raises:
             InvalidInputError: Not one list per retriever, or a list holds
@@ -455,11 +418,8 @@ class HybridRetriever(BaseRetriever):
     ) -> CandidateList:
         """Fuse, keep the top `k`, record the rest; open the run's ledger.
 
-        Keys come from `distinct_keys`, so two texts (or two sources) under one id
-        are two candidates;
-        each fused copy carries its key as `Document.id`, so every later stage names
-        it the same way. Non-finite scores are left out and listed as issues (under
-        a score method, missing ones too: they count 0).
+        Two texts (or sources) under one id are two candidates; each fused copy
+        carries its key as `Document.id`, so every later stage names it the same.
         """
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
@@ -495,7 +455,7 @@ class HybridRetriever(BaseRetriever):
         added = self._neighbours_of(kept, reference)
         kept += added
         entered.update((str(document.id), document) for document in added)
-        # Recorded when first read, each cut candidate's merged document later still.
+        # Cut candidates are recorded when first read, their documents later still.
         cut_off = _FusionCut(
             self, fused, firsts, labels, reference, k, frozenset(entered)
         )
@@ -611,10 +571,7 @@ def _dense_side(
     embeddings: Embeddings | None,
     chunk_store: Mapping[str, Document] | None,
 ) -> tuple[VectorStore, Mapping[str, Document] | None]:
-    """The vector store over `documents`, built and filled if None.
-
-    With it, the passages by id its hits are read from (None: from the store).
-    """
+    """The vector store over `documents` (built if None), and the passages by id."""
     from langchain_ragbudget.retrieval._dense import (
         add_documents,
         build_vector_store,
@@ -636,10 +593,8 @@ def _configured_sparse(
 ) -> BaseRetriever:
     """The configured sparse retriever over `documents`: bm25s, or the class.
 
-    A `sparse.provider` class with `from_documents` indexes `documents` (as bm25s
-    does); one without is made with `options` alone, for a server that already
-    holds the passages. `retrieval.sparse.fetch_k` becomes its `k` when it has
-    that field and `options` does not set one.
+    A class without `from_documents` is made from `options` alone (a server that
+    already holds the passages).
 
     Raises:
         ConfigError: The class refuses `options` (named with the file and key).
@@ -687,11 +642,7 @@ def hit_scores(
 def _score_issues(
     name: str, by_key: dict[str, tuple[Document, Any]], *, missing_too: bool
 ) -> list[ScoreIssue]:
-    """A score that is present but not a finite number is reported, not used.
-
-    With `missing_too` (score-based fusion, where a missing score counts 0), an
-    absent score is reported as well.
-    """
+    """Issues for scores that are not finite (with `missing_too`, absent ones too)."""
     scores = list(map(itemgetter(1), by_key.values()))
     if set(map(type, scores)) <= {float} and math.isfinite(sum(scores)):
         return []  # all finite floats, checked in C: a NaN or inf makes the sum one
@@ -706,22 +657,14 @@ def _score_issues(
 class ScoredSearch(Protocol):
     """A retriever that hands over its ranked hits directly, without a run or copies.
 
-    `BM25Retriever` and `DenseRetriever` implement it; any other retriever is
+    `BM25Retriever` and `DenseRetriever` implement it; other retrievers are
     invoked as usual.
     """
 
     def scored_hits(
         self, query: str, k: int | None = None
     ) -> list[tuple[Document, float]]:
-        """The top `k` documents and their scores, best first.
-
-        Args:
-            query: The search text.
-            k: How many hits at most; the retriever's own `k` if None.
-
-        Returns:
-            `(document, score)` pairs, best first, without callbacks or copies.
-        """
+        """The top `k` (the retriever's own if None) `(document, score)`, best first."""
         ...
 
 

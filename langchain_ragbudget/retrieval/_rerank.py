@@ -1,10 +1,8 @@
 """Rerank stage: a FlashRank cross-encoder as a LangChain document compressor.
 
-Unlike `langchain_community`'s FlashrankRerank, it keeps `Document.id` and every
-earlier metadata field, and records what it removes (past `top_n`, under the score
-floor) instead of discarding it. When the model is missing and cannot be fetched,
-the stage is skipped and says so in the ledger, or start-up fails, as configured.
-FlashRank downloads without a timeout, so the model is fetched here, with one.
+Unlike `langchain_community`'s FlashrankRerank, it keeps `Document.id` and
+metadata, and records what it removes. FlashRank downloads without a timeout, so
+the model is fetched here, with one.
 """
 
 from __future__ import annotations
@@ -67,27 +65,23 @@ class FlashRankRerank(
 ):
     """Rerank candidates with FlashRank; keep `top_n`, record the rest.
 
-    As a compressor: `compress_documents(documents, query)`. As a Runnable in an
-    LCEL chain: `{"question": ..., "documents": [...]}` in, the same dict with the
-    documents reranked out. Adds `rerank_score` (float) and `rerank_rank`.
-
-    The model is loaded when the object is made. If it is missing and cannot be
-    fetched, `on_unavailable="error"` raises there; `"skip"` logs a warning, and
-    every call passes the documents through unchanged with a `StageSkip` record,
-    so the answer says the rerank stage did not run.
+    A compressor (`compress_documents(documents, query)`) and a Runnable
+    (`{"question", "documents"}` in, the same dict out, reranked). Adds
+    `rerank_score` and `rerank_rank`. The model loads when the object is made;
+    when it cannot be had, `on_unavailable="skip"` passes documents through with
+    a `StageSkip` record, so the answer says the stage did not run.
 
     Attributes:
         model: A FlashRank cross-encoder name (listwise models are refused).
         cache_dir: Where models live; the user cache folder if None.
         max_length: Tokens of query plus passage the model reads.
-        top_n: How many passages to keep; the rest are recorded as reranked out.
-        score_floor: Passages scoring under it (or with a non-finite score) are
-            recorded as under the score floor; None for no floor.
+        top_n: Passages kept; the rest are recorded as reranked out.
+        score_floor: Passages under it (or with a non-finite score) are recorded
+            as under the score floor; None for no floor.
         on_unavailable: `skip` (pass documents through, recorded) or `error`.
         download: Whether a missing model may be downloaded.
         download_timeout: Seconds allowed for connecting and for each read.
-        id_key: The metadata key that identifies a passage when `Document.id` is
-            unset.
+        id_key: The metadata key that identifies a passage without `Document.id`.
         query_key: The input dict's key holding the query (as a Runnable).
 
     Raises:
@@ -146,21 +140,14 @@ class FlashRankRerank(
     def from_config(
         cls, config: ConfigLike = None, **overrides: Any
     ) -> FlashRankRerank | None:
-        """The stage as the configuration's `rerank:` section describes it.
+        """The stage as the `rerank:` section describes it, or None when disabled.
 
-        With `rerank.enabled: false` there is no rerank stage: None, so no model
-        is loaded or downloaded and no answer carries a rerank warning. Pass the
-        result to `create_budgeted_rag_chain(reranker=...)` as it is.
+        None means no stage: no model loaded and no rerank warning; pass it to
+        `create_budgeted_rag_chain(reranker=...)` as it is.
 
         Args:
-            config: A loaded configuration, a YAML file, or None for the shipped
-                defaults.
-            **overrides: Fields to set instead of the configured ones, e.g.
-                `download=False`.
-
-        Returns:
-            The rerank stage, with the config's `retrieval.id_key`, its model
-            loaded; None when `rerank.enabled` is false.
+            config: A configuration, a YAML file, or None for the defaults.
+            **overrides: Fields to set instead of the configured ones.
 
         Raises:
             ConfigError: The file is invalid (before any model is loaded).
@@ -200,18 +187,11 @@ class FlashRankRerank(
         """Rerank `documents` for `query`; past top_n or under the floor is recorded.
 
         Records also go to the run ledgers the documents carry, so a caller that
-        copies the returned list loses none of them. Metadata and `Document.id` are
-        kept; `rerank_score` and `rerank_rank` are added.
-
-        Args:
-            documents: The candidates, e.g. a `HybridRetriever`'s output.
-            query: The question they are ranked for.
-            callbacks: Accepted for the compressor interface; not used.
+        copies the returned list loses none of them.
 
         Returns:
-            The kept documents, best first, with the records of earlier stages and
-            this one's drops; unchanged, with a `StageSkip`, when the model is
-            unavailable.
+            The kept documents, best first, with earlier records and this stage's
+            drops; unchanged, with a `StageSkip`, when the model is unavailable.
 
         Raises:
             InvalidInputError: `documents` is not a list of Documents or `query`
@@ -291,15 +271,6 @@ class FlashRankRerank(
     ) -> dict[str, Any]:
         """`{"question", "documents"}` -> the same dict, documents reranked.
 
-        Args:
-            input: A dict with `query_key` (default `question`) and `documents`.
-            config: The Runnable config (callbacks, tags...).
-            **kwargs: Passed on to the Runnable machinery.
-
-        Returns:
-            The input dict with `documents` replaced by the reranked
-            `CandidateList`.
-
         Raises:
             InvalidInputError: `input` is not such a dict, or its values are not
                 a query and a list of Documents.
@@ -325,10 +296,7 @@ class FlashRankRerank(
 def _load_ranker(
     model: str, cache_dir: Path, max_length: int, *, download: bool, timeout: float
 ) -> Any:
-    """A flashrank.Ranker for `model`, fetched first if absent and allowed.
-
-    One per process for the same model, folder and length (shared.py).
-    """
+    """A flashrank.Ranker for `model` (one per process), fetched if absent, allowed."""
     from flashrank import Ranker
     from flashrank.Config import listwise_rankers, model_file_map
 

@@ -1,8 +1,8 @@
 """Sparse retrieval: BM25 on `bm25s`, as a LangChain retriever.
 
-bm25s scores sparse matrices in NumPy and tokenizes with a stemmer and stopwords, so
-it is both faster and better than the stock rank_bm25 retriever's whitespace tokens
-(BENCHMARKS.md compares them). Saved as JSON and `.npy`, never pickle.
+bm25s, with a stemmer and stopwords, is faster and better than the stock
+rank_bm25 retriever (BENCHMARKS.md, Retrieval). Saved as JSON and `.npy`, never
+pickle.
 """
 
 from __future__ import annotations
@@ -44,10 +44,8 @@ _split = re.compile(TOKEN_PATTERN).findall
 def indexed_text(document: Document, *, with_title: bool) -> str:
     """The text BM25 indexes for `document`: its title ahead of it, if not in it.
 
-    A chunk deep in a document rarely repeats the document's name, so a question
-    that names it misses the chunk that answers; SciFact measured +0.008 document
-    nDCG@10 at 64 and 128-token chunks (BENCHMARKS.md). The chunk returned, and
-    its vector, are unchanged.
+    A chunk deep in a document rarely repeats the document's name, which a
+    question may use (BENCHMARKS.md, Chunking). The chunk returned is unchanged.
     """
     title = document.metadata.get("title") if with_title else None
     text = document.page_content
@@ -61,18 +59,9 @@ def top_positive(
 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.floating]]:
     """The positions and scores of the `k` highest positive scores, best first.
 
-    Selects among the positive scores only (a document sharing no term with the
-    query is never a hit). On a large corpus most scores are a run of tied zeros,
-    and a partition over all of them (as `bm25s.selection.topk` does) is slow in
-    the worst case; over the positive scores alone it stays short (BENCHMARKS.md
-    has the timings). Equal scores keep index order.
-
-    Args:
-        scores: One score per indexed document.
-        k: How many to return at most (at least 1).
-
-    Returns:
-        Positions and their scores, highest score first.
+    Over the positive scores only: a document sharing no term is never a hit,
+    and partitioning a large corpus's run of tied zeros (as `bm25s.selection.topk`
+    does) is slow (BENCHMARKS.md, Scale). Equal scores keep index order.
     """
     positions = np.flatnonzero(scores > 0)
     positive = scores[positions]
@@ -88,11 +77,7 @@ def top_positive(
 
 
 def bm25_settings(config: RagBudgetConfig) -> dict[str, Any]:
-    """The `BM25Retriever` fields the configuration's `sparse` section sets.
-
-    A saved index compares its own with these to tell whether it was built
-    with other settings.
-    """
+    """The `BM25Retriever` fields the `sparse` section sets (a saved index compares)."""
     sparse = config.sparse
     return {
         "k1": sparse.k1,
@@ -107,20 +92,18 @@ def bm25_settings(config: RagBudgetConfig) -> dict[str, Any]:
 class BM25Retriever(ScoredRetriever):
     """BM25 over a fixed set of Documents, scored by bm25s.
 
-    Returns at most `k` documents, best first, each a copy carrying its BM25 score in
-    `metadata[score_key]`; documents sharing no term with the query are not returned.
-    Build with `from_documents` (or `from_config`, with the configured
-    parameters); persist with `save` and `load` (JSON and .npy, no pickle).
+    Returns at most `k` copies, best first, each with its BM25 score in
+    `metadata[score_key]`; a document sharing no term with the query is not
+    returned. Persist with `save` and `load`.
 
     Attributes:
-        k: How many documents to return at most (a call's `k` overrides it).
+        k: Documents returned at most (a call's `k` overrides it).
         k1: BM25 term-frequency saturation.
         b: BM25 length normalisation, 0 to 1.
-        method: The bm25s scoring variant (`lucene` by default).
+        method: The bm25s scoring variant.
         stemmer_language: A PyStemmer language, or None for no stemming.
-        stopwords: A bm25s stopword language (`en`), a list of words, or None.
-        index_title: Index each document's `metadata["title"]` ahead of its text
-            when the text does not contain it (`indexed_text`).
+        stopwords: A bm25s stopword language, a list of words, or None.
+        index_title: Index `metadata["title"]` ahead of the text (`indexed_text`).
         score_key: The metadata key the BM25 score is written to.
     """
 
@@ -166,9 +149,6 @@ class BM25Retriever(ScoredRetriever):
             documents: The passages to index; each needs text.
             **kwargs: Retriever fields (`k`, `k1`, `b`, `method`...).
 
-        Returns:
-            The retriever, ready to search.
-
         Raises:
             InvalidInputError: An item is not a Document, or has no text.
             ValueError: `documents` is empty, no document has a word BM25 can
@@ -182,19 +162,11 @@ class BM25Retriever(ScoredRetriever):
     def from_config(
         cls, config: ConfigLike = None, *, documents: Iterable[Document]
     ) -> BM25Retriever:
-        """BM25 over `documents` with the configured parameters and fetch size.
-
-        Args:
-            config: A loaded configuration, a YAML file, or None for the shipped
-                defaults (its `sparse` section, and `retrieval.sparse.fetch_k`
-                as `k`).
-            documents: The passages to index; each needs text.
+        """BM25 over `documents`, with `sparse` and `retrieval.sparse.fetch_k` as `k`.
 
         Raises:
-            ConfigError: The file is invalid; or `sparse.provider` names another
-                retriever class: this builds bm25s only (as the on-disk index and
-                the corpus caches do), and `HybridRetriever.from_config` builds
-                that class.
+            ConfigError: The file is invalid, or `sparse.provider` names another
+                class (`HybridRetriever.from_config` builds that one).
             InvalidInputError: An item is not a Document, or has no text.
             ValueError: `documents` is empty, or no document has a word BM25
                 can index.
@@ -239,9 +211,8 @@ class BM25Retriever(ScoredRetriever):
     def _query_tokens(self, query: str) -> list[str]:
         """One query's tokens, as `bm25s.tokenize` makes them, without its overhead.
 
-        bm25s's batch tokenizer builds a vocabulary and progress bars even for a
-        single query, which costs more than the search itself. A test pins the
-        tokens to bm25s's own on hostile text.
+        bm25s's batch tokenizer builds a vocabulary even for one query, which
+        costs more than the search.
         """
         stopwords = self._stopword_set  # a private attribute: read once, not per word
         words = [word for word in _split(query.lower()) if word not in stopwords]
@@ -280,10 +251,7 @@ class BM25Retriever(ScoredRetriever):
     def scored_hits(
         self, query: str, k: int | None = None
     ) -> list[tuple[Document, float]]:
-        """The top `k` indexed documents (shared, not copies) and their BM25 scores.
-
-        No callbacks and no copies: `HybridRetriever` fuses these directly.
-        """
+        """The top `k` indexed documents (shared, not copies) and their BM25 scores."""
         if self._index is None:
             raise RuntimeError("BM25Retriever has no index: use from_documents or load")
         check_query(query)
@@ -301,13 +269,7 @@ class BM25Retriever(ScoredRetriever):
         ]
 
     def save(self, directory: str | Path) -> None:
-        """Write the index, documents and settings to `directory` (no pickle).
-
-        Files are written in place; `HybridIndex` writes to a fresh folder and
-        publishes it atomically.
-
-        Args:
-            directory: The folder to write (created if absent).
+        """Write the index, documents and settings to `directory`, in place.
 
         Raises:
             RuntimeError: The retriever has no index.
@@ -343,15 +305,12 @@ class BM25Retriever(ScoredRetriever):
 
         Args:
             directory: A folder written by `save`.
-            mmap: Memory-map the score arrays instead of reading them (a large
-                index opens at once and its pages are shared between processes).
+            mmap: Memory-map the score arrays (a large index opens at once and
+                processes share its pages).
             **overrides: Fields to set instead of the saved ones.
 
-        Returns:
-            The retriever, ready to search.
-
         Raises:
-            IndexLoadError: `directory` holds no saved settings file.
+            IndexLoadError: `directory` holds no saved index, or a damaged one.
         """
         path = Path(directory)
         settings_file = path / _SETTINGS_FILE

@@ -1,7 +1,14 @@
+from collections.abc import Callable, Sequence
+
 import pytest
 from langchain_core.documents import Document
 
-from langchain_ragbudget.evidence._assess import assess_thresholds, calibrate_threshold
+from langchain_ragbudget.evidence._assess import (
+    Calibration,
+    assess_thresholds,
+    calibrate_threshold,
+    top_score,
+)
 
 
 def doc(**metadata: float) -> Document:
@@ -48,10 +55,29 @@ def test_calibration_needs_both_sets() -> None:
         calibrate_threshold([0.5], [])
 
 
+def calibrate_from_questions(
+    retrieve: Callable[[str], Sequence[Document]],
+    present: Sequence[str],
+    absent: Sequence[str],
+    score_key: str,
+) -> Calibration:
+    """Calibrate on both question sets' top scores; a missing score is an error."""
+
+    def scores(questions: Sequence[str]) -> list[float]:
+        out = []
+        for question in questions:
+            score = top_score(retrieve(question), score_key)
+            if score is None:
+                raise ValueError(f"no result for {question!r} carries {score_key!r}")
+            out.append(score)
+        return out
+
+    return calibrate_threshold(scores(present), scores(absent))
+
+
 @pytest.mark.needs_embedding_model
 def test_calibrate_from_questions_on_the_sample_corpus() -> None:
     from langchain_ragbudget import HybridRetriever, load_config
-    from langchain_ragbudget.evidence._assess import calibrate_from_questions
     from langchain_ragbudget.sample import load_sample_corpus, load_sample_questions
 
     config = load_config()

@@ -2,6 +2,8 @@
 Debian changelog entries) and its citation header names it. The real chunker,
 loader and budget; no model."""
 
+import bisect
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -9,7 +11,7 @@ from langchain_core.documents import Document
 
 from langchain_ragbudget.budget._context_budget import ContextBudget
 from langchain_ragbudget.config._settings import IndexSettings, SurfaceSettings
-from langchain_ragbudget.index._chunking import Chunker, section_at, section_starts
+from langchain_ragbudget.index._chunking import Chunker, section_starts
 from langchain_ragbudget.index._loaders import load_file
 
 pytestmark = pytest.mark.needs_tiktoken
@@ -28,6 +30,12 @@ CHANGELOG = "".join(
         ("bash (5.1~rc3-1)", "experimental"),
     )
 )
+
+
+def section_at(starts: Sequence[tuple[int, str]], offset: int) -> str | None:
+    """The heading of the section holding `offset`, or None."""
+    index = bisect.bisect_right([start for start, _ in starts], offset) - 1
+    return starts[index][1] if index >= 0 else None
 
 
 def chunks_of(text: str, **metadata: object) -> list[Document]:
