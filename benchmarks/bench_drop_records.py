@@ -41,7 +41,6 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from rich.table import Table
 
-from langchain_ragbudget import build_hybrid_retriever
 from langchain_ragbudget.config._settings import load_config
 from langchain_ragbudget.evaluation import load_beir
 from langchain_ragbudget.ledger._records import drops_of
@@ -146,7 +145,9 @@ def main() -> None:
     dataset = load_beir(args.data)
     config = load_config()
     store = cached_store(dataset, config)
-    hybrid = build_hybrid_retriever(dataset.corpus, config, vectorstore=store)
+    hybrid = HybridRetriever.from_config(
+        config, documents=dataset.corpus, vectorstore=store
+    )
     queries = list(dataset.queries.values())[: args.limit]
     out = console(110)
     table = Table(

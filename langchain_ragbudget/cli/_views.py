@@ -437,7 +437,12 @@ def config_table(effective: EffectiveConfig, values: Sequence[ConfigValue]) -> T
     table.add_column("key", overflow="fold")
     table.add_column("value", overflow="fold")
     table.add_column("from", overflow="fold")
-    styles = {Origin.FILE: "bold", Origin.INHERITED: "cyan", Origin.DEFAULT: ""}
+    styles = {
+        Origin.FILE: "bold",
+        Origin.INHERITED: "cyan",
+        Origin.DEFAULT: "",
+        Origin.BUILT_IN: "dim",
+    }
     for value in values:
         table.add_row(
             value.key,
