@@ -35,25 +35,45 @@ def test_the_package_keeps_its_contracts() -> None:
     assert "runtime never imports the wings KEPT" in result.stdout
 
 
+LAYERS = "package layers"
+INDEX = "index layers"
+
+
 @pytest.mark.parametrize(
-    ("module", "imported", "contract"),
+    ("module", "statement", "contract"),
     [
-        ("budget.py", "index", "runtime never imports the wings"),
-        ("ledger.py", "evaluation", "runtime never imports the wings"),
-        ("errors.py", "cli", "runtime never imports the wings"),
-        ("index/_loaders.py", "cli", "wings: cli > evaluation > index"),
+        (
+            "budget/_context_budget.py",
+            "import langchain_ragbudget.index",
+            "runtime never imports the wings",
+        ),
+        (
+            "ledger/_records.py",
+            "import langchain_ragbudget.evaluation",
+            "runtime never imports the wings",
+        ),
+        (
+            "errors.py",
+            "import langchain_ragbudget.cli",
+            "runtime never imports the wings",
+        ),
+        ("index/_loaders.py", "import langchain_ragbudget.cli", LAYERS),
+        ("config/_settings.py", "import langchain_ragbudget.budget", LAYERS),
+        ("index/_merge.py", "import langchain_ragbudget.index._hybrid_index", INDEX),
     ],
 )
-def test_an_import_of_a_wing_inside_a_function_breaks_a_contract(
-    tmp_path: Path, module: str, imported: str, contract: str
+@pytest.mark.parametrize("guard", ["in a function", "type-only"])
+def test_a_forbidden_import_breaks_a_contract(
+    tmp_path: Path, module: str, statement: str, contract: str, guard: str
 ) -> None:
     shutil.copytree(ROOT / "langchain_ragbudget", tmp_path / "langchain_ragbudget")
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     path = tmp_path / "langchain_ragbudget" / module
-    forbidden = (
-        f"\n\ndef _forbidden() -> None:\n    import langchain_ragbudget.{imported}\n"
-    )
+    if guard == "in a function":
+        forbidden = f"\n\ndef _forbidden() -> None:\n    {statement}\n"
+    else:
+        forbidden = f"\n\nimport typing\n\nif typing.TYPE_CHECKING:\n    {statement}\n"
     path.write_text(path.read_text() + forbidden)
     result = lint_imports(tmp_path)
     assert result.returncode == 1, result.stdout
-    assert f"{contract} BROKEN" in result.stdout
+    assert f"{contract} BROKEN" in " ".join(result.stdout.split())
