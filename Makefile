@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+FULL_STAMP := $(VENV)/.installed-all
 SHARED ?= $(abspath ../shared)
 
 # Offline assets of this workplace, when ../shared exists; a connected machine
@@ -26,11 +27,17 @@ export HF_HUB_DISABLE_TELEMETRY := 1
 help:  ## Show the targets
 	@grep -E '^[a-z_]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
+# make demo and make test need the package, its extras and the test tools; the
+# notebooks' Jupyter stack and the benchmarks' reference libraries come on demand.
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,bench,notebooks,llm,index,eval,int8,otel]'
+	$(BIN)/pip install --quiet -e '.[test,llm,index,eval,int8,otel]'
 	touch $(STAMP)
+
+$(FULL_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[test,bench,notebooks,llm,index,eval,int8,otel]'
+	touch $(FULL_STAMP)
 
 demo: $(STAMP)  ## Run the pipeline on the bundled sample corpus
 	$(BIN)/ragbudget demo
@@ -54,17 +61,17 @@ test_lowest:  ## Unit tests on the oldest direct dependency versions pyproject.t
 	if [ -d "$(USER_CACHE)/flashrank" ]; then cp -rn "$(USER_CACHE)/flashrank" $(LOWEST)/cache/; fi
 	RAGBUDGET_CACHE_DIR=$(abspath $(LOWEST))/cache $(LOWEST)/bin/pytest tests/unit_tests -q -rs -p no:cacheprovider
 
-integration_tests: $(STAMP)  ## Slower tests against real models and data (the notebooks too)
+integration_tests: $(FULL_STAMP)  ## Slower tests against real models and data (the notebooks too)
 	@command -v chromium >/dev/null || echo "note: no chromium; the JupyterLab display test skips (make chromium)"
 	$(BIN)/pytest tests/integration_tests -q -rs
 
 chromium:  ## Install headless Chromium (Debian) for the JupyterLab display test
 	apt-get update && apt-get install -y chromium
 
-notebooks: $(STAMP)  ## Run every notebook top to bottom offline (nbclient, a temporary folder)
+notebooks: $(FULL_STAMP)  ## Run every notebook top to bottom offline (nbclient, a temporary folder)
 	$(BIN)/pytest tests/integration_tests/test_notebooks.py -q -rs
 
-bench: $(STAMP)  ## Import cost; SciFact: retrieval, the hybrid against its floor, the budget stage (BENCHMARKS.md)
+bench: $(FULL_STAMP)  ## Import cost; SciFact: retrieval, the hybrid against its floor, the budget stage (BENCHMARKS.md)
 	$(BIN)/python benchmarks/bench_import.py
 	$(BIN)/python benchmarks/bench_retrieval.py
 	$(BIN)/python benchmarks/bench_breakdown.py
@@ -78,13 +85,13 @@ bench: $(STAMP)  ## Import cost; SciFact: retrieval, the hybrid against its floo
 	$(BIN)/python benchmarks/bench_history.py
 	$(BIN)/python benchmarks/bench_warnings.py
 
-bench_scale: $(STAMP)  ## Synthetic 10k/100k/1M chunks and a Chroma server (long; BENCHMARKS.md)
+bench_scale: $(FULL_STAMP)  ## Synthetic 10k/100k/1M chunks and a Chroma server (long; BENCHMARKS.md)
 	nice -n 10 $(BIN)/python benchmarks/bench_scale.py
 
-bench_ingest: $(STAMP)  ## Ingest all of SciFact into a fresh index (a few minutes)
+bench_ingest: $(FULL_STAMP)  ## Ingest all of SciFact into a fresh index (a few minutes)
 	$(BIN)/python benchmarks/bench_ingest.py
 
-eval: $(STAMP)  ## Evaluate every stage on SciFact (and chunked: ~25 min the first time; weak evidence fitted on train); rewrites BENCHMARKS.md; CONFIG=tuned.yml to measure another setting
+eval: $(FULL_STAMP)  ## Evaluate every stage on SciFact (and chunked: ~25 min the first time; weak evidence fitted on train); rewrites BENCHMARKS.md; CONFIG=tuned.yml to measure another setting
 	$(BIN)/ragbudget eval $${RAGBUDGET_SCIFACT_DIR:-../shared/data/scifact} $(if $(CONFIG),--config $(CONFIG)) \
 		--chunk-size 64 --chunk-size 128 --chunk-size 256 --chunker sentences --chunker recursive \
 		--weak-fit train --weak-evidence-yaml benchmarks/results/scifact_weak_evidence.yml \
@@ -92,11 +99,11 @@ eval: $(STAMP)  ## Evaluate every stage on SciFact (and chunked: ~25 min the fir
 		--json benchmarks/results/scifact_eval.json \
 		--plot benchmarks/results/scifact_survival.png --update BENCHMARKS.md
 
-tune: $(STAMP)  ## Tune fusion on SciFact's train split; then: make eval CONFIG=benchmarks/results/scifact_tuned.yml
+tune: $(FULL_STAMP)  ## Tune fusion on SciFact's train split; then: make eval CONFIG=benchmarks/results/scifact_tuned.yml
 	$(BIN)/ragbudget tune $${RAGBUDGET_SCIFACT_DIR:-../shared/data/scifact} --split train \
 		--out benchmarks/results/scifact_tuned.yml
 
-lint: $(STAMP)  ## ruff check, ruff format --diff, mypy, the import layers contract
+lint: $(FULL_STAMP)  ## ruff check, ruff format --diff, mypy, the import layers contract
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --diff .
 	$(BIN)/mypy langchain_ragbudget tests benchmarks docs
