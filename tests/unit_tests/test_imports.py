@@ -1,4 +1,8 @@
+import ast
 import importlib
+import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -126,3 +130,31 @@ def test_each_wing_pins_its_public_names(wing: str) -> None:
 def test_an_unknown_name_is_an_attribute_error_naming_it() -> None:
     with pytest.raises(AttributeError, match="'no_such_name'"):
         _ = langchain_ragbudget.no_such_name
+
+
+def _top_level_imports(source: str) -> list[str]:
+    names = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module == "langchain_ragbudget":
+            names += [alias.name for alias in node.names]
+    return names
+
+
+def test_every_top_level_import_in_the_repository_is_exported() -> None:
+    """The lazy `__getattr__` hides a removed name from mypy: check every use."""
+    root = Path(__file__).resolve().parents[2]
+    sources = [
+        path.read_text(encoding="utf-8")
+        for folder in ("tests", "benchmarks", "docs", "langchain_ragbudget")
+        for path in (root / folder).rglob("*.py")
+    ]
+    for notebook in (root / "notebooks").glob("*.ipynb"):
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        sources += ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    sources += re.findall(r"```python\n(.*?)```", readme, re.DOTALL)
+    exported = {*langchain_ragbudget.__all__, "__version__"}
+    unknown = {
+        name for source in sources for name in _top_level_imports(source)
+    } - exported
+    assert unknown == set()
