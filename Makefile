@@ -32,11 +32,11 @@ help:  ## Show the targets
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,llm,index,eval,int8,otel]'
+	$(BIN)/pip install --quiet -e '.[test,llm,agents,postgres,index,eval,int8,otel]'
 	touch $(STAMP)
 
 $(FULL_STAMP): $(STAMP)
-	$(BIN)/pip install --quiet -e '.[test,bench,notebooks,llm,index,eval,int8,otel]'
+	$(BIN)/pip install --quiet -e '.[test,bench,notebooks,llm,agents,postgres,index,eval,int8,otel]'
 	touch $(FULL_STAMP)
 
 demo: $(STAMP)  ## Run the pipeline on the bundled sample corpus
