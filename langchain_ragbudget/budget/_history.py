@@ -1,19 +1,24 @@
 """Chat history on the prompt budget: counting messages and fitting history.
 
-A message costs its role and content plus a fixed wrapper, and the reply is primed
+A message costs its role and body plus a fixed wrapper, and the reply is primed
 with a few more: OpenAI's documented overhead for cl100k_base and o200k_base (3
-per message, 1 more for a `name`, 3 to prime the reply), which equals tiktoken's
-count of the rendered chat markup (tested).
+per message, 1 more for a `name` or a tool result's call id, 3 to prime the reply),
+which equals tiktoken's count of the rendered chat markup (tested). The body is
+everything the model reads of the message: its text, any other content part as
+JSON, and each tool call's name and arguments as JSON (chat APIs send calls as
+JSON; a cheaper guess would let a long call through uncounted).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 from langchain_core.messages import (
+    AIMessage,
     BaseMessage,
     ChatMessage,
     HumanMessage,
@@ -43,16 +48,44 @@ def role_of(message: BaseMessage) -> str:
     return _ROLES.get(message.type, message.type)
 
 
-def message_text(message: BaseMessage) -> str:
-    return str(message.text)
+def message_body(message: BaseMessage) -> str:
+    """What the model reads of `message` besides its role: text, parts, tool calls."""
+    parts: list[str] = []
+    content = message.content
+    for part in [content] if isinstance(content, str) else content:
+        if isinstance(part, str):
+            parts.append(part)
+        elif part.get("type") == "text" and isinstance(part.get("text"), str):
+            parts.append(part["text"])
+        else:
+            parts.append(_as_json(part))
+    if isinstance(message, AIMessage):
+        calls = [*message.tool_calls, *message.invalid_tool_calls]
+        parts += [
+            "\n" + _as_json({"name": c.get("name"), "arguments": c.get("args")})
+            for c in calls
+        ]
+    return "".join(parts)
+
+
+def _as_json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def message_label(message: BaseMessage) -> str | None:
+    """The label a chat API sends beside the role: a name, or a tool call's id."""
+    if isinstance(message, ToolMessage):
+        return message.tool_call_id or None
+    return message.name or None
 
 
 def message_tokens(message: BaseMessage, encoding: str) -> int:
     """Tokens one message costs in a chat prompt, wrapper included."""
     tokens = TOKENS_PER_MESSAGE + count_tokens(role_of(message), encoding)
-    tokens += count_tokens(message_text(message), encoding)
-    if message.name:
-        tokens += TOKENS_PER_NAME + count_tokens(message.name, encoding)
+    tokens += count_tokens(message_body(message), encoding)
+    label = message_label(message)
+    if label:
+        tokens += TOKENS_PER_NAME + count_tokens(label, encoding)
     return tokens
 
 
@@ -104,7 +137,7 @@ def _drop_record(
     key = message.id or f"history-{position}"
     document = Document(
         id=key,
-        page_content=message_text(message),
+        page_content=message_body(message),
         metadata={"role": role_of(message), "history_turn": position},
     )
     return DropRecord(

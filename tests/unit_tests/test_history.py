@@ -7,6 +7,7 @@ text is counted by tiktoken itself, independently of the package's formula.
 """
 
 import functools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from langchain_ragbudget.budget._history import (
 )
 from langchain_ragbudget.chain._stuff import context_warnings, prompt_variables
 from langchain_ragbudget.config._settings import SurfaceSettings, load_config
+from langchain_ragbudget.config._tokens import count_tokens
 from langchain_ragbudget.errors import ConfigError, InvalidInputError
 from langchain_ragbudget.ledger._records import DropReason, Stage
 
@@ -71,9 +73,18 @@ def rendered_count(messages: list[BaseMessage], encoding_name: str) -> int:
     parts = []
     for message in messages:
         role = role_of(message)
-        if message.name:
-            role = f"{role}<|im_sep|>{message.name}"  # the name: its own marker
-        parts.append(f"<|im_start|>{role}<|im_sep|>{message.text}<|im_end|>")
+        label = (
+            message.tool_call_id if isinstance(message, ToolMessage) else message.name
+        )
+        if label:
+            role = f"{role}<|im_sep|>{label}"  # the name or call id: its own marker
+        body = str(message.text)
+        for call in getattr(message, "tool_calls", []):
+            arguments = json.dumps(call["args"], ensure_ascii=False, sort_keys=True)
+            body += (
+                f'\n{{"arguments": {arguments}, "name": {json.dumps(call["name"])}}}'
+            )
+        parts.append(f"<|im_start|>{role}<|im_sep|>{body}<|im_end|>")
     parts.append("<|im_start|>assistant<|im_sep|>")
     encoding = chat_markup(encoding_name)
     return len(encoding.encode("".join(parts), allowed_special="all"))
@@ -120,6 +131,40 @@ def test_message_count_equals_tiktoken_on_the_rendered_messages(
     messages += [turn(i, text) for i, text in enumerate(texts)]
     messages.append(HumanMessage("the question", name=name))
     assert prompt_tokens(messages, encoding) == rendered_count(messages, encoding)
+
+
+@pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])
+@settings(max_examples=40, deadline=None)
+@given(
+    arguments=st.dictionaries(
+        st.from_regex(r"[a-z_]{1,10}", fullmatch=True),
+        TEXT | st.integers() | st.lists(TEXT, max_size=4),
+        max_size=4,
+    ),
+    text=st.just("") | TEXT,
+    result=TEXT,
+)
+def test_tool_calls_and_their_results_are_counted_as_sent(
+    encoding: str, arguments: dict[str, Any], text: str, result: str
+) -> None:
+    call = {"name": "search_docs", "args": arguments, "id": "call_1"}
+    messages: list[BaseMessage] = [
+        HumanMessage("look it up"),
+        AIMessage(text, tool_calls=[call]),
+        ToolMessage(result, tool_call_id="call_1"),
+    ]
+    counted = prompt_tokens(messages, encoding)
+    assert counted == rendered_count(messages, encoding)
+    without_call = [messages[0], AIMessage(text), ToolMessage(result, tool_call_id="")]
+    assert counted > prompt_tokens(without_call, encoding)  # the call is not free
+
+
+def test_a_long_tool_call_costs_what_its_arguments_cost() -> None:
+    words = " ".join(f"word{i}" for i in range(3000))
+    message = AIMessage(
+        "", tool_calls=[{"name": "save", "args": {"notes": words}, "id": "c"}]
+    )
+    assert prompt_tokens([message], "cl100k_base") > count_tokens(words, "cl100k_base")
 
 
 # --- fit_history: pure ---------------------------------------------------------
