@@ -7,9 +7,9 @@ first is what the pending answer needs least:
    never a gap, never a tool result without its call).
 2. Earlier tool exchanges of the current turn (a call with all its results),
    oldest first.
-3. The lowest-ranked passages of the newest tool results, down to each result's
-   top passage. The newest exchange itself is never dropped: the model would
-   only call the tool again for what it just got.
+3. The lowest-ranked passages of the newest retrieval results, refitted by the
+   context budget down to its `min_docs`. The newest exchange itself is never
+   dropped: the model would only call the tool again for what it just got.
 
 What still does not fit is sent over the limit with a record naming its cause, as
 the context budget keeps its `min_docs`.
@@ -33,7 +33,7 @@ from langchain_core.messages import (
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from langchain_ragbudget.agents._tool import context_only, passages_of, result_text
+from langchain_ragbudget.agents._tool import context_only, passages_of, tool_result
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.budget._history import (
     fit_history,
@@ -44,7 +44,12 @@ from langchain_ragbudget.budget._history import (
 )
 from langchain_ragbudget.config._tokens import count_tokens
 from langchain_ragbudget.ledger._names import display_name
-from langchain_ragbudget.ledger._records import DropReason, DropRecord, Stage
+from langchain_ragbudget.ledger._records import (
+    DropReason,
+    DropRecord,
+    Stage,
+    TrimRecord,
+)
 
 _NAME_LIMIT = 300  # characters of one id in a warning line
 _MAX_NAMED = 3  # passages named in the warning line; the records carry them all
@@ -62,6 +67,7 @@ class RequestReport:
         message_tokens: `prompt_tokens` of the messages sent, system included.
         tool_tokens: The tools' schemas as JSON, sent beside the messages.
         drops: Messages and passages left out of this request.
+        trimmed: Passages of tool results shortened to fit this request.
         over_budget: Why the request is over its limit even so; None if within.
         tool_warnings: The warning lines of the retrieval results sent in the
             current turn (what the retrieval itself dropped).
@@ -74,6 +80,7 @@ class RequestReport:
     message_tokens: int
     tool_tokens: int
     drops: list[DropRecord] = field(default_factory=list)
+    trimmed: list[TrimRecord] = field(default_factory=list)
     over_budget: str | None = None
     tool_warnings: list[str] = field(default_factory=list)
 
@@ -108,6 +115,13 @@ class RequestReport:
                 f"{len(passages)} lowest-ranked passage(s) of tool results left out "
                 f"(over_max_tokens): {', '.join(named[:_MAX_NAMED])}{more}"
             )
+        if self.trimmed:
+            named = [
+                f"{display_name(r.key, _NAME_LIMIT)} ({r.kept_sentences} of "
+                f"{r.total_sentences} sentences)"
+                for r in self.trimmed
+            ]
+            parts.append(f"shortened to fit: {_names(named)}")
         if parts:
             lines.append(f"[warning: {surface} agent request: {'; '.join(parts)}]")
         if self.over_budget is not None:
@@ -129,8 +143,15 @@ class RequestReport:
             "tool_tokens": self.tool_tokens,
             "over_budget": self.over_budget,
             "dropped": [record.to_dict() for record in self.drops],
+            "trimmed": [record.to_dict() for record in self.trimmed],
             "warnings": self.warnings(),
         }
+
+
+def _names(named: Sequence[str]) -> str:
+    """The first few names, then `+N more`: the records carry them all."""
+    more = f" +{len(named) - _MAX_NAMED} more" if len(named) > _MAX_NAMED else ""
+    return ", ".join(named[:_MAX_NAMED]) + more
 
 
 def tool_tokens(tools: Sequence[BaseTool | dict[str, Any]], encoding: str) -> int:
@@ -168,9 +189,10 @@ def fit_request(
     kept, drops = fit_history(
         history, max(0, room), lambda m: message_tokens(m, encoding)
     )
+    trimmed: list[TrimRecord] = []
     if room < 0:
-        turn, more = fit_turn(turn, -room, budget, start)
-        drops += more
+        turn, refit = fit_turn(turn, -room, budget, start)
+        drops, trimmed = drops + refit.drops, refit.trimmed
     sent = [*kept, *turn]
     total = cost(sent)
     report = RequestReport(
@@ -181,6 +203,7 @@ def fit_request(
         message_tokens=total - tools_cost,
         tool_tokens=tools_cost,
         drops=drops,
+        trimmed=trimmed,
         over_budget=None
         if total <= limit
         else over_cause(fixed, turn, tools_cost, encoding),
@@ -214,7 +237,7 @@ def exchanges(turn: Sequence[BaseMessage]) -> list[list[int]]:
 
 def fit_turn(
     turn: list[BaseMessage], excess: int, budget: ContextBudget, offset: int
-) -> tuple[list[BaseMessage], list[DropRecord]]:
+) -> tuple[list[BaseMessage], Refit]:
     """Steps 2 and 3: shed `excess` tokens from the current turn, on the record.
 
     `offset` is the turn's place in the request, so records number messages as
@@ -236,48 +259,60 @@ def fit_turn(
             excess -= tokens
         gone.update(group)
     fitted = list(turn)
+    trimmed: list[TrimRecord] = []
     for index in groups[-1][1:] if groups else []:
         if excess <= 0:
             break
         message = fitted[index]
         assert isinstance(message, ToolMessage)
-        fitted[index], records, saved = shorten_result(message, excess, budget)
-        drops += records
+        fitted[index], refit, saved = shorten_result(message, excess, budget)
+        drops += refit.drops
+        trimmed += refit.trimmed
         excess -= saved
-    return [m for i, m in enumerate(fitted) if i not in gone], drops
+    kept = [m for i, m in enumerate(fitted) if i not in gone]
+    return kept, Refit(drops, trimmed)
 
 
 def shorten_result(
     message: ToolMessage, excess: int, budget: ContextBudget
-) -> tuple[ToolMessage, list[DropRecord], int]:
-    """`message` with its lowest-ranked passages left out, to save `excess` tokens.
+) -> tuple[ToolMessage, Refit, int]:
+    """`message` refitted by the context budget into `excess` fewer tokens.
 
-    Refitted by the context budget (`packing: stop`, so the drops are the
-    lowest-ranked) down to its top passage; a result of another tool, unchanged.
-    Returns the message, the passages' records and the tokens saved.
+    Its passages are packed again, in rank order, into a smaller `max_tokens`, so
+    the lowest-ranked go first (or, with `packing: trim`, the last kept one is
+    shortened to whole sentences), down to the surface's `min_docs`. The artifact
+    then describes what is sent. A result of another tool stays as it is.
+    Returns the message, what the refit dropped and shortened, and the tokens saved.
     """
     parsed = passages_of(message.artifact)
-    if parsed is None or len(parsed[1]) < 2:
-        return message, [], 0
+    if parsed is None:
+        return message, Refit(), 0
     query, passages = parsed
     encoding = budget.settings.encoding_name
     before = message_tokens(message, encoding)
     cap = max(1, count_tokens(message.text, encoding) - excess)
     while True:
-        packer = context_only(budget, max_tokens=cap, min_docs=1, packing="stop")
-        context = packer.fit(passages, question=query)
-        shorter = message.model_copy(update={"content": result_text(context, query)})
+        context = context_only(budget, max_tokens=cap).fit(passages, question=query)
+        content, artifact = tool_result(query, context)
+        artifact["warnings"] = retrieval_lines(message)  # the retrieval's own
+        shorter = message.model_copy(update={"content": content, "artifact": artifact})
         saved = before - message_tokens(shorter, encoding)
-        if saved >= excess or cap == 1 or len(context.documents) <= 1:
+        if saved >= excess or cap == 1:
             break
         cap = max(1, cap - (excess - saved))
     if saved <= 0:
-        return message, [], 0
-    records = [
-        replace(r, detail=f"left out of tool result {message.tool_call_id}: {r.detail}")
-        for r in context.report.drops
-    ]
-    return shorter, records, saved
+        return message, Refit(), 0
+    where = f"left out of tool result {message.tool_call_id}"
+    drops = [replace(r, detail=f"{where}: {r.detail}") for r in context.report.drops]
+    return shorter, Refit(drops, list(context.report.trimmed)), saved
+
+
+@dataclass(frozen=True)
+class Refit:
+    """What refitting tool results dropped and shortened."""
+
+    drops: list[DropRecord] = field(default_factory=list)
+    trimmed: list[TrimRecord] = field(default_factory=list)
 
 
 def turn_record(
@@ -313,16 +348,21 @@ def over_cause(
     return (
         f"what is never dropped takes it all: the system prompt {system} tokens, the "
         f"tools' schemas {tools_cost}, the current turn {current} (the question and "
-        "the newest tool call with its results, each down to its top passage)"
+        "the newest tool call with its results, each down to the surface's min_docs)"
     )
 
 
 def retrieval_warnings(turn: Sequence[BaseMessage]) -> list[str]:
     """The warning lines of the retrieval results in the current turn."""
-    lines: list[str] = []
-    for message in turn:
-        artifact = getattr(message, "artifact", None)
-        if isinstance(message, ToolMessage) and passages_of(artifact) is not None:
-            assert isinstance(artifact, dict)
-            lines += [w for w in artifact.get("warnings", []) if isinstance(w, str)]
-    return lines
+    return [
+        line for m in turn if isinstance(m, ToolMessage) for line in retrieval_lines(m)
+    ]
+
+
+def retrieval_lines(message: ToolMessage) -> list[str]:
+    """The warning lines a retrieval result carries (none for another tool's)."""
+    artifact = message.artifact
+    if passages_of(artifact) is None:
+        return []
+    assert isinstance(artifact, dict)
+    return [line for line in artifact.get("warnings", []) if isinstance(line, str)]

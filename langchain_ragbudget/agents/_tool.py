@@ -110,9 +110,18 @@ def tool_result(query: str, context: BudgetedContext) -> tuple[str, dict[str, An
 
 
 def ranked(context: BudgetedContext) -> list[Document]:
-    """The kept passages in rank order (the prompt groups them by source)."""
+    """The kept passages in rank order (the prompt groups them by source).
+
+    A shortened passage is there whole, so shortening it again to fit a request
+    starts from its own text and marks what it leaves out.
+    """
     by_key = {document.id: document for document in context.documents}
-    return [by_key[key] for key in context.report.kept_ids if key in by_key]
+    by_key.update({record.key: record.document for record in context.report.trimmed})
+    return [
+        Document(id=key, page_content=doc.page_content, metadata=doc.metadata)
+        for key in context.report.kept_ids
+        if (doc := by_key.get(key)) is not None
+    ]
 
 
 def passage_entry(document: Document) -> dict[str, Any]:
