@@ -134,6 +134,11 @@ def check_request(
     assert prompt_tokens(received, encoding) == report["message_tokens"]
     limit = report["max_prompt_tokens"] - report["reserve_output_tokens"]
     assert report["prompt_tokens"] <= limit or report["over_budget"]
+    if report["over_budget"]:  # only what is never dropped is left
+        question = [m for m in held if isinstance(m, HumanMessage)][-1]
+        assert received[1].id == question.id
+        calls = [m for m in received if isinstance(m, AIMessage) and m.tool_calls]
+        assert len(calls) <= 1
     dropped = {r["id"] for r in report["dropped"]}
     sent = {m.id: m for m in received[1:]}
     for message in held:
@@ -214,6 +219,24 @@ def test_the_newest_result_loses_its_lowest_ranked_passages_first(
     assert [r["id"] for r in passages] == ranked[len(kept) :]
     assert all(r["detail"].startswith("left out of tool result") for r in passages)
     assert any("lowest-ranked passage(s)" in w for w in report["warnings"])
+
+
+async def test_an_async_agent_gets_the_same_fit_as_a_sync_one(
+    retriever: BM25Retriever,
+) -> None:
+    budget = budget_of(
+        max_prompt_tokens=1200, reserve_output_tokens=100, max_tokens=1500, max_docs=4
+    )
+    sync_model, async_model = ScriptedModel(), ScriptedModel()
+    asked = {"messages": [HumanMessage(QUESTIONS[1])]}
+    agent_of(retriever, budget, sync_model).invoke(asked)
+    state = await agent_of(retriever, budget, async_model).ainvoke(asked)
+
+    for held, received, report in requests_in(state, async_model):
+        check_request(held, received, report)
+    texts = [[m.text for m in request] for request in async_model.requests]
+    assert texts == [[m.text for m in request] for request in sync_model.requests]
+    assert any(r["stage"] == "budget" for r in report["dropped"])
 
 
 def test_a_request_that_cannot_fit_says_what_takes_the_room(
@@ -365,5 +388,3 @@ def test_every_request_is_counted_as_sent_and_nothing_goes_silently(
     for held, received, report in requests_in(state, model):
         check_request(held, received, report)
         assert report["tool_tokens"] == tool_tokens(model.tools, report["encoding"])
-        if report["over_budget"]:
-            assert not any(isinstance(m, ToolMessage) for m in received[1:-1])
