@@ -14,6 +14,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import ensure_config
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
@@ -49,7 +50,8 @@ def create_retrieval_tool(
     artifact (`ToolMessage.artifact`) holds the report, so `AgentBudgetMiddleware`
     can drop the lowest-ranked passages of this result on the record when the
     whole request does not fit. The budget packs the context alone, in its
-    surface's `max_tokens`: the whole request is the middleware's to fit.
+    surface's `max_tokens` (the run's `configurable.surface`, if it names one):
+    the whole request is the middleware's to fit.
 
     Raises:
         InvalidInputError: `retriever` is not a LangChain retriever, or `budget`
@@ -65,12 +67,13 @@ def create_retrieval_tool(
             "create_retrieval_tool: budget must be a ContextBudget "
             f"(ContextBudget.from_config(...)); got {type(budget).__name__}"
         )
-    packer = context_only(budget)
 
     def search(query: str) -> tuple[str, dict[str, Any]]:
+        packer = context_only(budget.for_call(ensure_config()))
         return tool_result(query, packer.fit(retriever.invoke(query), question=query))
 
     async def asearch(query: str) -> tuple[str, dict[str, Any]]:
+        packer = context_only(budget.for_call(ensure_config()))
         documents = await retriever.ainvoke(query)
         return tool_result(query, packer.fit(documents, question=query))
 

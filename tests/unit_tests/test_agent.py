@@ -137,14 +137,14 @@ def check_request(
     if report["over_budget"]:  # only what is never dropped is left
         question = [m for m in held if isinstance(m, HumanMessage)][-1]
         assert received[1].id == question.id
-        calls = [m for m in received if isinstance(m, AIMessage) and m.tool_calls]
-        assert len(calls) <= 1
+        callers = [m for m in received if isinstance(m, AIMessage) and m.tool_calls]
+        assert len(callers) <= 1
     dropped = {r["id"] for r in report["dropped"]}
     sent = {m.id: m for m in received[1:]}
     for message in held:
         assert (message.id in sent) != (message.id in dropped), message
     assert not isinstance(received[1], ToolMessage)  # never an orphan first
-    calls = set()
+    calls: set[str | None] = set()
     for message in received[1:]:
         if isinstance(message, AIMessage):
             calls |= {c["id"] for c in message.tool_calls}
@@ -255,6 +255,25 @@ def test_a_request_that_cannot_fit_says_what_takes_the_room(
         f"over its budget ({report['prompt_tokens']} > 100 tokens)" in w
         for w in report["warnings"]
     )
+
+
+def test_a_run_on_another_surface_is_budgeted_on_that_surface(
+    retriever: BM25Retriever,
+) -> None:
+    budget = budget_of(max_prompt_tokens=3000)
+    model = ScriptedModel()
+    state = agent_of(retriever, budget, model).invoke(
+        {"messages": [HumanMessage(QUESTIONS[1])]},
+        {"configurable": {"surface": "search"}},
+    )
+
+    result = state["messages"][-2]
+    assert isinstance(result, ToolMessage)
+    assert result.artifact["surface"] == "search"
+    assert (
+        result.artifact["report"]["max_docs"] == budget.settings_of("search").max_docs
+    )
+    assert state["messages"][-1].response_metadata["ragbudget"]["surface"] == "search"
 
 
 def test_bad_arguments_are_refused_by_name(retriever: BM25Retriever) -> None:
