@@ -185,6 +185,8 @@ def test_three_turns_fit_every_request_and_keep_the_records(
     assert any("earlier message(s) left out" in w for w in report["warnings"])
     assert "[warning" not in final.text  # shown beside the answer, not in it
     records = state["ragbudget_drops"]
+    identities = [(r["id"], r["stage"], r["reason"]) for r in records]
+    assert len(set(identities)) == len(identities)  # each drop once, every turn
     assert {(r["id"], r["stage"]) for r in turns} <= {
         (r["id"], r["stage"]) for r in records
     }
