@@ -12,6 +12,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from langchain_ragbudget.agents import (
+        AgentBudgetMiddleware,
+        AgentBudgetState,
+        RequestReport,
+        create_retrieval_tool,
+    )
     from langchain_ragbudget.budget import (
         BudgetedContext,
         BudgetReport,
@@ -73,6 +79,8 @@ if TYPE_CHECKING:
 
 # Each public name and the module (under langchain_ragbudget) that defines it.
 _EXPORTS = {
+    "AgentBudgetMiddleware": "agents",
+    "AgentBudgetState": "agents",
     "BM25Retriever": "retrieval",
     "BudgetReport": "budget",
     "BudgetedAnswer": "chain",
@@ -102,6 +110,7 @@ _EXPORTS = {
     "ModelUnavailableError": "errors",
     "RagBudgetConfig": "config",
     "RagBudgetError": "errors",
+    "RequestReport": "agents",
     "RunLedger": "ledger",
     "ScoreIssue": "ledger",
     "ScoredSearch": "retrieval",
@@ -114,12 +123,15 @@ _EXPORTS = {
     "calibrate_threshold": "evidence",
     "create_budgeted_rag_chain": "chain",
     "create_budgeted_stuff_chain": "chain",
+    "create_retrieval_tool": "agents",
     "ledger_scope": "ledger",
     "load_config": "config",
     "weighted_rrf": "retrieval",
 }
 
 __all__ = [
+    "AgentBudgetMiddleware",
+    "AgentBudgetState",
     "BM25Retriever",
     "BudgetReport",
     "BudgetedAnswer",
@@ -149,6 +161,7 @@ __all__ = [
     "ModelUnavailableError",
     "RagBudgetConfig",
     "RagBudgetError",
+    "RequestReport",
     "RunLedger",
     "ScoreIssue",
     "ScoredSearch",
@@ -161,6 +174,7 @@ __all__ = [
     "calibrate_threshold",
     "create_budgeted_rag_chain",
     "create_budgeted_stuff_chain",
+    "create_retrieval_tool",
     "ledger_scope",
     "load_config",
     "weighted_rrf",

@@ -9,6 +9,8 @@ import pytest
 import langchain_ragbudget
 
 EXPECTED_ALL = [
+    "AgentBudgetMiddleware",
+    "AgentBudgetState",
     "BM25Retriever",
     "BudgetReport",
     "BudgetedAnswer",
@@ -38,6 +40,7 @@ EXPECTED_ALL = [
     "ModelUnavailableError",
     "RagBudgetConfig",
     "RagBudgetError",
+    "RequestReport",
     "RunLedger",
     "ScoreIssue",
     "ScoredSearch",
@@ -50,6 +53,7 @@ EXPECTED_ALL = [
     "calibrate_threshold",
     "create_budgeted_rag_chain",
     "create_budgeted_stuff_chain",
+    "create_retrieval_tool",
     "ledger_scope",
     "load_config",
     "weighted_rrf",
