@@ -20,6 +20,7 @@ from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from pydantic import ConfigDict, Field, model_validator
 
 from langchain_ragbudget.budget._history import (
+    HISTORY,
     fit_with_history,
     history_of,
     prompt_measure,
@@ -220,6 +221,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         question: str | None = None,
         history: Sequence[BaseMessage] | None = None,
         variables: dict[str, Any] | None = None,
+        history_key: str = HISTORY,
     ) -> BudgetedContext:
         """Pack `documents` (best first); pure apart from the token cache.
 
@@ -233,7 +235,8 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             question: What `trim` chooses sentences for; without it the leading
                 sentences are kept.
             history: The chat history (oldest first), without the question.
-            variables: The prompt's other variables, for rendering it.
+            variables: The prompt's other variables, of any type, for rendering it.
+            history_key: The prompt variable the history is sent under.
 
         Raises:
             InvalidInputError: `documents` is not a list of Documents, or a text
@@ -247,7 +250,11 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         within = partial(_fit_within, self, documents, scoped, question)
         empty = _fit_within(self, [], (), question, 0)  # for the fixed parts
         measure = prompt_measure(
-            self.prompt, question or "", variables or {}, settings.encoding_name
+            self.prompt,
+            question or "",
+            variables or {},
+            settings.encoding_name,
+            history_key,
         )
         fits = (within, empty, history or [], measure, settings)
         return fit_with_history(*fits)
@@ -499,16 +506,19 @@ class ContextBudget(RunnableSerializable[Any, Any]):
 
     def _fit_input(
         self, input: Any, config: RunnableConfig
-    ) -> tuple[BudgetedContext, dict[str, Any]]:
-        """`fit` on a Runnable's input (and its scope's ledgers); the report too."""
+    ) -> tuple[BudgetedContext, dict[str, Any], Any]:
+        """`fit` on a Runnable's input (and its scope's ledgers); report, output."""
+        key, history = history_of(input, self.prompt) or (HISTORY, None)
         context = self.for_call(config).fit(
             documents_of(input),
             scope_ledgers(config) or (),
             question_of(input),
-            history_of(input),
+            history,
             prompt_values(input),
+            key,
         )
-        return context, context.report.to_dict()
+        output = budget_output(input, context, key if history is not None else None)
+        return context, context.report.to_dict(), output
 
     def _invoke(
         self,
@@ -516,10 +526,10 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         run_manager: CallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> Any:
-        context, report = self._fit_input(input, config)
+        context, report, output = self._fit_input(input, config)
         dispatch_custom_event(REPORT_EVENT, report, config=config)
         REPORT_RUN.invoke(report, report_config(config, run_manager, context))
-        return budget_output(input, context)
+        return output
 
     async def _ainvoke(
         self,
@@ -527,10 +537,10 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         run_manager: AsyncCallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> Any:
-        context, report = self._fit_input(input, config)
+        context, report, output = self._fit_input(input, config)
         await adispatch_custom_event(REPORT_EVENT, report, config=config)
         await REPORT_RUN.ainvoke(report, report_config(config, run_manager, context))
-        return budget_output(input, context)
+        return output
 
 
 def _fit_within(

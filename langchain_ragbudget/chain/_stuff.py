@@ -23,6 +23,7 @@ from langchain_core.runnables import (
 from pydantic import BaseModel
 
 from langchain_ragbudget.budget._context_budget import BudgetedContext
+from langchain_ragbudget.budget._history import history_of
 from langchain_ragbudget.budget._prompt import DEFAULT_PROMPT as DEFAULT_PROMPT
 from langchain_ragbudget.budget._prompt import PACKAGE_KEYS, checked_prompt
 from langchain_ragbudget.budget._prompt import prompt_inputs as prompt_inputs
@@ -194,6 +195,7 @@ def create_budgeted_stuff_chain(
     template = checked_prompt(prompt)
 
     def variables(state: dict[str, Any]) -> dict[str, Any]:
+        history_of(state, template)  # a history the prompt would not send: refused
         return prompt_variables(
             question_of(state), _context_of(state), template, extra=state
         )

@@ -29,6 +29,7 @@ from langchain_ragbudget.budget._prompt import (
     NO_CONTEXT_NOTE,
 )
 from langchain_ragbudget.config._settings import SurfaceSettings
+from langchain_ragbudget.errors import InvalidInputError
 
 pytestmark = pytest.mark.needs_tiktoken
 
@@ -200,3 +201,89 @@ def test_the_fixed_parts_hold_no_passage_even_with_min_docs() -> None:
     assert room["fixed_tokens"] == rendered_count(empty_prompt, "cl100k_base")
     assert room["context_budget"] == 700  # all of max_tokens: the room allows it
     assert len(sent.reports[0]["kept_ids"]) == 4  # every passage fits
+
+
+# --- what LangChain users pass: any variable, any placeholder, any format -----
+
+FACTS_PROMPT = ChatPromptTemplate.from_messages(
+    [
+        ("system", "Answer from the context. The account: {account_facts}"),
+        ("human", "Context:\n{context}\nQuestion: {question}"),
+    ]
+)
+SALT = [
+    passage(i, f"Passage {i} says salt raises blood pressure. " * 6) for i in range(6)
+]
+
+
+@pytest.mark.parametrize(
+    "facts",
+    [
+        [f"fact {i}: the account has feature number {i} enabled" for i in range(120)],
+        {f"feature_{i}": f"enabled since release {i}" for i in range(80)},
+        3.14159,
+    ],
+    ids=["list", "dict", "float"],
+)
+def test_variables_of_any_type_are_counted_as_sent(facts: Any) -> None:
+    runnable = chain(
+        SALT, FACTS_PROMPT, max_prompt_tokens=2_500, reserve_output_tokens=100
+    )
+    sent = ask(runnable, "what raises blood pressure?", account_facts=facts)
+    tokens = rendered_count(sent.messages[0], "cl100k_base")
+    assert str(facts) in str(sent.messages[0][0].content)
+    assert sent.reports[0]["prompt"]["prompt_tokens"] == tokens <= 2_400
+
+
+CHAT_HISTORY_PROMPT = ChatPromptTemplate.from_messages(
+    [
+        ("system", "Answer from the numbered context only."),
+        MessagesPlaceholder("chat_history"),
+        ("human", "Context:\n{context}\nQuestion: {question}"),
+    ]
+)
+FORMATS = {
+    "messages": lambda i, t: HumanMessage(t) if i % 2 == 0 else AIMessage(t),
+    "tuples": lambda i, t: ("human" if i % 2 == 0 else "ai", t),
+    "openai_dicts": lambda i, t: {
+        "role": "user" if i % 2 == 0 else "assistant",
+        "content": t,
+    },
+}
+
+
+@pytest.mark.parametrize("form", sorted(FORMATS))
+def test_any_placeholder_name_and_format_is_budgeted(form: str) -> None:
+    history = [FORMATS[form](i, f"remark {i}: " + "salt " * 80) for i in range(20)]
+    runnable = chain(
+        SALT, CHAT_HISTORY_PROMPT, max_prompt_tokens=1_500, reserve_output_tokens=300
+    )
+    sent = ask(runnable, "what raises blood pressure?", chat_history=history)
+    tokens = rendered_count(sent.messages[0], "cl100k_base")
+    report = sent.reports[0]
+    assert report["prompt"]["prompt_tokens"] == tokens <= 1_200
+    turns = [d for d in report["dropped"] if d["stage"] == "history"]
+    assert turns and [d["rank"] for d in turns] == list(range(1, len(turns) + 1))
+    received = sent.messages[0][1:-1]  # between the system text and the question
+    assert len(received) == 20 - len(turns)
+    assert str(received[-1].text) == "remark 19: " + "salt " * 80
+
+
+def test_the_default_prompt_sends_the_history_it_charges() -> None:
+    runnable = chain(SALT, max_prompt_tokens=2_000)
+    history = [("human", "my name is Ada"), ("ai", "hello Ada")]
+    sent = ask(runnable, "what raises blood pressure?", history=history)
+    texts = [str(m.text) for m in sent.messages[0]]
+    assert texts[1:3] == ["my name is Ada", "hello Ada"]
+    room = sent.reports[0]["prompt"]
+    assert room["history_tokens"] > 0
+    assert room["prompt_tokens"] == rendered_count(sent.messages[0], "cl100k_base")
+
+
+def test_history_the_prompt_has_no_place_for_is_refused() -> None:
+    runnable = chain(SALT, FACTS_PROMPT, max_prompt_tokens=2_000)
+    with pytest.raises(InvalidInputError, match="no place for it"):
+        ask(runnable, "why?", account_facts="x", history=[("human", "hi")])
+    unbudgeted = chain(SALT, FACTS_PROMPT)  # refused without max_prompt_tokens too
+    with pytest.raises(InvalidInputError, match="no place for it"):
+        ask(unbudgeted, "why?", account_facts="x", history=[("human", "hi")])
