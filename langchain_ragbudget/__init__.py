@@ -13,11 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from langchain_ragbudget.budget import (
+        DEFAULT_PROMPT,
+        MEMORY_PROMPT,
         BudgetedContext,
         BudgetReport,
         Citation,
         ContextBudget,
         ContextFormat,
+        message_tokens,
+        prompt_tokens,
     )
     from langchain_ragbudget.chain import (
         BudgetedAnswer,
@@ -28,6 +32,7 @@ if TYPE_CHECKING:
     from langchain_ragbudget.config import (
         RagBudgetConfig,
         SurfaceSettings,
+        count_tokens,
         load_config,
     )
     from langchain_ragbudget.errors import (
@@ -83,6 +88,7 @@ _EXPORTS = {
     "ConfigError": "errors",
     "ContextBudget": "budget",
     "ContextFormat": "budget",
+    "DEFAULT_PROMPT": "budget",
     "DenseRetriever": "retrieval",
     "DropReason": "ledger",
     "DropRecord": "ledger",
@@ -95,6 +101,7 @@ _EXPORTS = {
     "IndexRepairError": "errors",
     "IndexWriteError": "errors",
     "InvalidInputError": "errors",
+    "MEMORY_PROMPT": "budget",
     "Memory": "memory",
     "MemoryRetriever": "memory",
     "MemoryStore": "memory",
@@ -112,14 +119,19 @@ _EXPORTS = {
     "build_embeddings": "retrieval",
     "build_vector_store": "retrieval",
     "calibrate_threshold": "evidence",
+    "count_tokens": "config",
     "create_budgeted_rag_chain": "chain",
     "create_budgeted_stuff_chain": "chain",
     "ledger_scope": "ledger",
     "load_config": "config",
+    "message_tokens": "budget",
+    "prompt_tokens": "budget",
     "weighted_rrf": "retrieval",
 }
 
 __all__ = [
+    "DEFAULT_PROMPT",
+    "MEMORY_PROMPT",
     "BM25Retriever",
     "BudgetReport",
     "BudgetedAnswer",
@@ -159,10 +171,13 @@ __all__ = [
     "build_embeddings",
     "build_vector_store",
     "calibrate_threshold",
+    "count_tokens",
     "create_budgeted_rag_chain",
     "create_budgeted_stuff_chain",
     "ledger_scope",
     "load_config",
+    "message_tokens",
+    "prompt_tokens",
     "weighted_rrf",
 ]
 
