@@ -45,6 +45,7 @@ TOKENS_PER_NAME = 1
 REPLY_PRIMING = 3  # <|start|>assistant<|message|>
 _ROLES = {"human": "user", "ai": "assistant", "system": "system"}
 HISTORY = "history"  # the key of a chat history the prompt does not name
+WARNING_START = "[warning: "  # how each warning line the package writes begins
 
 
 def role_of(message: BaseMessage) -> str:
@@ -307,7 +308,7 @@ def history_of(
         return None
     key = next((k for k in history_keys(prompt) if input.get(k) is not None), None)
     if key is not None:
-        return key, as_messages(input[key], key)
+        return key, [without_warnings(m) for m in as_messages(input[key], key)]
     if input.get(HISTORY) is not None and prompt is not None:
         takes = {*prompt.input_variables, *prompt.optional_variables}
         if HISTORY not in takes:
@@ -318,6 +319,28 @@ def history_of(
                 "leave the history out"
             )
     return None
+
+
+def without_warnings(message: BaseMessage) -> BaseMessage:
+    """`message` without the warning lines the package appended to an answer.
+
+    A text answer ends with the package's `[warning: …]` lines; a chat history
+    that stored it whole (`RunnableWithMessageHistory` stores the chain's text)
+    would feed them back as the assistant's words on every later turn.
+    """
+    if not isinstance(message, AIMessage) or not isinstance(message.content, str):
+        return message
+    lines = message.content.split("\n")
+    end = len(lines)
+    while (
+        end > 1
+        and lines[end - 1].startswith(WARNING_START)
+        and lines[end - 1].endswith("]")
+    ):
+        end -= 1
+    if end == len(lines):
+        return message
+    return message.model_copy(update={"content": "\n".join(lines[:end])})
 
 
 def as_messages(value: Any, key: str = HISTORY) -> list[BaseMessage]:

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 from langchain_core.language_models import BaseLanguageModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.prompts import BasePromptTemplate
 from langchain_core.runnables import (
     Runnable,
@@ -45,6 +45,7 @@ from langchain_ragbudget.memory._budget import memories_table
 
 _TRUNCATED_REASONS = {"length", "max_tokens", "MAX_TOKENS"}
 ANSWER_RUN = "budgeted_stuff_chain"  # the stuff chain's run name, for tracers
+ANSWER_METADATA = "ragbudget"  # the key of an answer's report in a message
 
 
 class BudgetedAnswer(BaseModel):
@@ -90,6 +91,34 @@ class BudgetedAnswer(BaseModel):
     def text(self) -> str:
         """The answer followed by its warnings, one per line."""
         return "\n".join([self.answer, *self.warnings])
+
+    def to_message(self) -> AIMessage:
+        """The answer as an `AIMessage` a chat history or a checkpointer stores.
+
+        Its content is the model's answer alone, so a later turn feeds back what
+        the assistant said, never the package's warnings. The rest of the answer
+        (warnings, citations, every record) is in `response_metadata` under
+        `ragbudget`: LangChain keeps it through serialisation, and chat models,
+        unlike with `additional_kwargs`, never send it back to the provider.
+        `from_message` reads it back.
+        """
+        report = self.model_dump(mode="json", exclude={"answer"})
+        return AIMessage(self.answer, response_metadata={ANSWER_METADATA: report})
+
+    @classmethod
+    def from_message(cls, message: BaseMessage) -> BudgetedAnswer:
+        """The answer `to_message` stored, read back from its message.
+
+        Raises:
+            InvalidInputError: The message holds no ragbudget answer.
+        """
+        report = message.response_metadata.get(ANSWER_METADATA)
+        if not isinstance(report, dict):
+            raise InvalidInputError(
+                f"the {message.type} message holds no {ANSWER_METADATA!r} entry in "
+                "its response_metadata; make it with BudgetedAnswer.to_message()"
+            )
+        return cls(answer=str(message.text), **report)
 
     def __repr__(self) -> str:
         drops = drop_counts((d.get("stage"), d.get("reason")) for d in self.dropped)
