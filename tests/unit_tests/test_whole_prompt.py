@@ -287,3 +287,34 @@ def test_history_the_prompt_has_no_place_for_is_refused() -> None:
     unbudgeted = chain(SALT, FACTS_PROMPT)  # refused without max_prompt_tokens too
     with pytest.raises(InvalidInputError, match="no place for it"):
         ask(unbudgeted, "why?", account_facts="x", history=[("human", "hi")])
+
+
+def test_a_question_alone_over_the_limit_is_named_as_such() -> None:
+    runnable = chain(SALT, max_prompt_tokens=800, min_docs=0)
+    question = "Why? " + "Tell me everything about salt and pressure. " * 220
+    sent = ask(runnable, question)
+    room = sent.reports[0]["prompt"]
+    tokens = rendered_count(sent.messages[0], "cl100k_base")
+    assert room["prompt_tokens"] == tokens == room["fixed_tokens"] > 800
+    assert sent.reports[0]["over_budget"]
+    structured = create_budgeted_rag_chain(
+        ListRetriever(documents=SALT),
+        GenericFakeChatModel(messages=iter([AIMessage("I cannot tell.")])),
+        budget=ContextBudget(
+            settings=SurfaceSettings(
+                max_docs=8,
+                max_tokens=2_000,
+                max_prompt_tokens=800,
+                min_docs=0,
+                encoding="cl100k_base",
+            )
+        ),
+        structured=True,
+    )
+    warnings = structured.invoke(question).warnings
+    assert (
+        f"[warning: the chat prompt is {tokens} tokens against max_prompt_tokens 800 "
+        f"(0 reserved for the answer): without context or history it is {tokens} "
+        "tokens" in "\n".join(warnings)
+    )
+    assert not any("min_docs" in line for line in warnings)
