@@ -118,7 +118,8 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             `max_prompt_tokens` (None: plain messages).
         surfaces: The config's surfaces, for `with_config(configurable={"surface":
             name})`; None: the budget refuses to switch.
-        overrides: `from_config`'s keyword settings, applied on any surface.
+        overrides: `from_config`'s keyword settings, by the surface they were
+            given for; a call switched to another surface runs its own.
         models: The models the scores come from, to call a calibration stale.
 
     Example:
@@ -139,7 +140,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     id_key: str | None = default_of(RetrievalSettings, "id_key")
     prompt: BasePromptTemplate | None = None
     surfaces: dict[str, SurfaceSettings] | None = None
-    overrides: dict[str, Any] = Field(default_factory=dict)
+    overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
     models: CalibratedWith | None = None
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -157,8 +158,10 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         Args:
             config: A configuration, a YAML file, or None for the defaults.
             surface: A key of the config's `surfaces`.
-            **overrides: Surface settings (`max_tokens`, `packing`...) and the
-                budget's own fields (`format`, `id_key`) to use instead.
+            **overrides: Surface settings (`max_tokens`, `packing`...) to use
+                instead on `surface` (a call switched to another surface runs
+                that surface's own), and the budget's own fields (`format`,
+                `id_key`).
 
         Raises:
             ConfigError: The file is invalid, or it has no such surface.
@@ -184,7 +187,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             surface=surface,
             settings=settings,
             surfaces=dict(config.surfaces),
-            overrides=changed,
+            overrides={surface: changed} if changed else {},
             **{"id_key": config.retrieval.id_key, "models": in_use, **fields},
         )
 
