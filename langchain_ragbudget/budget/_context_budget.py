@@ -275,8 +275,12 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         documents = unique_documents(
             given, self.id_key, (record.key for record in records[0])
         )
+        blank = self._blank(documents)
+        ranks = [i + 1 for i, doc in enumerate(documents) if doc.id not in blank]
+        documents = [doc for doc in documents if doc.id not in blank]
+        records = ([*records[0], *blank.values()], records[1], records[2])
         shorten = self._shortener(documents, question)
-        packed = self._pack(documents, shorten)
+        packed = self._pack(documents, shorten, ranks)
         kept, shortened, trimmed = self._keep(packed, shorten)
         citations = group_citations(
             kept, self.format, self.id_key, edges=self.settings.order == "edges"
@@ -314,7 +318,25 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             fitted_relevance if fitted else blended_relevance,
         )
 
-    def _pack(self, documents: Sequence[Document], shorten: Shortener) -> _Packed:
+    def _blank(self, documents: Sequence[Document]) -> dict[str | None, DropRecord]:
+        """Records of the passages without text: a citation of nothing misleads."""
+        return {
+            doc.id: DropRecord(
+                key=document_key(doc, self.id_key),
+                stage=Stage.BUDGET,
+                reason=DropReason.EMPTY,
+                rank=rank,
+                document=doc,
+                tokens=0,
+                detail="the passage has no text (empty or blanks only)",
+            )
+            for rank, doc in enumerate(documents, start=1)
+            if not doc.page_content.strip()
+        }
+
+    def _pack(
+        self, documents: Sequence[Document], shorten: Shortener, ranks: list[int]
+    ) -> _Packed:
         """The packer's decisions on the candidates, in the surface's budget."""
         settings = self.settings
         items = self._measure(documents)
@@ -330,7 +352,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             max_per_retriever=settings.max_per_retriever,
             joined_cost=neighbour_costs(self.format, documents, settings.encoding_name),
         )
-        return _Packed(documents, items, result, header_costs(items, result))
+        return _Packed(documents, items, result, header_costs(items, result), ranks)
 
     def _keep(
         self, packed: _Packed, shorten: Shortener
@@ -461,7 +483,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         has none kept yet needs it too and can miss room it seems to fit.
         """
         settings = self.settings
-        document, rank = packed.documents[index], index + 1
+        document, rank = packed.documents[index], packed.ranks[index]
         item, header = packed.items[index], packed.headers[index]
         weighed = reason == DropReason.MAX_TOKENS and settings.packing != "stop"
         tokens = item.tokens if weighed else item.counted_tokens  # joined: not yet
@@ -576,3 +598,4 @@ class _Packed:
     items: list[PackItem]
     result: PackResult
     headers: list[int | None]
+    ranks: list[int]  # each candidate's place in the budget's input

@@ -21,6 +21,7 @@ _NAME_LIMIT = 300  # characters of one id in a warning line
 
 # Drop reasons in pipeline order, for the counts of the warning line.
 _REASON_ORDER = (
+    DropReason.EMPTY,
     DropReason.FUSION_CUT,
     DropReason.RERANKED_OUT,
     DropReason.SCORE_FLOOR,

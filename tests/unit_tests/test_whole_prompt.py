@@ -318,3 +318,15 @@ def test_a_question_alone_over_the_limit_is_named_as_such() -> None:
         "tokens" in "\n".join(warnings)
     )
     assert not any("min_docs" in line for line in warnings)
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t "])
+def test_a_passage_without_text_is_dropped_with_a_record(text: str) -> None:
+    blank = Document(id="blank", page_content=text, metadata={"source": "blank.md"})
+    budget = ContextBudget(settings=SurfaceSettings(max_docs=1, max_tokens=400))
+    context = budget.fit([blank, *SALT[:2]])
+    assert context.report.kept_ids == ["p0"]
+    assert "blank.md" not in context.text
+    drops = {r.key: r for r in context.report.drops}
+    assert drops["blank"].reason == "empty_text" and drops["blank"].rank == 1
+    assert (drops["p1"].reason, drops["p1"].rank) == ("over_max_docs", 3)
