@@ -110,6 +110,7 @@ def create_budgeted_rag_chain(
         `BudgetedAnswer` with `structured=True`, or, without `llm`, the state.
 
     Raises:
+        TypeError: An argument is not of the type it takes (`retriever=None`...).
         ValueError: `llm` is given and `prompt` lacks `context` or `question`.
         InvalidInputError: At run time, a mapping without a string `question`, or
             with a key the chain writes (`documents`, `context`, `evidence_note`).
@@ -138,6 +139,14 @@ def create_budgeted_rag_chain(
             answer = chain.invoke("what lowers blood pressure?")
             print(answer.text())  # the answer, then its warnings
     """
+    _check_parts(
+        ("retriever", retriever, Runnable, False),
+        ("llm", llm, Runnable, True),
+        ("budget", budget, ContextBudget, False),
+        ("reranker", reranker, Runnable, True),
+        ("prompt", prompt, BasePromptTemplate, True),
+        ("memory", memory, Runnable, True),
+    )
     chain: Runnable[Any, Any] = RunnableLambda(
         chain_input, name="ragbudget_input"
     ) | RunnablePassthrough.assign(documents=itemgetter("question") | retriever)
@@ -147,6 +156,28 @@ def create_budgeted_rag_chain(
     if llm is not None:
         chain = chain | create_budgeted_stuff_chain(llm, prompt, structured=structured)
     return traced(ledger_scope(chain), tracing, tracer_provider)
+
+
+def _check_parts(*parts: tuple[str, object, type, bool]) -> None:
+    """Refuse a part of the wrong type where it is given, not deep in LCEL.
+
+    Raises:
+        TypeError: Naming the argument, what it takes and what it got.
+    """
+    takes: dict[type, str] = {
+        Runnable: "a LangChain Runnable (a retriever, a chat model...)",
+        ContextBudget: "a ContextBudget (ContextBudget.from_config(...))",
+        BasePromptTemplate: "a LangChain prompt template (ChatPromptTemplate)",
+    }
+    for name, value, kind, optional in parts:
+        if value is None and optional:
+            continue
+        if not isinstance(value, kind):
+            none = " or None" if optional else ""
+            raise TypeError(
+                f"create_budgeted_rag_chain: {name} must be {takes[kind]}{none}; "
+                f"got {type(value).__name__}"
+            )
 
 
 def _budgeted(

@@ -217,10 +217,20 @@ def create_budgeted_stuff_chain(
         (`str`), then the `BudgetedAnswer` as the last chunk.
 
     Raises:
+        TypeError: `llm` or `prompt` is not of the type it takes; at run time,
+            the input holds no `BudgetedContext` under `context`.
         ValueError: `prompt` lacks `context` or `question`.
-        TypeError: At run time, when the input holds no `BudgetedContext` under
-            `context`.
     """
+    if not isinstance(llm, Runnable):
+        raise TypeError(
+            "create_budgeted_stuff_chain: llm must be a chat model (a LangChain "
+            f"Runnable); got {type(llm).__name__}"
+        )
+    if prompt is not None and not isinstance(prompt, BasePromptTemplate):
+        raise TypeError(
+            "create_budgeted_stuff_chain: prompt must be a LangChain prompt "
+            f"template (ChatPromptTemplate) or None; got {type(prompt).__name__}"
+        )
     template = checked_prompt(prompt)
 
     def variables(state: dict[str, Any]) -> dict[str, Any]:
