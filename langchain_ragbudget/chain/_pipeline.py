@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from langchain_core.language_models import BaseChatModel, BaseLanguageModel
 from langchain_core.messages import BaseMessage
@@ -71,6 +71,66 @@ def build_chat_model(config: ConfigLike = None) -> BaseChatModel | None:
             "pip install 'langchain-ragbudget[llm]'"
         ) from exc
     return model
+
+
+@overload
+def create_budgeted_rag_chain(
+    retriever: BaseRetriever,
+    llm: None = None,
+    *,
+    budget: ContextBudget,
+    reranker: FlashRankRerank | None = None,
+    prompt: BasePromptTemplate | None = None,
+    structured: bool = False,
+    tracing: bool | TracingSettings = False,
+    tracer_provider: TracerProvider | None = None,
+    memory: BaseRetriever | None = None,
+) -> Runnable[Any, dict[str, Any]]: ...
+
+
+@overload
+def create_budgeted_rag_chain(
+    retriever: BaseRetriever,
+    llm: BaseLanguageModel[Any],
+    *,
+    budget: ContextBudget,
+    reranker: FlashRankRerank | None = None,
+    prompt: BasePromptTemplate | None = None,
+    structured: Literal[False] = False,
+    tracing: bool | TracingSettings = False,
+    tracer_provider: TracerProvider | None = None,
+    memory: BaseRetriever | None = None,
+) -> Runnable[Any, str]: ...
+
+
+@overload
+def create_budgeted_rag_chain(
+    retriever: BaseRetriever,
+    llm: BaseLanguageModel[Any],
+    *,
+    budget: ContextBudget,
+    reranker: FlashRankRerank | None = None,
+    prompt: BasePromptTemplate | None = None,
+    structured: Literal[True],
+    tracing: bool | TracingSettings = False,
+    tracer_provider: TracerProvider | None = None,
+    memory: BaseRetriever | None = None,
+) -> Runnable[Any, BudgetedAnswer]: ...
+
+
+@overload
+def create_budgeted_rag_chain(
+    retriever: BaseRetriever,
+    llm: BaseLanguageModel[Any] | None,
+    *,
+    budget: ContextBudget,
+    reranker: FlashRankRerank | None = None,
+    prompt: BasePromptTemplate | None = None,
+    structured: bool,
+    tracing: bool | TracingSettings = False,
+    tracer_provider: TracerProvider | None = None,
+    memory: BaseRetriever | None = None,
+) -> Runnable[Any, Any]: ...
 
 
 def create_budgeted_rag_chain(

@@ -8,7 +8,7 @@ answer cut at the model's output limit.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, Literal, overload
 
 from langchain_core.language_models import BaseLanguageModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -190,6 +190,33 @@ def build_answer(
         prompt=None if report.prompt is None else report.prompt.to_dict(),
         memories=[] if context.memory is None else context.memory.entries(),
     )
+
+
+@overload
+def create_budgeted_stuff_chain(
+    llm: BaseLanguageModel[Any],
+    prompt: BasePromptTemplate | None = None,
+    *,
+    structured: Literal[False] = False,
+) -> Runnable[dict[str, Any], str]: ...
+
+
+@overload
+def create_budgeted_stuff_chain(
+    llm: BaseLanguageModel[Any],
+    prompt: BasePromptTemplate | None = None,
+    *,
+    structured: Literal[True],
+) -> Runnable[dict[str, Any], BudgetedAnswer]: ...
+
+
+@overload
+def create_budgeted_stuff_chain(
+    llm: BaseLanguageModel[Any],
+    prompt: BasePromptTemplate | None = None,
+    *,
+    structured: bool,
+) -> Runnable[dict[str, Any], str | BudgetedAnswer]: ...
 
 
 def create_budgeted_stuff_chain(
