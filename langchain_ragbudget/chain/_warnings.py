@@ -217,7 +217,7 @@ def _stage_warnings(report: BudgetReport) -> list[str]:
         report.tokens_used > report.max_tokens or not prompt_over
     ):
         lines.append(
-            f"[warning: context is over the {report.surface} budget "
+            f"[warning: context is over the {display_name(report.surface)} budget "
             f"({report.tokens_used} > {report.max_tokens} tokens): the top passage(s) "
             f"were kept because min_docs={report.min_docs}]"
         )
