@@ -199,14 +199,7 @@ def create_budgeted_rag_chain(
             answer = chain.invoke("what lowers blood pressure?")
             print(answer.text())  # the answer, then its warnings
     """
-    _check_parts(
-        ("retriever", retriever, Runnable, False),
-        ("llm", llm, Runnable, True),
-        ("budget", budget, ContextBudget, False),
-        ("reranker", reranker, Runnable, True),
-        ("prompt", prompt, BasePromptTemplate, True),
-        ("memory", memory, Runnable, True),
-    )
+    _check_parts(retriever, llm, budget, reranker, prompt, memory)
     chain: Runnable[Any, Any] = RunnableLambda(
         chain_input, name="ragbudget_input"
     ) | RunnablePassthrough.assign(documents=itemgetter("question") | retriever)
@@ -218,18 +211,23 @@ def create_budgeted_rag_chain(
     return traced(ledger_scope(chain), tracing, tracer_provider)
 
 
-def _check_parts(*parts: tuple[str, object, type, bool]) -> None:
+def _check_parts(*values: object) -> None:
     """Refuse a part of the wrong type where it is given, not deep in LCEL.
+
+    `values`: retriever, llm, budget, reranker, prompt and memory, in order.
 
     Raises:
         TypeError: Naming the argument, what it takes and what it got.
     """
+    kinds = (Runnable, Runnable, ContextBudget, Runnable, BasePromptTemplate, Runnable)
+    names = ("retriever", "llm", "budget", "reranker", "prompt", "memory")
     takes: dict[type, str] = {
         Runnable: "a LangChain Runnable (a retriever, a chat model...)",
         ContextBudget: "a ContextBudget (ContextBudget.from_config(...))",
         BasePromptTemplate: "a LangChain prompt template (ChatPromptTemplate)",
     }
-    for name, value, kind, optional in parts:
+    for name, value, kind in zip(names, values, kinds, strict=True):
+        optional = name not in ("retriever", "budget")
         if value is None and optional:
             continue
         if not isinstance(value, kind):
