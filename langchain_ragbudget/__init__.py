@@ -19,11 +19,15 @@ if TYPE_CHECKING:
         create_retrieval_tool,
     )
     from langchain_ragbudget.budget import (
+        DEFAULT_PROMPT,
+        MEMORY_PROMPT,
         BudgetedContext,
         BudgetReport,
         Citation,
         ContextBudget,
         ContextFormat,
+        message_tokens,
+        prompt_tokens,
     )
     from langchain_ragbudget.chain import (
         BudgetedAnswer,
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
     from langchain_ragbudget.config import (
         RagBudgetConfig,
         SurfaceSettings,
+        count_tokens,
         load_config,
     )
     from langchain_ragbudget.errors import (
@@ -91,6 +96,7 @@ _EXPORTS = {
     "ConfigError": "errors",
     "ContextBudget": "budget",
     "ContextFormat": "budget",
+    "DEFAULT_PROMPT": "budget",
     "DenseRetriever": "retrieval",
     "DropReason": "ledger",
     "DropRecord": "ledger",
@@ -103,6 +109,7 @@ _EXPORTS = {
     "IndexRepairError": "errors",
     "IndexWriteError": "errors",
     "InvalidInputError": "errors",
+    "MEMORY_PROMPT": "budget",
     "Memory": "memory",
     "MemoryRetriever": "memory",
     "MemoryStore": "memory",
@@ -121,15 +128,20 @@ _EXPORTS = {
     "build_embeddings": "retrieval",
     "build_vector_store": "retrieval",
     "calibrate_threshold": "evidence",
+    "count_tokens": "config",
     "create_budgeted_rag_chain": "chain",
     "create_budgeted_stuff_chain": "chain",
     "create_retrieval_tool": "agents",
     "ledger_scope": "ledger",
     "load_config": "config",
+    "message_tokens": "budget",
+    "prompt_tokens": "budget",
     "weighted_rrf": "retrieval",
 }
 
 __all__ = [
+    "DEFAULT_PROMPT",
+    "MEMORY_PROMPT",
     "AgentBudgetMiddleware",
     "AgentBudgetState",
     "BM25Retriever",
@@ -172,11 +184,14 @@ __all__ = [
     "build_embeddings",
     "build_vector_store",
     "calibrate_threshold",
+    "count_tokens",
     "create_budgeted_rag_chain",
     "create_budgeted_stuff_chain",
     "create_retrieval_tool",
     "ledger_scope",
     "load_config",
+    "message_tokens",
+    "prompt_tokens",
     "weighted_rrf",
 ]
 

@@ -77,12 +77,22 @@ class PromptRoom:
     context_budget: int
     prompt_tokens: int
 
+    @property
+    def over_tokens(self) -> int:
+        """Tokens over `max_prompt_tokens - reserve_output_tokens` (0: within).
+
+        Only the fixed parts can put a prompt over: history and context give way.
+        """
+        limit = self.max_prompt_tokens - self.reserve_output_tokens
+        return max(0, self.prompt_tokens - limit)
+
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
     def describe(self) -> str:
+        over = f", {self.over_tokens} over" if self.over_tokens else ""
         return (
-            f"{self.prompt_tokens} of {self.max_prompt_tokens} "
+            f"{self.prompt_tokens} of {self.max_prompt_tokens}{over} "
             f"({self.reserve_output_tokens} reserved for the answer; history "
             f"{self.history_tokens} of {self.history_budget}, share "
             f"{self.history_share})"

@@ -196,7 +196,10 @@ def memory_step(
         )
         return {**state, MEMORY_TEXT: memories.text, MEMORY_STATE: memories}
 
-    return RunnableLambda(recall, name="ragbudget_memory")
+    return RunnableLambda(recall, name=MEMORY_RUN)
+
+
+MEMORY_RUN = "ragbudget_memory"  # the memory step's run name, for tracers
 
 
 def with_memory(context: BudgetedContext, memory: MemoryContext) -> BudgetedContext:
