@@ -262,7 +262,12 @@ def test_a_request_that_cannot_fit_says_what_takes_the_room(
 def test_a_run_on_another_surface_is_budgeted_on_that_surface(
     retriever: BM25Retriever,
 ) -> None:
-    budget = budget_of(max_prompt_tokens=3000)
+    config = load_config(demo_config_path())  # overrides stay on their surface:
+    for name in ("chat", "search"):
+        config.surfaces[name] = config.surfaces[name].model_copy(
+            update={"max_prompt_tokens": 3000}
+        )
+    budget = ContextBudget.from_config(config, surface="chat")
     model = ScriptedModel()
     state = agent_of(retriever, budget, model).invoke(
         {"messages": [HumanMessage(QUESTIONS[1])]},
