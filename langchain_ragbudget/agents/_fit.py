@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from langchain_core.documents import Document
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -37,15 +36,13 @@ from langchain_ragbudget.agents._tool import context_only, passages_of, tool_res
 from langchain_ragbudget.budget import ContextBudget
 from langchain_ragbudget.budget._history import (
     fit_history,
-    message_body,
+    history_drop_record,
     message_tokens,
     prompt_tokens,
-    role_of,
 )
 from langchain_ragbudget.config._tokens import count_tokens
 from langchain_ragbudget.ledger._names import display_name
 from langchain_ragbudget.ledger._records import (
-    DropReason,
     DropRecord,
     Stage,
     TrimRecord,
@@ -255,7 +252,9 @@ def fit_turn(
             why = (
                 "an earlier tool exchange of the current turn, over the request budget"
             )
-            drops.append(turn_record(turn[index], offset + index + 1, tokens, why))
+            drops.append(
+                history_drop_record(turn[index], offset + index + 1, tokens, why)
+            )
             excess -= tokens
         gone.update(group)
     fitted = list(turn)
@@ -313,27 +312,6 @@ class Refit:
 
     drops: list[DropRecord] = field(default_factory=list)
     trimmed: list[TrimRecord] = field(default_factory=list)
-
-
-def turn_record(
-    message: BaseMessage, position: int, tokens: int, why: str
-) -> DropRecord:
-    """The record of a message left out; its rank is its place in the request."""
-    key = message.id or f"history-{position}"
-    document = Document(
-        id=key,
-        page_content=message_body(message),
-        metadata={"role": role_of(message), "history_turn": position},
-    )
-    return DropRecord(
-        key=key,
-        stage=Stage.HISTORY,
-        reason=DropReason.MAX_TOKENS,
-        rank=position,
-        document=document,
-        tokens=tokens,
-        detail=f"turn {position} ({role_of(message)}) {why}",
-    )
 
 
 def over_cause(

@@ -44,6 +44,7 @@ TOKENS_PER_MESSAGE = 3  # <|start|>{role}<|message|>{content}<|end|>
 TOKENS_PER_NAME = 1
 REPLY_PRIMING = 3  # <|start|>assistant<|message|>
 _ROLES = {"human": "user", "ai": "assistant", "system": "system"}
+_CONTINUATIONS = (AIMessage, ToolMessage)  # a turn's messages after its question
 HISTORY = "history"  # the key of a chat history the prompt does not name
 WARNING_START = "[warning: "  # how each warning line the package writes begins
 
@@ -108,19 +109,19 @@ def fit_history(
 ) -> tuple[list[BaseMessage], list[DropRecord]]:
     """The newest turns that fit `budget_tokens` together, and records of the rest.
 
-    The first turn that does not fit is dropped with every older one, so the kept
-    history is the recent part: never a message cut short, never a gap. A tool
-    result whose call was dropped goes too (a chat API refuses it alone). Both
-    lists are oldest first.
+    The first message that does not fit is dropped with every older one, so the
+    kept history is the recent part: never a message cut short, never a gap. The
+    rest of a turn whose question was dropped goes too (an answer without its
+    question misleads, and a chat API refuses a tool result without its call), so
+    the kept history starts at a question. Both lists are oldest first.
     """
     used = 0
     start = len(messages)
     while start > 0 and used + count(messages[start - 1]) <= budget_tokens:
         used += count(messages[start - 1])
         start -= 1
-    misfit = start  # the newest turn that did not fit (1-based), 0 if all fit
-    while start < len(messages) and isinstance(messages[start], ToolMessage):
-        used -= count(messages[start])
+    misfit = start  # the newest message that did not fit (1-based), 0 if all fit
+    while start < len(messages) and isinstance(messages[start], _CONTINUATIONS):
         start += 1
     dropped = []
     for position, message in enumerate(messages[:start], start=1):
@@ -131,13 +132,15 @@ def fit_history(
             )
         elif position < misfit:
             why = f"older than turn {misfit}, which did not fit (history keeps no gap)"
-        else:
+        elif isinstance(message, ToolMessage):
             why = "a tool result whose call was dropped (a chat API refuses it alone)"
-        dropped.append(_drop_record(message, position, tokens, why))
+        else:
+            why = "the answer of a turn whose question was dropped (whole turns only)"
+        dropped.append(history_drop_record(message, position, tokens, why))
     return list(messages[start:]), dropped
 
 
-def _drop_record(
+def history_drop_record(
     message: BaseMessage, position: int, tokens: int, why: str
 ) -> DropRecord:
     """The record of a dropped turn; its rank is its place in the history."""

@@ -177,14 +177,17 @@ def test_history_is_dropped_oldest_first_whole_with_records() -> None:
     kept, dropped = fit_history(
         history, budget_tokens, lambda m: message_tokens(m, "cl100k_base")
     )
-    assert kept == history[-3:]
-    assert [r.rank for r in dropped] == [1, 2, 3, 4, 5]  # oldest first
+    # the three newest fit, but the oldest of them answers a dropped question
+    assert kept == history[-2:]
+    assert isinstance(kept[0], HumanMessage)
+    assert [r.rank for r in dropped] == [1, 2, 3, 4, 5, 6]  # oldest first
     assert all(r.stage == Stage.HISTORY for r in dropped)
     assert all(r.reason == DropReason.MAX_TOKENS for r in dropped)
     assert [r.document.page_content for r in dropped] == [
-        str(m.text) for m in history[:5]
+        str(m.text) for m in history[:6]
     ]
     assert dropped[3].tokens == costs[3]
+    assert "whole turns only" in dropped[5].detail
 
 
 def test_a_tool_result_never_stays_without_its_call() -> None:
@@ -432,7 +435,8 @@ def test_each_dropped_turn_says_why() -> None:
     count = functools.partial(message_tokens, encoding="cl100k_base")
     newest_two = count(turns[3]) + count(turns[4])
     kept, dropped = fit_history(turns, newest_two + 5, count)
-    assert kept == turns[3:]
+    assert kept == turns[4:]  # turn 4's answer fitted, but its question did not
     assert "needs" in dropped[2].detail and f"took {newest_two} of" in dropped[2].detail
+    assert "question was dropped" in dropped[3].detail
     for record in dropped[:2]:  # fit alone, but older than the turn that did not
         assert "older than turn 3, which did not fit" in record.detail
