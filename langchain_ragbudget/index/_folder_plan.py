@@ -72,9 +72,9 @@ def check_found(found: Scan, given: Path, *, prune: bool = False) -> None:
     """
     if not found.files and not prune:
         raise InvalidInputError(
-            f"nothing to index under {given}: no .txt, .md, .html or .pdf file "
-            "(nor a .gz of a text type) "
-            f"({len(found.skipped)} skipped)"
+            f"nothing to index under {given}: no .txt, .md, .html or .pdf file, "
+            "no README, NEWS, changelog, copyright... (`ragbudget index --help` "
+            f"lists the names), nor a .gz of one ({len(found.skipped)} skipped)"
         )
 
 

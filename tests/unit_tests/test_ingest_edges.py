@@ -1,0 +1,157 @@
+"""What `ragbudget index` reads: the files its help promises, whole, and never junk.
+
+By-name text files with or without an extension, every member of a gzip,
+binary files refused as binary (no encoding can make them text), and codecs that
+are not text encodings refused before the index folder exists. Real files, the
+real CLI; the index-building tests need the embedding model.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from langchain_ragbudget.cli._main import main
+from langchain_ragbudget.index import read_file
+from langchain_ragbudget.index._hybrid_index import HybridIndex
+from langchain_ragbudget.index._loaders import PLAIN_NAMES, UNSUPPORTED, scan
+
+README = Path(__file__).parents[2] / "README.md"
+BY_NAME = (
+    *("README", "README.Debian", "README.dns", "copyright", "AUTHORS", "TODO"),
+    *("FAQ", "NEWS", "ChangeLog", "THANKS", "INSTALL", "LICENSE", "NOTICE"),
+    *("BUGS", "COPYING", "CREDITS", "HISTORY", "CHANGES", "CONTRIBUTING"),
+    *("README.source", "TODO.Debian", "changelog.Debian.amd64", "README-hacking"),
+)
+
+
+def test_by_name_files_are_read_with_or_without_an_extension(tmp_path: Path) -> None:
+    for name in BY_NAME:
+        (tmp_path / name).write_text(f"The {name} file says hello.", "utf-8")
+        gz(tmp_path / f"{name}.gz", f"The gzipped {name} says hello.")
+    for name in ("Makefile", "ls.1", "configure.ac", "READMEish", "notes.rst"):
+        (tmp_path / name).write_text("not read by name", "utf-8")
+    found = scan(tmp_path)
+    read = sorted(path.name for path in found.files)
+    assert read == sorted([*BY_NAME, *(f"{name}.gz" for name in BY_NAME)])
+    assert sorted((s.path, s.reason) for s in found.skipped) == [
+        (name, UNSUPPORTED)
+        for name in ("Makefile", "READMEish", "configure.ac", "ls.1", "notes.rst")
+    ]
+    assert read_file(tmp_path / "copyright").text == "The copyright file says hello."
+
+
+def test_the_help_and_the_readme_name_exactly_the_names_read(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["index", "--help"])
+    shown = capsys.readouterr().out
+    readme = README.read_text("utf-8")
+    files_read = readme[readme.index("Files read:") :].split("\n\n")[0]
+    for text in (shown, files_read):
+        listed = re.search(r"\): ?(AUTHORS[A-Z ,\n]*TODO)\.", text)
+        assert listed is not None, text
+        assert re.split(r"[ ,\n]+", listed.group(1)) == list(PLAIN_NAMES)
+    assert "ls.1.gz" in shown and "binary" in shown
+
+
+def gz(path: Path, text: str | bytes) -> None:
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    path.write_bytes(gzip.compress(data))
+
+
+def test_every_member_of_a_gzip_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "NEWS.gz"
+    first = gzip.compress(b"Version 2 adds --quiet.\n")
+    path.write_bytes(first + gzip.compress(b"Version 1 was the first release.\n"))
+    assert read_file(path).text == (
+        "Version 2 adds --quiet.\nVersion 1 was the first release.\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("tail", "problem"),
+    [
+        (b"garbage", r"7 byte\(s\) after member 1 are not gzip data"),
+        (b"\0" * 16, r"16 byte\(s\) after member 1 are not gzip data"),
+        (
+            gzip.compress(b"second" * 50)[:-6],
+            r"unreadable gzip \(member 2\): truncated",
+        ),
+    ],
+    ids=["garbage", "zero-padding", "truncated-second-member"],
+)
+def test_bytes_after_the_last_gzip_member_are_refused(
+    tmp_path: Path, tail: bytes, problem: str
+) -> None:
+    path = tmp_path / "changelog.gz"
+    path.write_bytes(gzip.compress(b"first member") + tail)
+    with pytest.raises(ValueError, match=problem):
+        read_file(path)
+
+
+def elf_bytes() -> bytes:
+    with Path(sys.executable).resolve().open("rb") as executable:
+        return executable.read(4096)
+
+
+@pytest.mark.skipif(not elf_bytes().startswith(b"\x7fELF"), reason="not an ELF host")
+@pytest.mark.parametrize("encodings", [("utf-8",), ("utf-8", "latin-1"), ("latin-1",)])
+def test_a_binary_is_named_binary_whatever_the_encodings(
+    tmp_path: Path, encodings: tuple[str, ...]
+) -> None:
+    executable = tmp_path / "notes.txt"
+    executable.write_bytes(elf_bytes())
+    with pytest.raises(ValueError, match=r"^binary, not text \(an ELF executable\)"):
+        read_file(executable, encodings)
+    nul = tmp_path / "README"
+    nul.write_bytes(b"A short line of real text" + b"\0\x01\x02tail")
+    with pytest.raises(ValueError) as refused:
+        read_file(nul, encodings)
+    assert str(refused.value) == "binary, not text (a NUL byte at byte 25): not indexed"
+
+
+def test_utf16_text_is_not_binary_when_its_encoding_is_given(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_bytes("Café au lait.".encode("utf-16"))
+    with pytest.raises(ValueError, match="--encoding utf-16"):
+        read_file(path)
+    assert read_file(path, ("utf-16",)).text == "Café au lait."
+
+
+@pytest.mark.needs_embedding_model
+@pytest.mark.needs_tiktoken
+def test_following_the_advice_indexes_no_binary_junk(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "doc"
+    folder.mkdir()
+    (folder / "good.md").write_text("Refunds are paid within 90 days.", "utf-8")
+    (folder / "dump.txt").write_bytes(b"x" * 24 + b"\0" + b"\x7fELF\x02\x01" * 300)
+    argv = ["index", str(folder), "--index", str(tmp_path / "ix")]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "dump.txt: binary, not text (a NUL byte at byte 24)" in out
+    assert "--encoding" not in out
+    assert main([*argv, "--encoding", "utf-8,latin-1"]) == 0  # reported before
+    assert "\0" not in capsys.readouterr().out
+    assert HybridIndex.open(tmp_path / "ix").document_ids == ["good.md"]
+
+
+@pytest.mark.parametrize("codec", ["rot13", "base64", "hex", "bz2", "zlib"])
+def test_a_codec_that_is_not_a_text_encoding_is_refused_before_the_index(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], codec: str
+) -> None:
+    folder = tmp_path / "doc"
+    folder.mkdir()
+    (folder / "a.txt").write_text("text", "utf-8")
+    index = tmp_path / "ix"
+    assert main(["index", str(folder), "--index", str(index), "--encoding", codec]) == 2
+    err = capsys.readouterr().err
+    assert f"error: --encoding '{codec}': not a text encoding" in err
+    assert "Traceback" not in err and not index.exists()
