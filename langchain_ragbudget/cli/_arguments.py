@@ -269,6 +269,12 @@ def _add_inspect(commands: Commands) -> None:
         "size; changes nothing",
         index=True,
     )
+    _flag(
+        inspect,
+        "--documents",
+        "also list every file: indexed (chunks), skipped and refused by the last "
+        "ingest of its folder, with the reason",
+    )
     _flag(inspect, "--json", _JSON_HELP)
 
 

@@ -47,9 +47,10 @@ from langchain_ragbudget.index._chunking import make_chunker
 from langchain_ragbudget.index._folder_plan import (
     FolderPlan,
     check_found,
+    not_indexed,
     plan_folder,
     read_files,
-    remember_refusals,
+    remember_outcomes,
     root_for,
     scan_path,
 )
@@ -77,6 +78,7 @@ from langchain_ragbudget.index._reports import (
 )
 from langchain_ragbudget.index._versions import (
     MANIFEST,
+    SalvagedVersion,
     bm25_as_configured,
     check_manifest,
     current_version_name,
@@ -297,7 +299,11 @@ class HybridIndex:
             raise IndexLoadError(f"{path}: no index here ({MANIFEST} not found)")
         found = IndexInspection(path, sizes=sizes_on_disk(path))
         salvaged = salvage_version(path, config)
-        found.problems += salvaged.notes + salvaged.problems
+        writer = describe_holder(lock_holder(path)) if writer_active(path) else ""
+        if salvaged.version is None and writer:  # a first build: nothing to damage
+            found.building = writer
+        else:
+            found.problems += salvaged.notes + salvaged.problems
         if salvaged.version is not None:
             found.committed_version = salvaged.version.name
         found.other_versions = sorted(
@@ -311,6 +317,11 @@ class HybridIndex:
         )
         if salvaged.records is not None:
             found.documents = len(salvaged.records)
+            found.indexed = {
+                key: len(record.get("chunks", ())) if isinstance(record, dict) else 0
+                for key, record in salvaged.records.items()
+            }
+        found.refused, found.skipped = not_indexed(path)
         if salvaged.chunks_complete:
             found.bm25_chunks = len(salvaged.chunks)
         found.manifest = manifest_for_inspection(
@@ -321,13 +332,7 @@ class HybridIndex:
                 check_manifest(path / MANIFEST, found.manifest, manifest_for(config))
             except IndexLoadError as exc:
                 found.problems.append(str(exc))
-        dense = inspect_vector_store(
-            path, config, found.problems, bool(salvaged.chunks)
-        )
-        if dense is not None:
-            found.vector_chunks = len(dense)
-            if salvaged.chunks_complete:
-                found.sync = compare_sides(dense, chunk_hashes(salvaged.chunks))
+        _inspect_sides(found, salvaged, config, writer)
         return found
 
     @classmethod
@@ -668,7 +673,8 @@ class HybridIndex:
         summary = self.upsert(documents, progress=progress)
         summary.errors[:0] = read_errors
         summary.unreadable = [error.path for error in read_errors]
-        summary.reported_before = remember_refusals(self.directory, plan, read_errors)
+        known = remember_outcomes(self.directory, plan, summary.errors)
+        summary.reported_before = [key for key in known if key in summary.unreadable]
         summary.skipped = list(plan.skipped)
         if plan.gone and prune:
             before = self.chunk_count
@@ -812,6 +818,31 @@ class HybridIndex:
             chunk_store=self._chunks,
             **overrides,
         )
+
+
+def _inspect_sides(
+    found: IndexInspection,
+    salvaged: SalvagedVersion,
+    config: RagBudgetConfig,
+    writer: str,
+) -> None:
+    """The vector side and how it compares with the committed chunks.
+
+    A writer's chunks not yet published are its work in progress, not damage;
+    while it builds the first version the store may be mid-write: read, not judged.
+    """
+    problems: list[str] = [] if found.building else found.problems
+    dense = inspect_vector_store(
+        found.directory, config, problems, bool(salvaged.chunks)
+    )
+    if dense is None:
+        return
+    found.vector_chunks = len(dense)
+    if salvaged.chunks_complete and not found.building:
+        sync = compare_sides(dense, chunk_hashes(salvaged.chunks))
+        if writer and not sync.in_sync:
+            sync = dataclasses.replace(sync, writer=writer)
+        found.sync = sync
 
 
 def _required_id(document: Document) -> str:

@@ -266,8 +266,10 @@ _MAGIC = (
     (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
     (b"SQLite format 3\x00", "an SQLite database"),
 )
-_WIDE_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF16_LE)
-_WIDE_BOMS += (codecs.BOM_UTF16_BE,)
+_WIDE_BOMS = (
+    *(codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE),
+    *(codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE),
+)
 
 
 def check_not_binary(raw: bytes, encodings: Sequence[str]) -> None:

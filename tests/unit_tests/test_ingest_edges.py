@@ -9,7 +9,10 @@ real CLI; the index-building tests need the embedding model.
 from __future__ import annotations
 
 import gzip
+import json
+import os
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -155,3 +158,86 @@ def test_a_codec_that_is_not_a_text_encoding_is_refused_before_the_index(
     err = capsys.readouterr().err
     assert f"error: --encoding '{codec}': not a text encoding" in err
     assert "Traceback" not in err and not index.exists()
+
+
+def listed(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:
+    capsys.readouterr()
+    assert main(["inspect", "--documents", *argv]) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+@pytest.mark.needs_embedding_model
+@pytest.mark.needs_tiktoken
+def test_inspect_documents_lists_every_file_with_its_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "doc"
+    (folder / "man").mkdir(parents=True)
+    (folder / "README").write_text("Run the installer as root.", "utf-8")
+    (folder / "[bold]x.md").write_text("Markup in a name is a name.", "utf-8")
+    (folder / "empty.txt").write_text("", "utf-8")
+    (folder / "core.txt").write_bytes(b"\x7fELF\x02\x01\x01" + b"\0" * 40)
+    for number in range(23):
+        gz(folder / "man" / f"tool{number:02d}.1.gz", ".TH TOOL 1")
+    ix = str(tmp_path / "ix")
+    assert main(["index", str(folder), "--index", ix]) == 1  # the binary: new
+    out = capsys.readouterr().out
+    assert "... and 3 more (all: ragbudget inspect --documents)" in out
+    lines = listed(capsys, "--index", ix)
+    files = lines[lines.index("healthy") + 1 :]
+    assert files == [
+        "indexed: README (1 chunk(s))",
+        "indexed: [bold]x.md (1 chunk(s))",
+        *(f"skipped (unsupported type): man/tool{n:02d}.1.gz .1.gz" for n in range(23)),
+        "refused: core.txt: binary, not text (an ELF executable): not indexed",
+        "refused: empty.txt: empty: no text to index",
+        "2 indexed, 23 skipped, 2 refused (as the last ingest of each folder found "
+        "them)",
+    ]
+    capsys.readouterr()
+    assert main(["inspect", "--documents", "--json", "--index", ix]) == 0
+    shown = json.loads(capsys.readouterr().out)["files"]
+    assert [f["id"] for f in shown["indexed"]] == ["README", "[bold]x.md"]
+    assert len(shown["skipped"]) == 23 and shown["skipped"][0] == {
+        "id": "man/tool00.1.gz",
+        "reason": UNSUPPORTED,
+        "detail": ".1.gz",
+    }
+    assert {f["id"] for f in shown["refused"]} == {"core.txt", "empty.txt"}
+    for name in ("core.txt", "empty.txt"):
+        (folder / name).unlink()
+    shutil.rmtree(folder / "man")
+    (folder / "man").mkdir()
+    (folder / "man" / "ls.1").write_text(".TH LS 1", "utf-8")
+    (folder / "man" / "ls.txt").write_text("ls lists a directory.", "utf-8")
+    assert main(["index", str(folder / "man"), "--index", ix]) == 0  # man/ only
+    lines = listed(capsys, "--index", ix)
+    files = lines[lines.index("healthy") + 1 :]
+    assert files[2:] == [  # man/ as found now; the rest as the last run found it
+        "indexed: man/ls.txt (1 chunk(s))",
+        "skipped (unsupported type): man/ls.1 .1",
+        "refused: core.txt: binary, not text (an ELF executable): not indexed",
+        "refused: empty.txt: empty: no text to index",
+        "3 indexed, 1 skipped, 2 refused (as the last ingest of each folder found "
+        "them)",
+    ]
+
+
+@pytest.mark.needs_embedding_model
+def test_inspect_during_a_first_build_says_a_build_is_in_progress(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ix = tmp_path / "ix"
+    with HybridIndex.open(ix, create=True, write=True):  # a writer, nothing committed
+        capsys.readouterr()
+        assert main(["inspect", "--index", str(ix)]) == 0
+        out = capsys.readouterr().out
+        assert "not healthy" not in out and "problem" not in out
+        last = " ".join(out.splitlines()[-2:])
+        assert f"pid {os.getpid()}" in last
+        assert "is in progress: no version is committed yet" in last
+        found = HybridIndex.inspect(ix)
+        assert found.healthy and found.building and not found.problems
+    capsys.readouterr()
+    assert main(["inspect", "--index", str(ix)]) == 1  # no writer: nothing committed
+    assert "no committed BM25 version found" in capsys.readouterr().out
