@@ -266,10 +266,7 @@ _MAGIC = (
     (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
     (b"SQLite format 3\x00", "an SQLite database"),
 )
-_WIDE_BOMS = (
-    *(codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE),
-    *(codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE),
-)
+_WIDE_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)
 
 
 def check_not_binary(raw: bytes, encodings: Sequence[str]) -> None:
@@ -288,12 +285,22 @@ def check_not_binary(raw: bytes, encodings: Sequence[str]) -> None:
     nul = raw.find(b"\0")
     if nul < 0 or any(_is_wide(encoding) for encoding in encodings):
         return
-    if raw.startswith(_WIDE_BOMS):
+    if raw.startswith(_WIDE_BOMS) and _decodes_wide(raw):
         raise ValueError(
             "UTF-16 or UTF-32 text (it starts with a byte-order mark); index it "
             "with --encoding utf-16 (or utf-32)"
         )
     raise ValueError(f"binary, not text (a NUL byte at byte {nul}): not indexed")
+
+
+def _decodes_wide(raw: bytes) -> bool:
+    for encoding in ("utf-16", "utf-32"):
+        try:
+            raw.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        return True
+    return False
 
 
 def _is_wide(encoding: str) -> bool:
