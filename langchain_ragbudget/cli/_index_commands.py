@@ -66,6 +66,8 @@ def open_index(
             markup=False,
         )
         return index
+    if not (create or report.in_sync or report.writer):
+        return index  # damage: the index's own warning said it, once
     style = "green" if report.in_sync else "yellow"
     console.print(f"{directory}: {report.summary()}", style=style, markup=False)
     return index

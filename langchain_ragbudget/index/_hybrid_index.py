@@ -42,6 +42,7 @@ from langchain_ragbudget.index._chroma import (
     read_vector_side,
     replace_vector_store,
     vector_hashes,
+    vector_metadata,
 )
 from langchain_ragbudget.index._chunking import make_chunker
 from langchain_ragbudget.index._folder_plan import (
@@ -255,6 +256,15 @@ class HybridIndex:
         index._sparse = sparse
         index.sync_report = index.sync_check()
         in_sync = index.sync_report.in_sync
+        read = version.name if version is not None else ""
+        if (
+            not (lock.held or in_sync or recovered)
+            and current_version_name(path) != read
+        ):
+            index.close()  # the vectors are a newer version's: `open` reads again
+            raise IndexLoadError(
+                f"{path}: a version newer than {read!r} was published mid-read"
+            )
         writer = ""
         if not lock.held and not in_sync and writer_active(path):
             writer = describe_holder(lock_holder(path))
@@ -707,8 +717,14 @@ class HybridIndex:
 
         Adds are batched across documents (each Chroma write has a fixed cost). A
         chunk the store already holds with the same text is not embedded again:
-        that resumes a run stopped before it published.
+        that resumes a run stopped before it published. A chunk deleted and added
+        back unchanged (same text, same document version: a document a repair
+        could not fully restore, re-read) keeps its vector.
         """
+        unchanged = self._unchanged_vectors()
+        self._pending_deletes = [
+            chunk_id for chunk_id in self._pending_deletes if chunk_id not in unchanged
+        ]
         if self._pending_deletes:
             delete_vectors(self.vectorstore, self._pending_deletes)
             for chunk_id in self._pending_deletes:
@@ -729,6 +745,26 @@ class HybridIndex:
             for chunk_id, chunk in self._pending_adds.items():
                 self._dense_hashes[chunk_id] = chunk.metadata.get("content_hash")
             self._pending_adds = {}
+
+    def _unchanged_vectors(self) -> set[str]:
+        """Pending deletes added back as the very chunk the store holds."""
+        candidates = [
+            chunk_id
+            for chunk_id in self._pending_deletes
+            if chunk_id in self._pending_adds
+            and self._dense_hashes.get(chunk_id)
+            == self._pending_adds[chunk_id].metadata.get("content_hash")
+        ]
+        if not candidates:
+            return set()
+        stored = vector_metadata(self.vectorstore, candidates)
+        return {
+            chunk_id
+            for chunk_id in candidates
+            if chunk_id in stored
+            and stored[chunk_id].get("doc_hash")
+            == self._pending_adds[chunk_id].metadata.get("doc_hash")
+        }
 
     def commit(self, progress: ProgressCallback | None = None) -> None:
         """Write the vector side, then rebuild BM25 and save it atomically."""

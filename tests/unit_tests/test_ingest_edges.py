@@ -10,18 +10,24 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 import os
 import re
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from langchain_core.documents import Document
 
-from langchain_ragbudget.cli._main import main
+import langchain_ragbudget.index._hybrid_index as hybrid_module
+from langchain_ragbudget.cli._main import main, name_library_warnings
+from langchain_ragbudget.config import load_config
 from langchain_ragbudget.index import read_file
-from langchain_ragbudget.index._hybrid_index import HybridIndex
+from langchain_ragbudget.index._hybrid_index import EMBEDDING, HybridIndex
 from langchain_ragbudget.index._loaders import PLAIN_NAMES, UNSUPPORTED, scan
+from langchain_ragbudget.retrieval._dense import ADD_BATCH_SIZE
 
 README = Path(__file__).parents[2] / "README.md"
 BY_NAME = (
@@ -241,3 +247,115 @@ def test_inspect_during_a_first_build_says_a_build_is_in_progress(
     capsys.readouterr()
     assert main(["inspect", "--index", str(ix)]) == 1  # no writer: nothing committed
     assert "no committed BM25 version found" in capsys.readouterr().out
+
+
+class Interrupt:
+    """A progress callback that stops the run, as Ctrl-C would, after `after`
+    chunks were embedded; counts what each stage embedded."""
+
+    def __init__(self, after: int | None = None) -> None:
+        self.after = after
+        self.embedded = 0
+
+    def __call__(self, stage: str, done: int, total: int | None) -> None:
+        if stage != EMBEDDING:
+            return
+        self.embedded = done
+        if self.after is not None and done >= self.after:
+            raise KeyboardInterrupt
+
+
+@pytest.mark.needs_embedding_model
+@pytest.mark.needs_tiktoken
+def test_repair_after_an_interrupted_first_build_reuses_what_a_rerun_would(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for number in range(90):
+        sentences = (
+            f"Note {number} says fact {k} about item {number}." for k in range(9)
+        )
+        (folder / f"n{number:02d}.md").write_text(" ".join(sentences), "utf-8")
+    config = load_config()
+    small = config.index.model_copy(update={"chunk_size": 32, "chunk_overlap": 0})
+    config = config.model_copy(update={"index": small})
+    first = tmp_path / "ix"
+    with (
+        pytest.raises(KeyboardInterrupt),
+        HybridIndex.open(first, config, write=True) as index,
+    ):
+        index.ingest(folder, progress=Interrupt(after=ADD_BATCH_SIZE + 32))
+    shutil.copytree(first, tmp_path / "copy")
+    rerun = Interrupt()
+    with HybridIndex.open(tmp_path / "copy", config, write=True) as index:
+        index.ingest(folder, progress=rerun)
+        chunks = index.chunk_count
+    assert 0 < rerun.embedded < chunks - ADD_BATCH_SIZE // 2  # the first batch reused
+    repaired, report = HybridIndex.repair_directory(first, config)
+    with repaired:
+        assert report.re_embedded == [] and report.needs_reingest
+    after_repair = Interrupt()
+    with HybridIndex.open(first, config, write=True) as index:
+        summary = index.ingest(folder, progress=after_repair)
+        assert index.chunk_count == chunks and index.sync_report.in_sync
+    assert summary.updated == report.needs_reingest
+    assert after_repair.embedded == rerun.embedded
+
+
+@pytest.mark.needs_embedding_model
+@pytest.mark.needs_tiktoken
+def test_a_version_published_mid_read_is_read_again_not_called_damage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("Refunds are paid within 90 days.", "utf-8")
+    ix = tmp_path / "ix"
+    with HybridIndex.open(ix, write=True) as index:
+        index.ingest(folder)
+    (folder / "b.md").write_text("The office opens at 9am.", "utf-8")
+    real_open = hybrid_module.open_vector_store
+    published: list[str] = []
+
+    def writer_publishes_first(*args: Any, **kwargs: Any) -> Any:
+        if not published:  # the reader has read version 1; a writer commits 2
+            published.append("b.md")
+            with HybridIndex.open(ix, write=True) as writer:
+                writer.ingest(folder)
+        return real_open(*args, **kwargs)
+
+    monkeypatch.setattr(hybrid_module, "open_vector_store", writer_publishes_first)
+    with caplog.at_level(logging.WARNING), HybridIndex.open(ix) as reader:
+        assert published and reader.sync_report.in_sync
+        assert reader.document_ids == ["a.md", "b.md"]
+    assert "out of sync" not in caplog.text
+
+
+@pytest.mark.needs_embedding_model
+@pytest.mark.needs_tiktoken
+def test_ask_over_sides_out_of_sync_says_so_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    config = tmp_path / "offline.yml"
+    config.write_text("rerank:\n  download: false\n", "utf-8")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "refunds.md").write_text("Refunds are paid within 90 days.", "utf-8")
+    settings = ["--index", str(tmp_path / "ix"), "--config", str(config)]
+    assert main(["index", str(folder), *settings]) == 0
+    with HybridIndex.open(tmp_path / "ix", write=True) as index:  # a stray vector
+        stray = Document(id="x.md::0", page_content="x", metadata={"doc_id": "x.md"})
+        index.vectorstore.add_documents([stray], ids=["x.md::0"])
+    capsys.readouterr()
+    handler = name_library_warnings()  # as the console script does
+    try:
+        assert main(["ask", "When are refunds paid?", "--no-prompt", *settings]) == 0
+    finally:
+        logging.getLogger().removeHandler(handler)
+    said = capsys.readouterr()
+    both = " ".join((said.out + said.err).split())
+    assert both.count("out of sync: 1 chunk(s) only in the vector store") == 1, both
+    assert "refunds.md::0" in said.out
