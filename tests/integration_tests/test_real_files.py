@@ -134,7 +134,9 @@ def test_every_documentation_file_is_indexed_or_named_with_its_reason(
     assert refused["bin/python.txt"].startswith("binary, not text (an ELF")
     assert refused["empty.txt"] == refused["bin/TODO"] == "empty: no text to index"
     assert not skipped, skipped
-    assert all(name.split("/")[-1].split(".")[0].upper() in PLAIN_NAMES for name in by_name)
+    assert all(
+        name.split("/")[-1].split(".")[0].upper() in PLAIN_NAMES for name in by_name
+    )
     man = [name for name in indexed if name.startswith("man/")]
     assert len(man) == rendered, "every rendered man page is indexed"
     assert [n for n in indexed if n.startswith("html/")], "no HTML page indexed"
