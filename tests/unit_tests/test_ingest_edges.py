@@ -359,3 +359,25 @@ def test_ask_over_sides_out_of_sync_says_so_once(
     both = " ".join((said.out + said.err).split())
     assert both.count("out of sync: 1 chunk(s) only in the vector store") == 1, both
     assert "refunds.md::0" in said.out
+
+
+@pytest.mark.needs_embedding_model
+@pytest.mark.needs_tiktoken
+def test_inspect_during_an_update_reports_the_write_not_damage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("Refunds are paid within 90 days.", "utf-8")
+    ix = tmp_path / "ix"
+    with HybridIndex.open(ix, write=True) as index:
+        index.ingest(folder)
+    with HybridIndex.open(ix, write=True) as writer:  # vectors written, unpublished
+        new = Document(id="b.md::0", page_content="b", metadata={"doc_id": "b.md"})
+        writer.vectorstore.add_documents([new], ids=["b.md::0"])
+        capsys.readouterr()
+        assert main(["inspect", "--index", str(ix)]) == 0
+        said = " ".join(capsys.readouterr().out.split())
+        assert f"a write by pid {os.getpid()} on " in said
+        assert "(1 new chunk(s) not yet published)" in said
+        assert "not healthy" not in said
