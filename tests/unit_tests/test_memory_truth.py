@@ -275,7 +275,9 @@ def read_only_copy(folder: Path) -> tuple[Path, str]:
     return path, memory.id
 
 
-def test_a_read_only_store_is_read_and_refuses_writes(tmp_path: Path) -> None:
+def test_a_read_only_store_is_read_and_refuses_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path, memory_id = read_only_copy(tmp_path)
     try:
         with MemoryStore(path, clock=Clock()) as store:
@@ -287,6 +289,10 @@ def test_a_read_only_store_is_read_and_refuses_writes(tmp_path: Path) -> None:
                 store.remember("likes coffee", embedding=[1, 0, 0])
             with pytest.raises(MemoryStoreError, match="is read-only"):
                 store.forget(memory_id)
+        assert main(["memory", "list", "--store", str(path), "--json"]) == 0
+        assert memory_id in capsys.readouterr().out
+        assert main(["memory", "forget", memory_id, "--store", str(path)]) == 2
+        assert "is read-only" in capsys.readouterr().err
     finally:
         path.parent.chmod(0o755)
 
