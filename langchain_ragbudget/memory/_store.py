@@ -36,6 +36,7 @@ from langchain_ragbudget.errors import InvalidInputError, RagBudgetError
 from langchain_ragbudget.memory._ranking import Ranking, RankingCache, unit_rows
 
 SCHEMA_VERSION = 1
+NORMAL_FORM = 2  # the version of `normalised` the `norm` column holds
 BUSY_TIMEOUT_MS = 30_000  # a writer waits this long for another process's write
 _SCHEMA = """
 CREATE TABLE memories (
@@ -587,10 +588,32 @@ def _ensure_schema(connection: sqlite3.Connection, path: Path) -> None:
                 if statement.strip():
                     connection.execute(statement)
             connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        _renormalise(connection)
         connection.execute("COMMIT")
     except BaseException:
         connection.execute("ROLLBACK")
         raise
+
+
+def _renormalise(connection: sqlite3.Connection) -> None:
+    """Bring the `norm` column to this version's `normalised`, once per file.
+
+    Stores written before it folded inner punctuation and format characters
+    hold older forms, which a restatement would no longer find.
+    """
+    row = connection.execute(
+        "SELECT value FROM meta WHERE key = 'normal_form'"
+    ).fetchone()
+    if row is not None and int(row[0]) >= NORMAL_FORM:
+        return
+    rows = connection.execute("SELECT id, text FROM memories").fetchall()
+    connection.executemany(
+        "UPDATE memories SET norm = ? WHERE id = ?",
+        [(normalised(text), memory_id) for memory_id, text in rows],
+    )
+    connection.execute(
+        "INSERT OR REPLACE INTO meta VALUES ('normal_form', ?)", (NORMAL_FORM,)
+    )
 
 
 def _check_schema(

@@ -255,10 +255,13 @@ def test_a_store_damaged_mid_file_is_named_with_what_to_do(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = damaged(tmp_path)
-    store = MemoryStore(path)  # the header and first page are whole
+
+    def read() -> None:
+        with MemoryStore(path) as store:  # fails at open or at the first read
+            store.list()
+
     with pytest.raises(MemoryStoreError, match=r"damaged\.sqlite: is damaged.*recover"):
-        store.list()
-    store.close()
+        read()
     assert main(["memory", "list", "--store", str(path)]) == 2
     err = capsys.readouterr().err
     assert "damaged.sqlite: is damaged" in err and ".recover" in err
@@ -355,3 +358,19 @@ def test_sqlite_s_own_damage_error_is_what_the_test_makes(tmp_path: Path) -> Non
         pytest.raises(sqlite3.DatabaseError, match="malformed"),
     ):
         connection.execute("SELECT text FROM memories").fetchall()
+
+
+def test_a_store_of_the_older_normal_form_is_brought_up_to_date(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite"
+    with MemoryStore(path, clock=Clock()) as store:
+        first = store.remember(
+            "The sync: at 10:00, room 4B.", subject="s", embedding=[1, 0, 0]
+        )
+    with sqlite3.connect(path) as connection:  # as the previous version wrote it
+        connection.execute("UPDATE memories SET norm = 'the sync: at 10:00, room 4b'")
+        connection.execute("DELETE FROM meta WHERE key = 'normal_form'")
+    with MemoryStore(path, clock=Clock()) as store:
+        again = store.remember(
+            "the sync at 10:00 room 4B", subject="s", embedding=[0, 1, 0]
+        )
+    assert again.id == first.id and again.times_said == 2
