@@ -187,18 +187,19 @@ class MemoryRetriever(BaseRetriever):
         factors = score_all(ranking, query_vector, timestamp(now), self.half_life_days)
         recalled = self._scored(ranking, factors, best(factors[3], self.k))
         kept, drops = under_floor(recalled, self.min_score)
+        fetched = 0
         if self.supersede:
-            kept = self._with_newest(ranking, factors, kept)
-            kept, more = superseded(kept)
+            with_newest = self._with_newest(ranking, factors, kept)
+            fetched = len(with_newest) - len(kept)
+            kept, more = superseded(with_newest)
             drops += more
         kept, more = checked_sources(kept, self.sources, self.stale == "drop")
         drops += more
         self.store.mark_recalled([item.memory.id for item in kept], now)
-        fetched = {item.memory.id for item in kept} - {i.memory.id for i in recalled}
         return MemoryRecall(
             kept,
             sorted(drops, key=lambda record: record.rank),
-            below_k=len(ranking.ids) - len(recalled) - len(fetched),
+            below_k=len(ranking.ids) - len(recalled) - fetched,
         )
 
     def score(
