@@ -4,7 +4,8 @@ Each subject (a template about one codename: a meeting time, a budget, a project
 lead...) is stated, then restated (the same words, other case, spacing or
 punctuation), recalled, changed (a new number, time, date or name), contradicted
 (negated) and sometimes changed back to an earlier statement, on random days over
-26 weeks. After each week every subject stated so far is asked about; the memory
+26 weeks. After each week (or every `every` weeks) every subject stated so far is
+asked about; the memory
 section that question gets is judged: is the subject's current statement in it,
 and is any statement that is no longer current (of any subject)?
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 
 import numpy as np
@@ -169,27 +170,30 @@ class AddOnly:
     def __init__(self, clock: str | None, half_life_days: float) -> None:
         self.clock, self.half_life = clock, half_life_days
         self.rows: list[tuple[str, str]] = []  # (subject, text)
-        self.vectors: list[np.ndarray] = []
-        self.times: list[float] = []  # created or last accessed, epoch seconds
+        self.vectors = np.empty((4096, 384), dtype=np.float32)
+        self.times = np.empty(4096)  # created or last accessed, epoch seconds
 
     def remember(
         self, subject: str, text: str, vector: np.ndarray, now: datetime
     ) -> None:
+        at = len(self.rows)
+        if at == len(self.times):
+            self.vectors = np.concatenate([self.vectors, np.empty_like(self.vectors)])
+            self.times = np.concatenate([self.times, np.empty_like(self.times)])
         self.rows.append((subject, text))
-        self.vectors.append(vector / np.linalg.norm(vector))
-        self.times.append(now.timestamp())
+        self.vectors[at] = vector / np.linalg.norm(vector)
+        self.times[at] = now.timestamp()
 
     def recall(self, query: np.ndarray, clock: Clock, k: int) -> list[Document]:
-        now = clock.now
-        similarity = np.stack(self.vectors) @ (query / np.linalg.norm(query))
-        scores = similarity
+        now, count = clock.now, len(self.rows)
+        unit = (query / np.linalg.norm(query)).astype(np.float32)
+        scores = self.vectors[:count] @ unit
         if self.clock is not None:
-            ages = (now.timestamp() - np.asarray(self.times)) / 86_400
-            scores = similarity * 0.5 ** (np.maximum(ages, 0) / self.half_life)
+            ages = (now.timestamp() - self.times[:count]) / 86_400
+            scores = scores * 0.5 ** (np.maximum(ages, 0) / self.half_life)
         top = np.argsort(-scores, kind="stable")[:k]
         if self.clock == "accessed":
-            for i in top:
-                self.times[int(i)] = now.timestamp()
+            self.times[top] = now.timestamp()
         return [
             Document(
                 id=f"row-{i}",
@@ -198,6 +202,9 @@ class AddOnly:
             )
             for i in top
         ]
+
+
+normal = cache(normalised)  # the texts repeat; their normal form once each
 
 
 @dataclass
@@ -218,9 +225,7 @@ def judge(
     served: Sequence[Document], subject: str, current: dict[str, str], tally: Tally
 ) -> None:
     """Count whether `subject`'s current statement, and any stale one, was served."""
-    shown = [
-        (d.metadata.get(MEMORY_SUBJECT), normalised(d.page_content)) for d in served
-    ]
+    shown = [(d.metadata.get(MEMORY_SUBJECT), normal(d.page_content)) for d in served]
     tally.asked += 1
     tally.current += (subject, current[subject]) in shown
     tally.subject += any(key == subject for key, _ in shown)
@@ -233,6 +238,7 @@ def run(
     vectors: dict[str, np.ndarray],
     half_life_days: float,
     folder: Path,
+    every: int = 1,
 ) -> dict[str, Tally]:
     """The stream through the package and the three anchors: a tally for each."""
     clock = Clock()
@@ -268,9 +274,11 @@ def run(
                 store.remember(text, subject=key, embedding=vectors[text])
                 for anchor in anchors.values():
                     anchor.remember(key, text, vectors[text], moment)
-                current[key] = normalised(text)
+                current[key] = normal(text)
             event = next(pending, None)
         clock.now = end
+        if week % every:
+            continue
         for subject in subjects:
             if subject.key not in current:
                 continue

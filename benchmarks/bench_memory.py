@@ -32,6 +32,7 @@ section holds a statement that is no longer current.
 
     python benchmarks/bench_memory.py [--sizes 1000 10000 100000] [--queries 50]
     python benchmarks/bench_memory.py --stream [--subjects 300] [--half-lives 30 365]
+        [--every-weeks 2]
 """
 
 from __future__ import annotations
@@ -190,7 +191,9 @@ def scale_table(sizes: list[int], queries: int) -> Table:
     return table
 
 
-def stream_table(subjects: int, seed: int, half_lives: list[float]) -> Table:
+def stream_table(
+    subjects: int, seed: int, half_lives: list[float], every: int
+) -> Table:
     from _memory_stream import run, stream, texts_to_embed
 
     from langchain_ragbudget import build_embeddings, load_config
@@ -218,7 +221,7 @@ def stream_table(subjects: int, seed: int, half_lives: list[float]) -> Table:
         table.add_column(column, justify="left" if column == "memory" else "right")
     with tempfile.TemporaryDirectory() as folder:
         for half_life in half_lives:
-            tallies = run(people, events, vectors, half_life, Path(folder))
+            tallies = run(people, events, vectors, half_life, Path(folder), every)
             for name, tally in tallies.items():
                 table.add_row(
                     f"{half_life:g} days",
@@ -242,10 +245,13 @@ def main() -> None:
     parser.add_argument("--subjects", type=int, default=300)
     parser.add_argument("--seed", type=int, default=35)
     parser.add_argument("--half-lives", type=float, nargs="+", default=[30.0, 365.0])
+    parser.add_argument("--every-weeks", type=int, default=2, help="ask how often")
     args = parser.parse_args()
     print_machine(out, load_average=True)
     if args.stream:
-        out.print(stream_table(args.subjects, args.seed, args.half_lives))
+        out.print(
+            stream_table(args.subjects, args.seed, args.half_lives, args.every_weeks)
+        )
         return
     out.print(scale_table(args.sizes, args.queries))
     out.print(
