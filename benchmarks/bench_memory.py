@@ -208,7 +208,9 @@ def stream_table(
         f"seed {seed}; {len(texts)} texts embedded with all-MiniLM-L6-v2 in "
         f"{time.perf_counter() - start:.1f} s"
     )
-    table = Table(title="the current fact against stale ones, asked weekly")
+    table = Table(
+        title=f"the current fact against stale ones, asked every {every} weeks"
+    )
     for column in (
         "half-life",
         "memory",
