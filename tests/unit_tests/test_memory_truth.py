@@ -155,7 +155,9 @@ def test_the_similarity_shortcut_never_merges_a_changed_token(
         second = store.remember(newer, subject=f"s{n}", embedding=b)
         assert second.id != first.id and second.times_said == 1, (older, newer)
     assert max(cosines) > 0.99  # the embedding alone would merge some of them
-    restated = MemoryStore(tmp_path / "r.sqlite", embeddings, restate_similarity=0.5)
+    restated = MemoryStore(
+        tmp_path / "r.sqlite", embeddings, restate_similarity=threshold
+    )  # the restatements' cosines: 0.967 to 0.996
     merged = 0
     for n, (older, newer) in enumerate(RESTATEMENTS):
         first = restated.remember(older, subject=f"s{n}")
