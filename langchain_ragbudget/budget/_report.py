@@ -121,6 +121,7 @@ class MemoryContext:
         drops: Every `memory / ...` record, the recall's and the share's.
         stale: The kept memories whose source changed.
         tokens_used: Tokens of `text`.
+        below_k: Memories the recall ranked below its `k` (counted, not named).
     """
 
     documents: list[Document] = field(default_factory=list)
@@ -130,6 +131,7 @@ class MemoryContext:
     tokens_used: int = 0
     max_memories: int = 0
     memory_tokens: int = 0
+    below_k: int = 0
 
     def entries(self) -> list[dict[str, Any]]:
         keys = (
