@@ -35,6 +35,7 @@ from langchain_ragbudget.budget._packing import (
     header_costs,
     pack,
 )
+from langchain_ragbudget.budget._prompt import EMPTY_MEMORIES, MEMORY_TEXT
 from langchain_ragbudget.budget._render import ContextFormat, group_citations
 from langchain_ragbudget.budget._report import (
     REPORT_RUN,
@@ -528,6 +529,31 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     ) -> Any:
         """Async `invoke`; packing itself is CPU-only and quick."""
         return await self._acall_with_config(self._ainvoke, input, config, **kwargs)
+
+    def memory_room(
+        self, input: dict[str, Any], config: RunnableConfig | None = None
+    ) -> int | None:
+        """Tokens a memory section may take before the least prompt is over.
+
+        The least prompt is the call's prompt with no history, no context and no
+        memories; None when the surface does not budget the whole prompt.
+        """
+        budget = self.for_call(config)
+        settings = budget.settings
+        if settings.max_prompt_tokens is None:
+            return None
+        key, _ = history_of(input, self.prompt) or (HISTORY, None)
+        least = budget.fit(
+            [],
+            (),
+            question_of(input),
+            [],
+            {**prompt_values(input), MEMORY_TEXT: ""},
+            key,
+        ).report.prompt
+        fixed = least.fixed_tokens if least is not None else 0
+        free = settings.max_prompt_tokens - settings.reserve_output_tokens - fixed
+        return max(0, free + count_tokens(EMPTY_MEMORIES, settings.encoding_name))
 
     def _fit_input(
         self, input: Any, config: RunnableConfig

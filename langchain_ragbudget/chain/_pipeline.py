@@ -246,10 +246,12 @@ def _budgeted(
     counted: bool,
 ) -> tuple[Runnable[Any, Any], BasePromptTemplate | None]:
     """`chain` then the budget, given the prompt that is sent (memories around it)."""
-    if memory is not None:  # before the budget, which counts the section
-        chain, prompt = chain | memory_step(memory, budget), prompt or MEMORY_PROMPT
+    if memory is not None:
+        prompt = prompt or MEMORY_PROMPT
     if counted or prompt is not None:  # count the prompt that is sent
         budget = budget.model_copy(update={"prompt": checked_prompt(prompt)})
+    if memory is not None:  # before the budget, which counts the section
+        chain = chain | memory_step(memory, budget)
     chain = chain | budget
     return (chain if memory is None else chain | ATTACH), prompt
 

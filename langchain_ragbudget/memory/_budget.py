@@ -115,13 +115,19 @@ def fit_memories(
     max_memories: int,
     memory_tokens: int,
     encoding: str,
+    prompt_room: int | None = None,
 ) -> MemoryContext:
     """The best memories that fit the share, in order; a record for each other.
 
     One that does not fit is passed over and smaller ones tried (like `packing:
     skip`). The recall's own records come first, and its count of memories
-    ranked below `k` is carried over.
+    ranked below `k` is carried over. `prompt_room` (what a whole-prompt budget
+    leaves the section) narrows the share when it is smaller.
     """
+    limit = f"memory_tokens={memory_tokens}"
+    if prompt_room is not None and prompt_room < memory_tokens:
+        memory_tokens = prompt_room
+        limit = f"the {prompt_room} the rest of the prompt leaves in max_prompt_tokens"
     recalled: list[DropRecord] = list(getattr(documents, "drops", []))
     kept: list[Document] = []
     blocks: list[str] = []
@@ -135,10 +141,7 @@ def fit_memories(
             detail = f"max_memories={max_memories} memories were already kept"
         elif used + tokens > memory_tokens:
             reason = DropReason.MAX_TOKENS
-            detail = (
-                f"needs {tokens} tokens; {memory_tokens - used} left of "
-                f"memory_tokens={memory_tokens}"
-            )
+            detail = f"needs {tokens} tokens; {memory_tokens - used} left of {limit}"
         else:
             kept.append(document)
             blocks.append(block)
@@ -200,6 +203,7 @@ def memory_step(
             settings.max_memories,
             settings.memory_tokens,
             settings.encoding_name,
+            budget.memory_room(state, config),
         )
         return {**state, MEMORY_TEXT: memories.text, MEMORY_STATE: memories}
 

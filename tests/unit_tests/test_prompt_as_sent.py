@@ -196,8 +196,9 @@ def test_the_report_is_what_the_model_got(
     tokens = rendered_count(received, report["encoding"])
     room = report["prompt"]
     assert room["prompt_tokens"] == tokens  # nothing charged unsent, nothing unpaid
-    if tokens > max_prompt + 1:  # over: only when the prompt without context is
+    if tokens > max_prompt + 1:  # over: only when the prompt without context is,
         assert report["over_budget"] and room["fixed_tokens"] > max_prompt + 1
+        assert not answer.memories  # and then memories gave way first
     dropped = report["dropped"]
     # every passage is sent or recorded
     passage_drops = {d["id"] for d in dropped if d["stage"] != Stage.HISTORY}
@@ -223,3 +224,41 @@ def test_the_report_is_what_the_model_got(
 
 def _bodies(messages: list[BaseMessage]) -> list[tuple[str, str, Any]]:
     return [(m.type, str(m.text), getattr(m, "tool_calls", None)) for m in messages]
+
+
+def test_memories_give_way_when_the_whole_prompt_is_full() -> None:
+    """The memory share is narrowed to what the rest of the prompt leaves."""
+    notes = [f"Remembered fact number {i}: " + "detail " * 40 for i in range(4)]
+
+    def run(max_prompt: int) -> tuple[Any, Sent]:
+        budget = ContextBudget.from_config(
+            surface="chat",
+            max_prompt_tokens=max_prompt,
+            reserve_output_tokens=0,
+            memory_tokens=2_000,
+            max_memories=4,
+            min_docs=0,
+        )
+        chain = create_budgeted_rag_chain(
+            ListRetriever(documents=passages(["A passage. " * 5])),
+            GenericFakeChatModel(messages=iter([AIMessage("An answer [1].")])),
+            budget=budget,
+            memory=ListRetriever(documents=remembered(notes)),
+            structured=True,
+        )
+        sent = Sent()
+        return chain.invoke(
+            {"question": "what do you remember?"}, {"callbacks": [sent]}
+        ), sent
+
+    roomy, _ = run(4_000)
+    assert len(roomy.memories) == 4
+    assert roomy.prompt is not None
+    tight_limit = roomy.prompt["fixed_tokens"] - 100  # about two memories less
+    answer, sent = run(tight_limit)
+    tokens = rendered_count(sent.messages[0], sent.reports[0]["encoding"])
+    assert tokens <= tight_limit
+    assert [m["id"] for m in answer.memories] == ["m0", "m1"]  # the best ones stay
+    gone = [d for d in answer.dropped if d["stage"] == Stage.MEMORY]
+    assert [d["id"] for d in gone] == ["m2", "m3"]
+    assert all("max_prompt_tokens" in d["detail"] for d in gone)
