@@ -1,0 +1,38 @@
+"""One smoke test of the memory store on a real PostgreSQL server.
+
+The whole memory suite runs on the server in
+tests/integration_tests/test_memory_postgres.py (starting a cluster costs seconds);
+this one keeps `make test` honest about the server path: a throwaway cluster from
+the Debian binaries (tests/postgres_cluster.py), skipped with the reason when
+they or psycopg are absent.
+"""
+
+from __future__ import annotations
+
+import pytest
+from postgres_cluster import new_schema
+
+from langchain_ragbudget.errors import InvalidInputError
+from langchain_ragbudget.memory._retriever import MemoryRetriever, MemoryStore
+
+
+def test_a_server_store_remembers_restates_and_recalls(postgres_host: str) -> None:
+    location = new_schema(postgres_host)
+    writer, reader = MemoryStore(location), MemoryStore(location)
+    first = writer.remember("prefers tea", subject="drink", embedding=[1.0, 0.0])
+    again = writer.remember("Prefers  tea.", subject="drink", embedding=[1.0, 0.0])
+    other = writer.remember("uses vim", embedding=[0.6, 0.8])
+    assert again.id == first.id and again.times_said == 2 and len(reader) == 2
+    assert reader.get(first.id) == again  # the other connection sees the restatement
+    recall = MemoryRetriever(store=reader).recall(vector=[1.0, 0.0])
+    assert [item.memory.id for item in recall.kept] == [first.id, other.id]
+    with pytest.raises(InvalidInputError, match=r"2-dimensional.*3 dimensions"):
+        writer.remember("x", embedding=[1.0, 0.0, 0.0])
+    assert writer.forget(other.id) and not reader.forget(other.id)
+    assert [
+        item.memory.id
+        for item in MemoryRetriever(store=reader).recall(vector=[1.0, 0.0]).kept
+    ] == [first.id]
+    assert reader.schema_version() == 1 and "postgresql (" in repr(reader)
+    writer.close()
+    reader.close()
