@@ -63,8 +63,12 @@ def _as_owner(command: Sequence[str]) -> list[str]:
 
 
 @contextmanager
-def cluster() -> Iterator[str]:
-    """A running cluster; yields its socket folder (the URL's `host`)."""
+def cluster(*, durable: bool = False) -> Iterator[str]:
+    """A running cluster; yields its socket folder (the URL's `host`).
+
+    Not `durable` (for tests): no fsync and no waiting for the WAL at commit.
+    `durable`: the server's defaults, as a real deployment runs (benchmarks).
+    """
     binaries = bin_dir()
     assert binaries is not None, why_not()
     folder = Path(tempfile.mkdtemp(prefix="ragbudget-pg-"))
@@ -87,10 +91,9 @@ def cluster() -> Iterator[str]:
                 "--no-instructions",
             ],
         )
-        options = (
-            f"-c listen_addresses='' -c unix_socket_directories='{folder}' "
-            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-        )
+        options = f"-c listen_addresses='' -c unix_socket_directories='{folder}'"
+        if not durable:
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         _run(
             folder,
             [

@@ -15,15 +15,16 @@ extension, which Debian's PostgreSQL packages do not ship.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cache
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from langchain_ragbudget.errors import MemoryStoreError, require
 
 if TYPE_CHECKING:
     import psycopg
 
+T = TypeVar("T")
 CONNECT_TIMEOUT_S = 10  # an unreachable server fails within this
 LOCK_TIMEOUT_MS = 30_000  # a writer waits this long for another's write
 _SCHEMES = ("postgresql://", "postgres://")
@@ -59,6 +60,12 @@ _STATEMENTS = {
     ),
     "BEGIN": ("BEGIN ISOLATION LEVEL REPEATABLE READ",),
     "PRAGMA user_version": ("SELECT value FROM meta WHERE key = 'schema_version'",),
+    # Recall's statistics: its commit need not wait for the disk (a crash may lose
+    # the last few `last_recalled_at`, which ranking never reads).
+    "UPDATE memories SET last_recalled_at = ? WHERE id = ?": (
+        "SET LOCAL synchronous_commit = off",
+        "UPDATE memories SET last_recalled_at = %s WHERE id = %s",
+    ),
 }
 _NULL_SAFE = re.compile(r"\bIS \?")
 
@@ -137,6 +144,7 @@ class ServerConnection:
         import psycopg
 
         self.name = shown(url)
+        self._pending: list[str] = []
         try:
             self._connection = psycopg.connect(
                 url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
@@ -152,30 +160,44 @@ class ServerConnection:
         self._ensure_schema(schema_version)
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
-        import psycopg
+        """Run `sql`; a `BEGIN` waits to go with the transaction's first statement.
 
+        Every round trip counts on a busy server, and a `BEGIN` alone does
+        nothing, so it is sent in one pipeline with what follows it (a commit
+        of a transaction that sent nothing sends nothing).
+        """
         *before, last = dialect(sql)
-        try:
-            for statement in before:
-                self._connection.execute(statement)
-            return self._connection.execute(
-                last,
-                parameters or None,
-                binary=True,
-            )
-        except psycopg.Error as exc:
-            raise self._failed(exc) from exc
+        if sql in ("BEGIN", "BEGIN IMMEDIATE"):
+            self._pending = [*before, last]
+            return self._connection.cursor()
+        if sql in ("COMMIT", "ROLLBACK") and self._pending:
+            self._pending = []
+            return self._connection.cursor()
+        return self._sent(
+            before,
+            lambda: self._connection.execute(last, parameters or None, binary=True),
+        )
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor:
+        *before, last = dialect(sql)
+        cursor = self._connection.cursor()
+        self._sent(before, lambda: cursor.executemany(last, parameters))
+        return cursor
+
+    def _sent(self, before: list[str], send: Callable[[], T]) -> T:
+        """`send()` after the pending and `before` statements, in one round trip."""
         import psycopg
 
-        (statement,) = dialect(sql)
-        cursor = self._connection.cursor()
+        before, self._pending = [*self._pending, *before], []
         try:
-            cursor.executemany(statement, parameters)
+            if not before:
+                return send()
+            with self._connection.pipeline():
+                for statement in before:
+                    self._connection.execute(statement)
+                return send()
         except psycopg.Error as exc:
             raise self._failed(exc) from exc
-        return cursor
 
     def close(self) -> None:
         self._connection.close()
