@@ -132,7 +132,9 @@ class ServerConnection:
     """One psycopg connection that takes the store's SQLite statements.
 
     Autocommit, so the store's own `BEGIN` and `COMMIT` delimit transactions as
-    on SQLite. Results are read in binary, so embeddings travel as raw bytes.
+    on SQLite. Results are read in binary, so embeddings travel as raw bytes. A
+    connection the server dropped fails its call with MemoryStoreError and is
+    opened again by the next one, so a replica outlives a server restart.
 
     Raises:
         MissingExtraError: psycopg is not installed.
@@ -141,14 +143,21 @@ class ServerConnection:
     """
 
     def __init__(self, url: str, schema_version: int) -> None:
-        import psycopg
 
         self.name = shown(url)
+        self._url = url
         self._pending: list[str] = []
+        self._connection = self._connected()
+        self._ensure_schema(schema_version)
+
+    def _connected(self) -> psycopg.Connection[Any]:
+        import psycopg
+
         try:
-            self._connection = psycopg.connect(
-                url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
+            connection = psycopg.connect(
+                self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
             )
+            connection.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
         except psycopg.Error as exc:
             raise MemoryStoreError(
                 f"memory store {self.name}: cannot connect ({_first_line(exc)}); "
@@ -156,8 +165,7 @@ class ServerConnection:
                 "it (host, port, database, user; the password from PGPASSWORD "
                 "or ~/.pgpass)"
             ) from exc
-        self.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
-        self._ensure_schema(schema_version)
+        return connection
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
         """Run `sql`; a `BEGIN` waits to go with the transaction's first statement.
@@ -166,6 +174,8 @@ class ServerConnection:
         nothing, so it is sent in one pipeline with what follows it (a commit
         of a transaction that sent nothing sends nothing).
         """
+        if self._connection.broken:
+            self._connection = self._connected()
         *before, last = dialect(sql)
         if sql in ("BEGIN", "BEGIN IMMEDIATE"):
             self._pending = [*before, last]
@@ -179,6 +189,8 @@ class ServerConnection:
         )
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor:
+        if self._connection.broken:
+            self._connection = self._connected()
         *before, last = dialect(sql)
         cursor = self._connection.cursor()
         self._sent(before, lambda: cursor.executemany(last, parameters))

@@ -83,7 +83,9 @@ def test_an_unreachable_server_is_named_without_its_password(tmp_path: Path) -> 
     assert "hunter2" not in message and "hunter2" not in repr(caught.value.__cause__)
 
 
-def test_a_lost_connection_is_a_memory_store_error(postgres_host: str) -> None:
+def test_a_lost_connection_fails_one_call_and_the_next_reconnects(
+    postgres_host: str,
+) -> None:
     served = MemoryStore(new_schema(postgres_host))
     served.remember("a fact", embedding=[1.0, 0.0])
     (pid,) = served._connection.execute("SELECT pg_backend_pid()").fetchone()
@@ -91,6 +93,9 @@ def test_a_lost_connection_is_a_memory_store_error(postgres_host: str) -> None:
         connection.execute("SELECT pg_terminate_backend(%s)", (pid,))
     with pytest.raises(MemoryStoreError, match=r"server failed.*try again"):
         served.remember("another fact", embedding=[0.0, 1.0])
+    again = served.remember("another fact", embedding=[0.0, 1.0])  # reconnected
+    assert sorted(m.text for m in served.list()) == ["a fact", "another fact"]
+    assert again.times_said == 1  # the failed call wrote nothing
 
 
 def test_memory_store_in_the_yaml_opens_the_server(
