@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from functools import cache
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from langchain_ragbudget.errors import MemoryStoreError, require
@@ -120,12 +120,18 @@ def shown(url: str) -> str:
     return f"postgresql ({make_conninfo('', **parameters)})"
 
 
-@cache
+@lru_cache(maxsize=4096)
 def dialect(sql: str) -> tuple[str, ...]:
-    """`sql` (SQLite, as the store writes it) as PostgreSQL statements."""
+    """`sql` (SQLite, as the store writes it) as PostgreSQL statements.
+
+    psycopg's placeholder is `%s`, so a literal `%` doubles; `IS ?` (SQLite's
+    null-safe equality) is `IS NOT DISTINCT FROM`. The store writes no `?`
+    inside a string literal.
+    """
     if sql in _STATEMENTS:
         return _STATEMENTS[sql]
-    return (_NULL_SAFE.sub("IS NOT DISTINCT FROM ?", sql).replace("?", "%s"),)
+    postgres = _NULL_SAFE.sub("IS NOT DISTINCT FROM ?", sql.replace("%", "%%"))
+    return (postgres.replace("?", "%s"),)
 
 
 class ServerConnection:
@@ -185,7 +191,7 @@ class ServerConnection:
             return self._connection.cursor()
         return self._sent(
             before,
-            lambda: self._connection.execute(last, parameters or None, binary=True),
+            lambda: self._connection.execute(last, tuple(parameters), binary=True),
         )
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor:
