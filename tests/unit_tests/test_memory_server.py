@@ -12,8 +12,10 @@ from __future__ import annotations
 import pytest
 from postgres_cluster import new_schema
 
-from langchain_ragbudget.errors import InvalidInputError
+from langchain_ragbudget.errors import InvalidInputError, MemoryStoreError
+from langchain_ragbudget.memory._postgres import dialect, shown
 from langchain_ragbudget.memory._retriever import MemoryRetriever, MemoryStore
+from langchain_ragbudget.memory._store import SAME_TEXT
 
 
 def test_a_server_store_remembers_restates_and_recalls(postgres_host: str) -> None:
@@ -36,3 +38,25 @@ def test_a_server_store_remembers_restates_and_recalls(postgres_host: str) -> No
     assert reader.schema_version() == 1 and "postgresql (" in repr(reader)
     writer.close()
     reader.close()
+
+
+def test_the_store_s_statements_in_postgresql_s_dialect() -> None:
+    """Placeholders, null-safe equality, a literal % (psycopg reads it as one)."""
+    assert dialect(SAME_TEXT) == (
+        "SELECT id FROM memories WHERE norm = %s AND subject IS NOT DISTINCT FROM "
+        "%s ORDER BY said_at DESC LIMIT 1",
+    )
+    assert dialect("SELECT 1 WHERE 'a%' LIKE ?") == ("SELECT 1 WHERE 'a%%' LIKE %s",)
+    assert dialect("PRAGMA user_version")[0].startswith("SELECT value FROM meta")
+
+
+def test_a_server_is_shown_without_its_password() -> None:
+    shown_url = shown("postgresql://agent:hunter2@db.internal:6432/memories")
+    assert "hunter2" not in shown_url
+    assert all(
+        part in shown_url
+        for part in ("user=agent", "host=db.internal", "port=6432", "dbname=memories")
+    )
+    with pytest.raises(MemoryStoreError, match="does not parse") as caught:
+        MemoryStore("postgresql://agent:hunter2@db/x?nonsense=1")
+    assert "hunter2" not in str(caught.value)
