@@ -9,6 +9,8 @@ they or psycopg are absent.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from postgres_cluster import new_schema
 
@@ -60,3 +62,14 @@ def test_a_server_is_shown_without_its_password() -> None:
     with pytest.raises(MemoryStoreError, match="does not parse") as caught:
         MemoryStore("postgresql://agent:hunter2@db/x?nonsense=1")
     assert "hunter2" not in str(caught.value)
+
+
+def test_memory_store_in_the_configuration_names_the_store(tmp_path: Path) -> None:
+    """`memory.store` opens a SQLite file as it opens a server; none is refused."""
+    config_file = tmp_path / "ragbudget.yml"
+    config_file.write_text(f"memory:\n  store: '{tmp_path / 'memory.sqlite'}'\n")
+    with MemoryStore.from_config(config_file) as store:
+        store.remember("likes tea", embedding=[1.0, 0.0])
+        assert store.path == tmp_path / "memory.sqlite" and len(store) == 1
+    with pytest.raises(InvalidInputError, match=r"memory\.store.*path="):
+        MemoryStore.from_config(None)
