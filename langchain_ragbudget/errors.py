@@ -69,6 +69,10 @@ class IndexRepairError(RagBudgetError):
     """An index cannot be repaired without losing data; nothing was changed."""
 
 
+class MemoryStoreError(RagBudgetError):
+    """A memory store cannot be opened or written (its file or server named)."""
+
+
 class MissingExtraError(RagBudgetError, ImportError):
     """A feature needs an optional dependency that is not installed."""
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,24 @@ def tiny_flashrank_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cache_dir = tmp_path_factory.mktemp("flashrank")
     build_tiny_flashrank_model(cache_dir, "ms-marco-MiniLM-L-12-v2", model_dir)
     return cache_dir
+
+
+@pytest.fixture(scope="session")
+def postgres_host() -> Iterator[str]:
+    """A throwaway PostgreSQL cluster's socket folder (skips when none can start)."""
+    import postgres_cluster
+
+    if reason := postgres_cluster.why_not():
+        pytest.skip(f"no PostgreSQL test cluster: {reason}")
+    with postgres_cluster.cluster() as host:
+        yield host
+
+
+@pytest.fixture(scope="session")
+def new_memory_store(tmp_path_factory: pytest.TempPathFactory) -> Callable[[], Path]:
+    """A factory of empty memory store locations, a new SQLite file per call.
+
+    tests/integration_tests/test_memory_postgres.py overrides it with new schemas
+    on a PostgreSQL server and runs the memory tests that use it again.
+    """
+    return lambda: tmp_path_factory.mktemp("memory") / "memory.sqlite"

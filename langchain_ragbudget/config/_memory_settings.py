@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, StrictBool, StrictFloat, StrictInt
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from langchain_ragbudget.config._fields import StrictModel
 
@@ -13,6 +13,8 @@ class MemorySettings(StrictModel):
     """How memories are recalled and ranked.
 
     Attributes:
+        store: Where memories live: a SQLite file, or a `postgresql://` URL
+            (leave the password out: PGPASSWORD or ~/.pgpass supply it).
         half_life_days: Recency halves every this many days since last *said*.
         min_score: Recalled memories scoring below this are dropped (recorded).
         k: Memories recalled per query, before supersession and the stale check.
@@ -24,6 +26,7 @@ class MemorySettings(StrictModel):
             dates, times, names and negations (else it is a new memory).
     """
 
+    store: StrictStr | None = None
     half_life_days: StrictFloat = Field(30.0, gt=0)
     min_score: StrictFloat = Field(0.0, ge=-1, le=1)
     k: StrictInt = Field(8, ge=1, le=10_000)

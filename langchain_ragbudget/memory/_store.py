@@ -32,7 +32,14 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_ragbudget.config._memory_settings import MemorySettings
 from langchain_ragbudget.config._settings import ConfigLike, as_config, default_of
-from langchain_ragbudget.errors import InvalidInputError, RagBudgetError
+from langchain_ragbudget.errors import InvalidInputError
+from langchain_ragbudget.errors import MemoryStoreError as MemoryStoreError
+from langchain_ragbudget.memory._postgres import (
+    Connection,
+    ServerConnection,
+    is_server_url,
+    shown,
+)
 from langchain_ragbudget.memory._ranking import Ranking, RankingCache, unit_rows
 
 SCHEMA_VERSION = 1
@@ -91,10 +98,6 @@ _NUMBER_AND_CALENDAR_WORDS = frozenset(
 )
 
 Clock = Callable[[], datetime]
-
-
-class MemoryStoreError(RagBudgetError):
-    """A memory store file cannot be opened or written (named in the message)."""
 
 
 def utc_now() -> datetime:
@@ -225,14 +228,17 @@ class Memory:
 
 
 class MemoryStore:
-    """Memories in one SQLite file: remember, restate, forget, list, recall's data.
+    """Memories in a SQLite file or on a PostgreSQL server: remember, forget, list.
 
-    Thread-safe (one connection behind a lock) and process-safe (WAL, a busy
-    timeout, one transaction per write). `close` it, or use it as a context
-    manager.
+    Thread-safe (one connection behind a lock) and process-safe (one
+    transaction per write; SQLite: WAL and a busy timeout). `close` it, or use
+    it as a context manager.
 
     Args:
-        path: The SQLite file (created with its schema when absent).
+        path: The SQLite file (created with its schema when absent), or a
+            `postgresql://` URL (the schema created in an empty database; see
+            `langchain_ragbudget.memory._postgres`). `path` shows the URL
+            without its password.
         embeddings: Embeds remembered text and queries; optional when every
             `remember` passes `embedding=` and recall is given vectors.
         clock: Gives "now" as an aware datetime.
@@ -240,8 +246,9 @@ class MemoryStore:
         default_importance: The importance of a memory remembered without one.
 
     Raises:
-        MemoryStoreError: The file is not a memory store (not SQLite, another
-            schema, a newer schema version) or cannot be opened.
+        MemoryStoreError: The file or database is not a memory store (not
+            SQLite, another schema, a newer schema version) or cannot be opened
+            (the server unreachable).
     """
 
     def __init__(
@@ -253,7 +260,8 @@ class MemoryStore:
         restate_similarity: float = default_of(MemorySettings, "restate_similarity"),
         default_importance: float = default_of(MemorySettings, "importance"),
     ) -> None:
-        self.path = Path(path)
+        self._location = path
+        self.path: Path | str = shown(str(path)) if is_server_url(path) else Path(path)
         self.embeddings = embeddings
         self.clock = clock
         self.restate_similarity = restate_similarity
@@ -267,33 +275,45 @@ class MemoryStore:
         cls,
         config: ConfigLike = None,
         *,
-        path: str | Path,
+        path: str | Path | None = None,
         embeddings: Embeddings | None = None,
         **options: Any,
     ) -> MemoryStore:
-        """A store at `path` with the configuration's `memory` settings.
+        """The store `memory.store` names, with the configuration's `memory` settings.
 
         Args:
             config: A loaded configuration, a YAML file, or None for the shipped
-                defaults (`memory.restate_similarity`, `memory.importance`).
-            path: The SQLite file (created when absent).
+                defaults (`memory.store`, `memory.restate_similarity`,
+                `memory.importance`).
+            path: Instead of `memory.store`: the SQLite file (created when
+                absent) or a `postgresql://` URL.
             embeddings: Embeds text (e.g. `build_embeddings(config)`).
             **options: Other `MemoryStore` keywords (`clock`).
 
         Raises:
             ConfigError: The file is invalid (before the store is opened).
+            InvalidInputError: Neither `path` nor `memory.store` is given.
             MemoryStoreError: As the constructor.
         """
         settings = as_config(config).memory
+        location = settings.store if path is None else path
+        if location is None:
+            raise InvalidInputError(
+                "no memory store: set memory.store in the configuration (a SQLite "
+                "file or a postgresql:// URL) or give path="
+            )
         return cls(
-            path,
+            location,
             embeddings,
             restate_similarity=settings.restate_similarity,
             default_importance=settings.importance,
             **options,
         )
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self) -> Connection:
+        self.read_only = False
+        if isinstance(self.path, str):
+            return ServerConnection(str(self._location), SCHEMA_VERSION)
         if self.path.is_dir():
             raise MemoryStoreError(f"memory store {self.path}: is a folder, not a file")
         self.read_only = self.path.is_file() and not _writable_file(self.path)
@@ -318,7 +338,7 @@ class MemoryStore:
         On a read-only file system, where SQLite cannot make the WAL's
         shared-memory file, as `immutable` (no locks: nothing can write there).
         """
-        uri = self.path.resolve().as_uri()
+        uri = Path(self.path).resolve().as_uri()
         for flags in ("mode=ro", "mode=ro&immutable=1"):
             connection = sqlite3.connect(
                 f"{uri}?{flags}",
@@ -372,7 +392,7 @@ class MemoryStore:
         return current
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _transaction(self) -> Iterator[Connection]:
         """One write: `BEGIN IMMEDIATE` (waits for another writer), commit or undo."""
         self._writable()
         with self._lock, self._errors():
@@ -617,7 +637,7 @@ def _renormalise(connection: sqlite3.Connection) -> None:
 
 
 def _check_schema(
-    connection: sqlite3.Connection, path: Path, *, new_ok: bool = False
+    connection: sqlite3.Connection, path: Path | str, *, new_ok: bool = False
 ) -> bool:
     """Whether the file holds this version's schema.
 
@@ -655,7 +675,7 @@ def _writable_file(path: Path) -> bool:
     )
 
 
-def _what_to_do(error: sqlite3.Error, path: Path) -> str:
+def _what_to_do(error: sqlite3.Error, path: Path | str) -> str:
     """What SQLite's error means for the user of a memory store, and the remedy."""
     message = str(error).lower()
     if "malformed" in message or "not a database" in message or "corrupt" in message:
@@ -689,7 +709,7 @@ def _vector(values: Sequence[float] | np.ndarray, what: str) -> np.ndarray:
     return vector
 
 
-def _check_dimension(connection: sqlite3.Connection, path: Path, size: int) -> None:
+def _check_dimension(connection: Connection, path: Path | str, size: int) -> None:
     row = connection.execute(
         "SELECT value FROM meta WHERE key = 'dimension'"
     ).fetchone()
@@ -702,7 +722,7 @@ def _check_dimension(connection: sqlite3.Connection, path: Path, size: int) -> N
         )
 
 
-def _bump(connection: sqlite3.Connection) -> int:
+def _bump(connection: Connection) -> int:
     """Move the generation; the new one stamps the rows this write changes."""
     row = connection.execute(
         "UPDATE meta SET value = value + 1 WHERE key = 'generation' RETURNING value"
@@ -711,7 +731,7 @@ def _bump(connection: sqlite3.Connection) -> int:
 
 
 def _restated(
-    connection: sqlite3.Connection,
+    connection: Connection,
     text: str,
     subject: str | None,
     vector: np.ndarray,
@@ -730,7 +750,7 @@ def _restated(
             "SELECT id, embedding, text FROM memories WHERE subject = ? "
             "ORDER BY said_at DESC",
             (subject,),
-        )
+        ).fetchall()
         if key_tokens(row[2]) == keys
     ]
     if not rows:

@@ -1,11 +1,12 @@
 """Two real processes write and recall one memory store at the same time.
 
 Each process remembers its own memories (every write one transaction) and recalls
-after each write, both started together on one SQLite file; another process's
-restatements of a shared statement land too. Afterwards every write of both is
-there (none lost), the shared memory counts every restatement, and neither
-process saw an error (`database is locked` would be one). Vectors are given, so
-no model is needed: the point is the file.
+after each write, both started together on one store: a SQLite file, and a
+PostgreSQL server (tests/postgres_cluster.py); another process's restatements of
+a shared statement land too. Afterwards every write of both is there (none lost),
+the shared memory counts every restatement, and neither process saw an error
+(`database is locked` would be one). Vectors are given, so no model is needed:
+the point is the store.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from langchain_ragbudget.memory._retriever import MemoryStore
 
@@ -41,8 +44,16 @@ print(json.dumps({"ids": ids, "recalled": recalled}))
 """
 
 
-def test_two_processes_lose_no_write(tmp_path: Path) -> None:
-    path = tmp_path / "memory.sqlite"
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_two_processes_lose_no_write(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    if kind == "postgresql":
+        from postgres_cluster import new_schema
+
+        path: str | Path = new_schema(request.getfixturevalue("postgres_host"))
+    else:
+        path = tmp_path / "memory.sqlite"
     go = tmp_path / "go"
     MemoryStore(path).close()  # the schema exists before either starts
     workers = [

@@ -9,7 +9,9 @@ creation, or refreshed by every recall) and must fail for both.
 
 No model: memories are stored with their embeddings given (unit vectors chosen so
 cosine x importance is the seed's 0.765 and 0.817) and recalled with a query
-vector, so every number is exact. The store is a real SQLite file.
+vector, so every number is exact. The store is a real SQLite file here; the
+integration tests run the same tests on a real PostgreSQL server
+(`new_memory_store` in tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class Clock:
 
 
 AgeStart = Callable[[Memory], datetime]
+NewStore = Callable[[], str | Path]
 
 
 def said(memory: Memory) -> datetime:
@@ -87,7 +90,7 @@ def aged_from(start: AgeStart, item: Scored, now: datetime, half_life: float) ->
 
 
 def seed_scores(
-    folder: Path, age_from: AgeStart | None = None
+    location: str | Path, age_from: AgeStart | None = None
 ) -> list[dict[str, float]]:
     """The seed's scenario: the scores (by text) after each step.
 
@@ -97,7 +100,7 @@ def seed_scores(
     memory with its age run from that moment instead.
     """
     clock = Clock()
-    store = MemoryStore(folder / "memory.sqlite", clock=clock)
+    store = MemoryStore(location, clock=clock)
     retriever = MemoryRetriever(store=store, supersede=False)
     store.remember("prefers the dark theme", importance=DARK[1], embedding=DARK[0])
     clock.advance(days=90)
@@ -139,8 +142,8 @@ def table_holds(steps: list[dict[str, float]]) -> bool:
     )
 
 
-def test_the_seed_table(tmp_path: Path) -> None:
-    steps = seed_scores(tmp_path)
+def test_the_seed_table(new_memory_store: NewStore) -> None:
+    steps = seed_scores(new_memory_store())
     light, dark = "switched the editor to the light theme", "prefers the dark theme"
     assert round(steps[0][light], 3) == 0.765
     assert round(steps[0][dark], 3) == 0.102
@@ -150,11 +153,12 @@ def test_the_seed_table(tmp_path: Path) -> None:
     assert table_holds(steps)
 
 
-def test_the_retriever_s_scores_are_the_age_from_said_at(tmp_path: Path) -> None:
+def test_the_retriever_s_scores_are_the_age_from_said_at(
+    new_memory_store: NewStore,
+) -> None:
     # the wrong clocks below differ from the retriever's scores in the clock alone
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    ours, recomputed = seed_scores(tmp_path / "a"), seed_scores(tmp_path / "b", said)
+    ours = seed_scores(new_memory_store())
+    recomputed = seed_scores(new_memory_store(), said)
     for step, again in zip(ours, recomputed, strict=True):
         assert step.keys() == again.keys()
         assert all(step[k] == pytest.approx(again[k], abs=1e-6) for k in step)
@@ -164,14 +168,14 @@ def test_the_retriever_s_scores_are_the_age_from_said_at(tmp_path: Path) -> None
     "age_from", [created, last_read], ids=["age-from-created_at", "age-from-recall"]
 )
 def test_the_seed_table_fails_on_a_wrong_clock(
-    tmp_path: Path, age_from: AgeStart
+    new_memory_store: NewStore, age_from: AgeStart
 ) -> None:
-    assert not table_holds(seed_scores(tmp_path, age_from))
+    assert not table_holds(seed_scores(new_memory_store(), age_from))
 
 
-def test_recall_never_changes_said_at(tmp_path: Path) -> None:
+def test_recall_never_changes_said_at(new_memory_store: NewStore) -> None:
     clock = Clock()
-    store = MemoryStore(tmp_path / "m.sqlite", clock=clock)
+    store = MemoryStore(new_memory_store(), clock=clock)
     memory = store.remember("likes tea", embedding=DARK[0])
     clock.advance(days=3)
     MemoryRetriever(store=store).recall(vector=QUERY)
@@ -182,10 +186,10 @@ def test_recall_never_changes_said_at(tmp_path: Path) -> None:
 
 
 def test_a_restatement_updates_said_at_times_said_and_a_given_importance(
-    tmp_path: Path,
+    new_memory_store: NewStore,
 ) -> None:
     clock = Clock()
-    store = MemoryStore(tmp_path / "m.sqlite", clock=clock)
+    store = MemoryStore(new_memory_store(), clock=clock)
     first = store.remember(
         "Prefers British English", subject="style", importance=0.7, embedding=LIGHT[0]
     )
@@ -208,8 +212,10 @@ def test_a_restatement_updates_said_at_times_said_and_a_given_importance(
     assert [item.memory.importance for item in ranked] == [0.1]  # the cache too
 
 
-def test_the_same_subject_restates_only_an_equivalent_statement(tmp_path: Path) -> None:
-    store = MemoryStore(tmp_path / "m.sqlite", clock=Clock())
+def test_the_same_subject_restates_only_an_equivalent_statement(
+    new_memory_store: NewStore,
+) -> None:
+    store = MemoryStore(new_memory_store(), clock=Clock())
     near = [0.8, 0.0, 0.6]  # cosine 0.8: below restate_similarity 0.95
     first = store.remember("prefers dark mode", subject="theme", embedding=[1, 0, 0])
     same = store.remember("likes dark mode", subject="theme", embedding=[1, 0.01, 0])
@@ -221,8 +227,8 @@ def test_the_same_subject_restates_only_an_equivalent_statement(tmp_path: Path) 
     assert len(store) == 3
 
 
-def test_the_store_persists_forgets_and_lists(tmp_path: Path) -> None:
-    path = tmp_path / "m.sqlite"
+def test_the_store_persists_forgets_and_lists(new_memory_store: NewStore) -> None:
+    path = new_memory_store()
     clock = Clock()
     with MemoryStore(path, clock=clock) as store:
         a = store.remember("a fact", embedding=[1, 0, 0], source_id="d.md")
@@ -258,8 +264,8 @@ def test_not_a_memory_store_is_refused_by_name(tmp_path: Path) -> None:
         MemoryStore(tmp_path)
 
 
-def test_bad_input_gets_one_clear_error(tmp_path: Path) -> None:
-    store = MemoryStore(tmp_path / "m.sqlite", clock=Clock())
+def test_bad_input_gets_one_clear_error(new_memory_store: NewStore) -> None:
+    store = MemoryStore(new_memory_store(), clock=Clock())
     store.remember("x", embedding=[1, 0, 0])
     with pytest.raises(InvalidInputError, match=r"3-dimensional.*4 dimensions"):
         store.remember("y", embedding=[1, 0, 0, 0])
@@ -275,14 +281,14 @@ def test_bad_input_gets_one_clear_error(tmp_path: Path) -> None:
         store.remember("y")
     with pytest.raises(InvalidInputError, match="shape"):
         MemoryRetriever(store=store).recall(vector=[1, 0])
-    naive = MemoryStore(tmp_path / "n.sqlite", clock=lambda: datetime(2026, 1, 1))
+    naive = MemoryStore(new_memory_store(), clock=lambda: datetime(2026, 1, 1))
     with pytest.raises(InvalidInputError, match="timezone-aware"):
         naive.remember("y", embedding=[1, 0, 0])
 
 
-def test_supersession_keeps_the_most_recently_said(tmp_path: Path) -> None:
+def test_supersession_keeps_the_most_recently_said(new_memory_store: NewStore) -> None:
     clock = Clock()
-    store = MemoryStore(tmp_path / "m.sqlite", clock=clock)
+    store = MemoryStore(new_memory_store(), clock=clock)
     old = store.remember("prefers dark", subject="theme", embedding=DARK[0])
     clock.advance(days=1)
     new = store.remember("switched to light", subject="theme", embedding=LIGHT[0])
@@ -300,8 +306,8 @@ def test_supersession_keeps_the_most_recently_said(tmp_path: Path) -> None:
     assert len(off.kept) == 3 and not off.drops
 
 
-def test_min_score_drops_on_the_record(tmp_path: Path) -> None:
-    store = MemoryStore(tmp_path / "m.sqlite", clock=Clock())
+def test_min_score_drops_on_the_record(new_memory_store: NewStore) -> None:
+    store = MemoryStore(new_memory_store(), clock=Clock())
     store.remember("near", importance=1.0, embedding=[1, 0, 0])
     far = store.remember("far", importance=1.0, embedding=[0.1, 1, 0])
     recall = MemoryRetriever(store=store, min_score=0.5).recall(vector=QUERY)
@@ -321,8 +327,10 @@ class Hashes:
         return self.hashes.get(doc_id)
 
 
-def test_a_changed_or_gone_source_is_flagged_or_dropped(tmp_path: Path) -> None:
-    store = MemoryStore(tmp_path / "m.sqlite", clock=Clock())
+def test_a_changed_or_gone_source_is_flagged_or_dropped(
+    new_memory_store: NewStore,
+) -> None:
+    store = MemoryStore(new_memory_store(), clock=Clock())
     same = store.remember("a", source_id="a.md", source_hash="h1", embedding=[1, 0, 0])
     moved = store.remember("b", source_id="b.md", source_hash="h2", embedding=[1, 1, 0])
     gone = store.remember("c", source_id="c.md", source_hash="h3", embedding=[1, 0, 1])
@@ -345,8 +353,10 @@ def test_a_changed_or_gone_source_is_flagged_or_dropped(tmp_path: Path) -> None:
     }
 
 
-def test_another_writer_is_seen_by_the_next_recall(tmp_path: Path) -> None:
-    path = tmp_path / "m.sqlite"
+def test_another_writer_is_seen_by_the_next_recall(
+    new_memory_store: NewStore,
+) -> None:
+    path = new_memory_store()
     reader = MemoryStore(path, clock=Clock())
     writer = MemoryStore(path, clock=Clock())
     retriever = MemoryRetriever(store=reader)
@@ -381,13 +391,13 @@ def test_another_writer_is_seen_by_the_next_recall(tmp_path: Path) -> None:
     k=st.integers(1, 12),
 )
 def test_every_factor_is_in_the_score(
-    tmp_path_factory: pytest.TempPathFactory,
+    new_memory_store: NewStore,
     memories: list[tuple[list[float], float, int]],
     half_life: float,
     k: int,
 ) -> None:
     clock = Clock()
-    store = MemoryStore(tmp_path_factory.mktemp("p") / "m.sqlite", clock=clock)
+    store = MemoryStore(new_memory_store(), clock=clock)
     for i, (vector, importance, days) in enumerate(memories):
         clock.now = START - timedelta(days=days)
         store.remember(f"memory {i}", importance=importance, embedding=vector)
@@ -510,10 +520,10 @@ def test_the_restatement_check_is_an_index_search(tmp_path: Path) -> None:
     )
 )
 def test_the_cached_arrays_equal_a_fresh_read(
-    tmp_path_factory: pytest.TempPathFactory, operations: list[tuple[str, int]]
+    new_memory_store: NewStore, operations: list[tuple[str, int]]
 ) -> None:
-    """After any writes by another connection, what recall ranks on is the file."""
-    path = tmp_path_factory.mktemp("c") / "m.sqlite"
+    """After any writes by another connection, what recall ranks on is the store."""
+    path = new_memory_store()
     clock = Clock()
     writer = MemoryStore(path, clock=clock)
     reader = MemoryStore(path)

@@ -14,6 +14,7 @@ a callback at the model.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -64,8 +65,10 @@ def embeddings() -> Embeddings:
 
 
 @pytest.fixture
-def store(tmp_path: Path, embeddings: Embeddings) -> MemoryStore:
-    return MemoryStore(tmp_path / "memory.sqlite", embeddings, clock=Clock())
+def store(
+    new_memory_store: Callable[[], str | Path], embeddings: Embeddings
+) -> MemoryStore:
+    return MemoryStore(new_memory_store(), embeddings, clock=Clock())
 
 
 def themes(store: MemoryStore) -> tuple[str, str]:
