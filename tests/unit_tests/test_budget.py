@@ -79,7 +79,7 @@ def test_chunks_of_one_document_share_one_citation() -> None:
         context.text.count("handbook.md") == 2
     )  # two documents that share a file name
     assert context.text.startswith(
-        "[1] handbook.md | dense .90\n> Deploys happen on Tuesdays.\n\n"
+        "[1] handbook.md\n> Deploys happen on Tuesdays.\n\n"
     )
 
 
