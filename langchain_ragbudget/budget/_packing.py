@@ -158,7 +158,7 @@ def pack(
     max_tokens: int,
     max_docs: int,
     policy: Policy = "skip",
-    min_docs: int = 1,
+    min_docs: int = 0,
     sentences_of: Callable[[int], Sentences] | None = None,
     max_sentences: int | None = None,
     max_per_source: int | None = None,
