@@ -99,8 +99,11 @@ def peer_block(rank: int, document: Document) -> str:
     return f"[{rank}] {document.page_content}"
 
 
+CHAT = load_config().surface("chat")
+
+
 def ragbudget(question: str, documents: Sequence[Document], budget: int) -> Packed:
-    chat = load_config().surface("chat")
+    chat = CHAT
     settings = SurfaceSettings(
         max_docs=len(documents),
         max_tokens=budget,

@@ -124,7 +124,7 @@ def test_seed_000_short_answer_ranked_last_is_packed() -> None:
 
 @pytest.mark.needs_tiktoken
 def test_over_budget_top_passage_is_kept_and_reported() -> None:
-    context = budget(max_tokens=5).fit(
+    context = budget(max_tokens=5, min_docs=1).fit(
         [passage("a", 0, "word " * 50), passage("b", 0, "x")]
     )
     assert context.report.over_budget and context.report.kept_ids == ["a::0"]
