@@ -78,9 +78,7 @@ def test_chunks_of_one_document_share_one_citation() -> None:
     assert (
         context.text.count("handbook.md") == 2
     )  # two documents that share a file name
-    assert context.text.startswith(
-        "[1] handbook.md\n> Deploys happen on Tuesdays.\n\n"
-    )
+    assert context.text.startswith("[1] handbook.md\n> Deploys happen on Tuesdays.\n\n")
 
 
 @pytest.mark.needs_tiktoken
