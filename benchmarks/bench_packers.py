@@ -24,7 +24,8 @@ blocks joined by a blank line. `tokens` and `over` re-count the returned text wi
 tiktoken. CPU time is per call, median: `cold` with every per-text cache of the
 package cleared first (the peers keep none), `warm` on a list just packed.
 
-    python benchmarks/bench_packers.py [--budgets 256 512 1024 2048] [--refresh]
+    python benchmarks/bench_packers.py [--budgets 256 512 1024 2048] [--packers ...]
+        [--refresh]
 """
 
 from __future__ import annotations
@@ -304,7 +305,12 @@ def main() -> None:
     parser.add_argument(
         "--refresh", action="store_true", help="rebuild the cached candidate lists"
     )
+    parser.add_argument(
+        "--packers", nargs="+", choices=list(PACKERS), help="only these packers"
+    )
     args = parser.parse_args()
+    for name in set(PACKERS) - set(args.packers or PACKERS):
+        del PACKERS[name]
     all_cases = load_cases(args.data, args.refresh)
     gold = sum(len(evidence) for _, _, evidence in all_cases)
     tallies = run(all_cases, args.budgets)

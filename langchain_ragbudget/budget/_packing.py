@@ -532,6 +532,9 @@ class _Caps:
             self.retrievers[item.retriever] = self.retrievers.get(item.retriever, 0) + 1
 
 
+ESTIMATE_SLACK = 8  # an estimate runs up to this many tokens over the exact count
+
+
 def choose_sentences(
     shape: Sentences, budget: int, max_sentences: int | None = None
 ) -> tuple[int, ...]:
@@ -539,13 +542,22 @@ def choose_sentences(
 
     Greedy by relevance (ties to the earlier sentence): a sentence that would
     overflow is passed over and a shorter, less relevant one may still fit.
-    Trials are weighed by `shape.estimate` when there is one; the exact `cost`
-    of the choice then decides, its least relevant sentences leaving until it
-    fits, so the estimate never puts a block over `budget`.
+    Trials are weighed by `shape.estimate` when there is one, by the exact
+    `cost` when the estimate is within `ESTIMATE_SLACK` of `budget`; the exact
+    cost of the choice then decides, its least relevant sentences leaving until
+    it fits, so the estimate never puts a block over `budget`.
     """
     weigh = shape.estimate or shape.cost
     count = len(shape.relevance)
-    if shape.estimate and all(weigh((i,)) > budget for i in range(count)):
+
+    def fits(trial: tuple[int, ...]) -> bool:
+        rough = weigh(trial)
+        if rough <= budget:
+            return True
+        near = shape.estimate is not None and rough - ESTIMATE_SLACK <= budget
+        return near and shape.cost(trial) <= budget
+
+    if shape.estimate and not any(fits((i,)) for i in range(count)):
         return ()  # no sentence fits alone: the sentences are never scored
     order = sorted(range(count), key=lambda i: (-shape.relevance[i], i))
     chosen: tuple[int, ...] = ()
@@ -553,7 +565,7 @@ def choose_sentences(
         if max_sentences is not None and len(chosen) >= max_sentences:
             break
         trial = tuple(sorted([*chosen, candidate]))
-        if weigh(trial) <= budget:
+        if fits(trial):
             chosen = trial
     while chosen and weigh is not shape.cost and shape.cost(chosen) > budget:
         weakest = max(chosen, key=order.index)
