@@ -63,6 +63,7 @@ from langchain_ragbudget.evaluation._survival import naive_slice
 # private modules (as bench_budget.py does): there is no public way to empty them.
 from langchain_ragbudget.evidence._sentence_scoring import terms
 from langchain_ragbudget.evidence._sentences import sentence_spans
+from langchain_ragbudget.ledger._metadata_keys import DENSE, RERANK_SCORE, score_key
 from langchain_ragbudget.ledger._names import display_name
 from langchain_ragbudget.ledger._validation import _surrogate_at
 
@@ -100,27 +101,49 @@ def peer_block(rank: int, document: Document) -> str:
     return f"[{rank}] {document.page_content}"
 
 
-CHAT = load_config().surface("chat")
+class RagBudget:
+    """`ContextBudget` on one packing policy; one budget stage per token budget,
+    built before the calls are timed, as a surface's stage is built once."""
 
+    def __init__(self, packing: str | None = None, scores: bool = False) -> None:
+        chat = load_config().surface("chat")
+        self.settings = chat.model_copy(
+            update={"packing": packing or chat.packing, "encoding": ENCODING}
+        )
+        shown = (RERANK_SCORE, score_key(DENSE)) if scores else ()
+        self.format = ContextFormat(score_keys=shown)
+        self.stages: dict[tuple[int, int], ContextBudget] = {}
 
-def ragbudget(question: str, documents: Sequence[Document], budget: int) -> Packed:
-    chat = CHAT
-    settings = SurfaceSettings(
-        max_docs=len(documents),
-        max_tokens=budget,
-        encoding=ENCODING,
-        packing=chat.packing,
-        relevance=chat.relevance,
-    )
-    context = ContextBudget(settings=settings).fit(documents, question=question)
-    texts = {str(d.id): d.page_content for d in context.documents}
-    kept = {i: texts[str(d.id)] for i, d in enumerate(documents) if str(d.id) in texts}
-    report = context.report
-    recorded = (
-        f"{len(report.drops)} drop records, {len(report.trimmed)} shortened "
-        "(sentences kept of total)"
-    )
-    return Packed(context.text, kept, recorded)
+    def stage(self, budget: int, count: int) -> ContextBudget:
+        """Only `max_tokens` and `max_docs` set, as a surface that sets a budget."""
+        if (budget, count) not in self.stages:
+            settings = SurfaceSettings(
+                max_docs=count,
+                max_tokens=budget,
+                encoding=ENCODING,
+                packing=self.settings.packing,
+                relevance=self.settings.relevance,
+            )
+            self.stages[budget, count] = ContextBudget(
+                settings=settings, format=self.format
+            )
+        return self.stages[budget, count]
+
+    def __call__(
+        self, question: str, documents: Sequence[Document], budget: int
+    ) -> Packed:
+        stage = self.stage(budget, len(documents))
+        context = stage.fit(documents, question=question)
+        texts = {str(d.id): d.page_content for d in context.documents}
+        kept = {
+            i: texts[str(d.id)] for i, d in enumerate(documents) if str(d.id) in texts
+        }
+        return Packed(
+            context.text,
+            kept,
+            "a drop record a passage left out (id, stage, reason); a shortening "
+            "record (sentences kept of total)",
+        )
 
 
 def contextkit_packer(evict: str) -> Packer:
@@ -142,11 +165,10 @@ def contextkit_packer(evict: str) -> Packer:
             for content in contents:
                 if content.startswith(head):
                     kept[i] = content[len(head) :]
-        actions = [d.action for d in context.report().decisions]
-        recorded = ", ".join(
-            f"{actions.count(a)} {a}" for a in sorted(set(actions)) if a != "kept"
-        )
-        return Packed("\n\n".join(contents), kept, f"receipt: {recorded or 'none'}")
+        recorded = "receipt: a block's action and tokens before and after"
+        if evict == "compress":
+            recorded += " ('squeeze not installed; fell back to truncate')"
+        return Packed("\n\n".join(contents), kept, recorded)
 
     return packed
 
@@ -181,9 +203,7 @@ class Astromesh:
         window = self.loop.run_until_complete(engine.build(question))
         kept = {int(item.id) - 1: item.content for item in window.items}
         kept = {i: text.split(" ", 1)[1] for i, text in kept.items()}
-        dropped = [e for e in window.trace.entries if not e.included]
-        reasons = sorted({str(e.reason) for e in dropped})
-        recorded = f"trace: {len(dropped)} excluded ({', '.join(reasons) or '-'})"
+        recorded = "trace: score and reason per item left out (budget...)"
         text = "\n\n".join(item.content for item in window.items)
         return Packed(text, kept, recorded)
 
@@ -207,7 +227,7 @@ def retainkit_packer(
     )
     kept = {int(f.source_id): f.text.split(" ", 1)[1] for f in chosen}
     text = "\n\n".join(f.text for f in chosen)
-    return Packed(text, kept, "nothing (the spend only)")
+    return Packed(text, kept, "the tokens spent")
 
 
 def naive(question: str, documents: Sequence[Document], budget: int) -> Packed:
@@ -219,7 +239,10 @@ def naive(question: str, documents: Sequence[Document], budget: int) -> Packed:
 
 
 PACKERS: dict[str, Packer] = {
-    "ragbudget trim": ragbudget,
+    "ragbudget trim (default)": RagBudget(),
+    "ragbudget trim, scores shown": RagBudget(scores=True),
+    "ragbudget skip": RagBudget("skip"),
+    "ragbudget stop": RagBudget("stop"),
     "naive slice": naive,
     "contextkit drop": contextkit_packer("drop_oldest"),
     "contextkit truncate": contextkit_packer("truncate"),
@@ -293,6 +316,37 @@ def load_cases(folder: str, refresh: bool) -> list[Case]:
     return made
 
 
+def header_parts(all_cases: list[Case]) -> str:
+    """Tokens each part of a citation costs, on average over every candidate."""
+    plain, scored = (
+        ContextFormat(),
+        ContextFormat(score_keys=(RERANK_SCORE, score_key(DENSE))),
+    )
+    parts: dict[str, list[int]] = {
+        "number": [],
+        "source": [],
+        "score": [],
+        "quoting": [],
+    }
+    for _, documents, _ in all_cases:
+        for rank, document in enumerate(documents, start=1):
+            header = plain.render_header(rank, document)
+            bare = count_tokens(f"[{rank}]\n", ENCODING)
+            parts["number"].append(bare)
+            parts["source"].append(count_tokens(header, ENCODING) - bare)
+            parts["score"].append(
+                count_tokens(scored.render_header(rank, document), ENCODING)
+                - count_tokens(header, ENCODING)
+            )
+            parts["quoting"].append(
+                count_tokens(plain.render_passage(document), ENCODING)
+                - count_tokens(document.page_content + "\n\n", ENCODING)
+            )
+    return ", ".join(
+        f"{name} {statistics.mean(tokens):.1f}" for name, tokens in parts.items()
+    )
+
+
 def ms(samples: list[float]) -> str:
     return f"{statistics.median(samples) * 1000:.2f}"
 
@@ -324,7 +378,6 @@ def main() -> None:
     table.add_column("packer")
     for budget in args.budgets:
         table.add_column(f"{budget:,}", justify="right")
-    table.add_column("what it records")
     for name in PACKERS:
         cells = []
         for budget in args.budgets:
@@ -333,8 +386,15 @@ def main() -> None:
                 f"{100 * t.evidence / gold:.1f}% / {int(statistics.median(t.tokens))}"
                 f" / {t.over} / {ms(t.cold)}, {ms(t.warm)}"
             )
-        table.add_row(name, *cells, tallies[name, args.budgets[-1]].recorded)
+        table.add_row(name, *cells)
     out.print(table)
+    out.print("what each records about the passages it leaves out or cuts:")
+    for name in PACKERS:
+        out.print(f"  {name}: {tallies[name, args.budgets[-1]].recorded}")
+    out.print(
+        "tokens a citation pays, mean over every candidate (the title is the "
+        f"passage's first line, so the header leaves it out): {header_parts(all_cases)}"
+    )
     print_machine(out, load_average=True)
 
 
