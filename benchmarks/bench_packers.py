@@ -32,8 +32,10 @@ from __future__ import annotations
 
 import asyncio
 import pickle
+import random
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -53,6 +55,7 @@ from rich.table import Table
 
 from langchain_ragbudget.budget._context_budget import ContextBudget
 from langchain_ragbudget.budget._render import ContextFormat, group_citations, quote
+from langchain_ragbudget.budget._shortening import Shortener
 from langchain_ragbudget.config._disk import cache_root
 from langchain_ragbudget.config._settings import SurfaceSettings, load_config
 from langchain_ragbudget.config._tokens import count_tokens, get_encoding
@@ -61,7 +64,7 @@ from langchain_ragbudget.evaluation._survival import naive_slice
 
 # `cold` clears the budget stage's per-text caches, which live in the runtime's
 # private modules (as bench_budget.py does): there is no public way to empty them.
-from langchain_ragbudget.evidence._sentence_scoring import terms
+from langchain_ragbudget.evidence._sentence_scoring import blended_relevance, terms
 from langchain_ragbudget.evidence._sentences import sentence_spans
 from langchain_ragbudget.ledger._metadata_keys import DENSE, RERANK_SCORE, score_key
 from langchain_ragbudget.ledger._names import display_name
@@ -348,6 +351,24 @@ def header_parts(all_cases: list[Case]) -> str:
     )
 
 
+def estimate_error(all_cases: list[Case], draws: int = 5) -> Counter[int]:
+    """How far `trim`'s token estimate of a shortened passage is from its exact
+    count: `draws` random sentence choices a passage, seeded."""
+    rng, errors = random.Random(0), Counter[int]()
+    for question, documents, _ in all_cases:
+        shortener = Shortener(
+            ContextFormat(), ENCODING, documents, question, blended_relevance
+        )
+        for index in range(len(documents)):
+            shape = shortener.shape(index)
+            assert shape.estimate is not None
+            count = len(shape.relevance)
+            for _ in range(draws):
+                chosen = tuple(sorted(rng.sample(range(count), rng.randint(1, count))))
+                errors[shape.estimate(chosen) - shape.cost(chosen)] += 1
+    return errors
+
+
 def ms(samples: list[float]) -> str:
     return f"{statistics.median(samples) * 1000:.2f}"
 
@@ -409,6 +430,13 @@ def main() -> None:
             "ceiling for choosing between shortening and dropping): "
             + " / ".join(f"{x:.1f}" for x in best)
         )
+    errors = estimate_error(all_cases)
+    within = sum(n for error, n in errors.items() if 0 <= error <= 3)
+    out.print(
+        f"trim's token estimate minus the exact count, {errors.total()} random "
+        f"shortenings: {min(errors)} to {max(errors)}, 0 to 3 for "
+        f"{100 * within / errors.total():.0f}%"
+    )
     print_machine(out, load_average=True)
 
 

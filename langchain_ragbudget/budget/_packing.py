@@ -96,10 +96,11 @@ class Sentences:
     """One passage's sentences as the packer sees them, for policy `trim`.
 
     `relevance`: one score per sentence (ties to the earlier one), scored when
-    first read (`Scores`); `cost(chosen)`:
-    the exact tokens of the passage shortened to the sorted `chosen`, markers
-    included; `texts`: so a sentence two overlapping chunks share is offered once
-    (empty: not known).
+    first read (`Scores`); `cost(chosen)`: the exact tokens of the passage
+    shortened to the sorted `chosen`, markers included; `estimate(chosen)`: close
+    to `cost` without calling the tokenizer (None: `cost` weighs every trial);
+    `texts`: so a sentence two overlapping chunks share is offered once (empty:
+    not known).
     """
 
     relevance: Sequence[float]
@@ -434,15 +435,15 @@ class _Pair:
             *self.first.relevance,
             *(self.second.relevance[j] for j in self.extra),
         )
-        rough = self.estimate if self.first.estimate and self.second.estimate else None
-        return Sentences(relevance, self.cost, estimate=rough)
+        one, two = self.first.estimate, self.second.estimate
+        if one is None or two is None:
+            return Sentences(relevance, self.cost)
 
-    def estimate(self, chosen: tuple[int, ...]) -> int:
-        first, second = self.split(chosen)
-        assert self.first.estimate and self.second.estimate
-        return (self.first.estimate(first) if first else 0) + (
-            self.second.estimate(second) if second else 0
-        )
+        def estimate(chosen: tuple[int, ...]) -> int:
+            first, second = self.split(chosen)
+            return (one(first) if first else 0) + (two(second) if second else 0)
+
+        return Sentences(relevance, self.cost, estimate=estimate)
 
     def split(self, chosen: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
         n, extra = len(self.first.relevance), self.extra

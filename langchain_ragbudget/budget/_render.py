@@ -76,7 +76,7 @@ class ContextFormat:
         omission: The line marking sentences left out; must not look quoted.
         group_key: The metadata key that names a passage's source document.
         score_keys: Scores to show, tried in order; the best passage's first
-            finite one is shown (`(RERANK_SCORE, score_key(DENSE))`, say). None
+            finite one is shown (`(RERANK_SCORE, score_key(DENSE))`, say). Empty
             by default: a score costs every citation about 4 tokens of evidence
             and tells the model nothing the order does not (BENCHMARKS.md).
         join_neighbours: Whole chunks of one document that overlap or follow each

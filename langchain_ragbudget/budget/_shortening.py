@@ -56,10 +56,13 @@ class Shortener:
     ) -> Callable[[tuple[int, ...]], int]:
         """A cost without the tokenizer: each sentence counted once, plus the marks.
 
-        A sentence's tokens, a quote mark and a newline per line, the marker
-        line per gap. Choosing among a passage's sentences then encodes each
-        sentence once, not every trial's block; the choice's exact `cost` is
-        checked after (`choose_sentences`).
+        A sentence's own tokens, 2 per line break in or between kept sentences
+        (the newline and the next line's quote mark), 1 per run of kept
+        sentences (its quote mark), the marker line per gap. Choosing among a
+        passage's sentences then encodes each sentence once, not every trial's
+        block; `choose_sentences` checks the exact `cost` of its choice. On
+        SciFact abstracts it runs 0 to 3 tokens over the exact count, rarely
+        more (BENCHMARKS.md).
         """
         pieces = [text[start:end] for start, end in spans]
         own = [
