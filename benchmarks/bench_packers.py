@@ -7,8 +7,10 @@ when all of its marked evidence sentences are in the text the packer returns. Th
 calls are interleaved (each list, each budget, the packers in a rotating order), so
 a loaded machine slows every packer alike.
 
-- `ragbudget trim`: `ContextBudget` with the shipped chat surface's packing
-  (`trim`) and only `max_tokens` set, as a user who sets a budget gets it.
+- `ragbudget trim (default)`: `ContextBudget` with the shipped chat surface's
+  packing (`trim`) and relevance, only `max_tokens` and `max_docs` (the list's
+  length) set, as a user who sets a budget gets it; beside it the same with scores
+  in the citation header (the former default), `skip` and `stop`.
 - `naive slice`: the rendered context cut at the budget (`context[:N]` in tokens).
 - `contextkit drop / truncate / compress`: cendor-contextkit 1.1.0, one `Block` a
   passage, priority by rank, as shipped (it charges each block the framing of a
@@ -22,7 +24,11 @@ a loaded machine slows every packer alike.
 A peer's passage renders as `[n] <text>` (SciFact's text opens with its title),
 blocks joined by a blank line. `tokens` and `over` re-count the returned text with
 tiktoken. CPU time is per call, median: `cold` with every per-text cache of the
-package cleared first (the peers keep none), `warm` on a list just packed.
+package cleared first (the peers keep none), `warm` on a list just packed. Under
+the table: what each records, the tokens each part of a citation costs, the better
+of `trim` and `skip` list by list (a ceiling for choosing between shortening and
+dropping), and the error of `trim`'s token estimate. The candidate lists are cached
+in the user cache folder after a first run.
 
     python benchmarks/bench_packers.py [--budgets 256 512 1024 2048] [--packers ...]
         [--refresh]
