@@ -288,14 +288,11 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         )
         blocks, texts = self.format.blocks(citations, shortened)
         report = self._report(packed, (records, scoped), blocks, kept, trimmed)
-        encoding = self.settings.encoding_name
         return BudgetedContext(
             documents=[doc for citation in citations for doc in citation.documents],
             citations=citations,
             text="".join(blocks),
-            report=replace(
-                report, passage_tokens=sum(count_tokens(t, encoding) for t in texts)
-            ),
+            report=replace(report, passage_text=tuple(texts)),
             evidence=assess_evidence(
                 kept,
                 self.settings.weak_evidence,

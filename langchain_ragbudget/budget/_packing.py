@@ -15,7 +15,7 @@ import bisect
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
-from typing import Literal, Protocol
+from typing import Literal, Protocol, overload
 
 from langchain_ragbudget.ledger._records import DropReason
 
@@ -95,16 +95,19 @@ class PackItem:
 class Sentences:
     """One passage's sentences as the packer sees them, for policy `trim`.
 
-    `relevance`: one score per sentence (ties to the earlier one); `cost(chosen)`:
-    the exact tokens of the passage shortened to the sorted `chosen`, markers
-    included; `texts`: so a sentence two overlapping chunks share is offered once
-    (empty: not known).
+    `relevance`: one score per sentence (ties to the earlier one), scored when
+    first read (`Scores`); `cost(chosen)`: the exact tokens of the passage
+    shortened to the sorted `chosen`, markers included; `estimate(chosen)`: close
+    to `cost` without calling the tokenizer (None: `cost` weighs every trial);
+    `texts`: so a sentence two overlapping chunks share is offered once (empty:
+    not known).
     """
 
-    relevance: tuple[float, ...]
+    relevance: Sequence[float]
     cost: Callable[[tuple[int, ...]], int]
     texts: tuple[str, ...] = ()
     retitled: Callable[[tuple[int, ...]], int] | None = None
+    estimate: Callable[[tuple[int, ...]], int] | None = None
 
     def paying_header(self) -> Sentences:
         """The passage as the one that pays its citation's header.
@@ -114,8 +117,38 @@ class Sentences:
         """
         if self.retitled is None:
             return self
-        base, extra = self.cost, self.retitled
-        return replace(self, cost=lambda chosen: base(chosen) + extra(chosen))
+        base, extra, rough = self.cost, self.retitled, self.estimate
+        return replace(
+            self,
+            cost=lambda chosen: base(chosen) + extra(chosen),
+            estimate=None if rough is None else lambda c: rough(c) + extra(c),
+        )
+
+
+class Scores(Sequence[float]):
+    """Sentence scores, computed when first read.
+
+    Most passages the packer shapes have no sentence that fits the room left,
+    and are never scored.
+    """
+
+    def __init__(self, count: int, score: Callable[[], Sequence[float]]) -> None:
+        self._count = count
+        self._score = score
+
+    @cached_property
+    def _values(self) -> tuple[float, ...]:
+        return tuple(self._score())
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> float: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[float]: ...
+    def __getitem__(self, index: int | slice) -> float | Sequence[float]:
+        return self._values[index]
 
 
 @dataclass(frozen=True)
@@ -158,7 +191,7 @@ def pack(
     max_tokens: int,
     max_docs: int,
     policy: Policy = "skip",
-    min_docs: int = 1,
+    min_docs: int = 0,
     sentences_of: Callable[[int], Sentences] | None = None,
     max_sentences: int | None = None,
     max_per_source: int | None = None,
@@ -398,10 +431,19 @@ class _Pair:
         )
 
     def shape(self) -> Sentences:
-        relevance = self.first.relevance + tuple(
-            self.second.relevance[j] for j in self.extra
+        relevance = (
+            *self.first.relevance,
+            *(self.second.relevance[j] for j in self.extra),
         )
-        return Sentences(relevance, self.cost)
+        one, two = self.first.estimate, self.second.estimate
+        if one is None or two is None:
+            return Sentences(relevance, self.cost)
+
+        def estimate(chosen: tuple[int, ...]) -> int:
+            first, second = self.split(chosen)
+            return (one(first) if first else 0) + (two(second) if second else 0)
+
+        return Sentences(relevance, self.cost, estimate=estimate)
 
     def split(self, chosen: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
         n, extra = len(self.first.relevance), self.extra
@@ -491,6 +533,9 @@ class _Caps:
             self.retrievers[item.retriever] = self.retrievers.get(item.retriever, 0) + 1
 
 
+ESTIMATE_SLACK = 8  # an estimate runs up to this many tokens over the exact count
+
+
 def choose_sentences(
     shape: Sentences, budget: int, max_sentences: int | None = None
 ) -> tuple[int, ...]:
@@ -498,15 +543,34 @@ def choose_sentences(
 
     Greedy by relevance (ties to the earlier sentence): a sentence that would
     overflow is passed over and a shorter, less relevant one may still fit.
+    Trials are weighed by `shape.estimate` when there is one, by the exact
+    `cost` when the estimate is within `ESTIMATE_SLACK` of `budget`; the exact
+    cost of the choice then decides, its least relevant sentences leaving until
+    it fits, so the estimate never puts a block over `budget`.
     """
-    order = sorted(range(len(shape.relevance)), key=lambda i: (-shape.relevance[i], i))
+    weigh = shape.estimate or shape.cost
+    count = len(shape.relevance)
+
+    def fits(trial: tuple[int, ...]) -> bool:
+        rough = weigh(trial)
+        if rough <= budget:
+            return True
+        near = shape.estimate is not None and rough - ESTIMATE_SLACK <= budget
+        return near and shape.cost(trial) <= budget
+
+    if shape.estimate and not any(fits((i,)) for i in range(count)):
+        return ()  # no sentence fits alone: the sentences are never scored
+    order = sorted(range(count), key=lambda i: (-shape.relevance[i], i))
     chosen: tuple[int, ...] = ()
     for candidate in order:
         if max_sentences is not None and len(chosen) >= max_sentences:
             break
         trial = tuple(sorted([*chosen, candidate]))
-        if shape.cost(trial) <= budget:
+        if fits(trial):
             chosen = trial
+    while chosen and weigh is not shape.cost and shape.cost(chosen) > budget:
+        weakest = max(chosen, key=order.index)
+        chosen = tuple(i for i in chosen if i != weakest)
     return chosen
 
 

@@ -22,12 +22,7 @@ from typing import Any, TypeVar
 from langchain_core.documents import Document
 
 from langchain_ragbudget.ledger._identity import document_key, document_source
-from langchain_ragbudget.ledger._metadata_keys import (
-    DENSE,
-    RERANK_SCORE,
-    SECTION,
-    score_key,
-)
+from langchain_ragbudget.ledger._metadata_keys import SECTION
 from langchain_ragbudget.ledger._names import display_name
 from langchain_ragbudget.retrieval._neighbours import run_text
 from langchain_ragbudget.retrieval._neighbours import runs as runs_of
@@ -80,7 +75,10 @@ class ContextFormat:
             with a visible character.
         omission: The line marking sentences left out; must not look quoted.
         group_key: The metadata key that names a passage's source document.
-        score_keys: Tried in order; the best passage's first finite one is shown.
+        score_keys: Scores to show, tried in order; the best passage's first
+            finite one is shown (`(RERANK_SCORE, score_key(DENSE))`, say). Empty
+            by default: a score costs every citation about 4 tokens of evidence
+            and tells the model nothing the order does not (BENCHMARKS.md).
         join_neighbours: Whole chunks of one document that overlap or follow each
             other render as one passage, their shared text once.
 
@@ -93,7 +91,7 @@ class ContextFormat:
     quote_mark: str = "> "
     omission: str = "[…]"
     group_key: str = "doc_id"
-    score_keys: tuple[str, ...] = (RERANK_SCORE, score_key(DENSE))
+    score_keys: tuple[str, ...] = ()
     join_neighbours: bool = True
 
     def __post_init__(self) -> None:
@@ -173,9 +171,9 @@ class ContextFormat:
     def _header(
         self, citation: int, source: str | None, title: str, score: str, section: str
     ) -> str:
-        shown_source = display_name(source or "unknown source")
-        shown_title = display_name(title) if title else ""
-        shown_section = display_name(section) if section else ""
+        shown_source = header_field(source or "unknown source")
+        shown_title = header_field(title) if title else ""
+        shown_section = header_field(section) if section else ""
         return self.header.format(
             citation=citation,
             source=shown_source,
@@ -292,6 +290,18 @@ def group_citations(
         Citation(number, group, tuple(docs))
         for number, ((group, _, _), docs) in enumerate(ordered, start=1)
     ]
+
+
+HEADER_SEPARATORS = "|§"
+
+
+def header_field(value: str) -> str:
+    """A source, title or section as the header shows it.
+
+    `display_name`, with the header's own separators escaped, so a heading
+    `Refunds § Legal | rerank .99` cannot pose as a section and a score.
+    """
+    return display_name(value, also=HEADER_SEPARATORS)
 
 
 _LINE_BREAKS = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")

@@ -15,6 +15,7 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import patch_config
 
 from langchain_ragbudget.budget._render import Citation
+from langchain_ragbudget.config._tokens import count_tokens
 from langchain_ragbudget.evidence._assess import Evidence
 from langchain_ragbudget.ledger._evidence_rows import (
     TEXT,
@@ -186,8 +187,8 @@ class BudgetReport:
         trimmed: The passages kept shortened.
         prompt: With `max_prompt_tokens`, how the whole prompt was shared (None
             without); `max_tokens` is then the context's share.
-        passage_tokens: Tokens of the passage text alone (None when not
-            measured); the rest of `tokens_used` is `overhead_tokens`.
+        passage_text: The passage text the context shows, without headers,
+            quote marks or markers (None when not known).
     """
 
     surface: str
@@ -205,7 +206,17 @@ class BudgetReport:
     issues: list[ScoreIssue] = field(default_factory=list)
     trimmed: list[TrimRecord] = field(default_factory=list)
     prompt: PromptRoom | None = None
-    passage_tokens: int | None = None
+    passage_text: tuple[str, ...] | None = field(default=None, repr=False)
+
+    @property
+    def passage_tokens(self) -> int | None:
+        """Tokens of `passage_text`; the rest of `tokens_used` is `overhead_tokens`.
+
+        Counted when asked: fitting a context does not pay for it.
+        """
+        if self.passage_text is None:
+            return None
+        return sum(count_tokens(text, self.encoding) for text in self.passage_text)
 
     @property
     def overhead_tokens(self) -> int | None:

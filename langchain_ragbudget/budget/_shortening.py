@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from langchain_core.documents import Document
 
-from langchain_ragbudget.budget._packing import PackItem, Sentences, omission_points
+from langchain_ragbudget.budget._packing import (
+    PackItem,
+    Scores,
+    Sentences,
+    omission_points,
+)
 from langchain_ragbudget.budget._render import ContextFormat
 from langchain_ragbudget.config._tokens import count_tokens
 from langchain_ragbudget.evidence._sentences import sentence_spans
@@ -41,8 +47,46 @@ class Shortener:
             block = self.format.render_shortened(self.segments(index, chosen))
             return count_tokens(block, self.encoding)
 
-        relevance = tuple(self.relevance(self.question, texts))
-        return Sentences(relevance, cost, tuple(texts), self._retitled(index))
+        relevance = Scores(len(texts), partial(self.relevance, self.question, texts))
+        estimate = self._estimate(text, spans)
+        return Sentences(relevance, cost, tuple(texts), self._retitled(index), estimate)
+
+    def _estimate(
+        self, text: str, spans: tuple[tuple[int, int], ...]
+    ) -> Callable[[tuple[int, ...]], int]:
+        """A cost without the tokenizer: each sentence counted once, plus the marks.
+
+        A sentence's own tokens, 2 per line break in or between kept sentences
+        (the newline and the next line's quote mark), 1 per run of kept
+        sentences (its quote mark), the marker line per gap. Choosing among a
+        passage's sentences then encodes each sentence once, not every trial's
+        block; `choose_sentences` checks the exact `cost` of its choice. On
+        SciFact abstracts it runs 0 to 3 tokens over the exact count, rarely
+        more (BENCHMARKS.md).
+        """
+        pieces = [text[start:end] for start, end in spans]
+        own = [
+            count_tokens(piece, self.encoding) + piece.count("\n") * 2
+            for piece in pieces
+        ]
+        gaps = [
+            text[spans[i - 1][1] : spans[i][0]].count("\n") * 2
+            for i in range(len(spans))
+        ]
+        gaps[0] = 0
+        marker = count_tokens(self.format.omission + "\n", self.encoding)
+
+        def estimate(chosen: tuple[int, ...]) -> int:
+            points = omission_points(chosen, len(spans))
+            joined = sum(
+                gaps[sentence]
+                for position, sentence in enumerate(chosen)
+                if position and position not in points
+            )
+            runs = len(points) + (0 if points and points[0] == 0 else 1)
+            return sum(own[i] for i in chosen) + joined + runs + marker * len(points)
+
+        return estimate
 
     def _retitled(self, index: int) -> Callable[[tuple[int, ...]], int] | None:
         """Tokens the header gains by showing the title the passage opened with.

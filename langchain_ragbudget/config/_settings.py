@@ -315,7 +315,8 @@ class SurfaceSettings(StrictModel):
         encoding: The tiktoken encoding to count in; None: the one of `model`.
         model: The target model, for its encoding when `encoding` is None.
         min_docs: The top passages kept even over `max_tokens` (the report says
-            `over_budget`); at most `max_docs`.
+            `over_budget`); at most `max_docs`. 0 by default: a budget is never
+            exceeded unless you ask.
         packing: For a passage that does not fit: `skip` it and try the next,
             `stop` there, or `trim` it to its most relevant whole sentences.
         max_sentences: With `trim`, the sentences of one passage at most.
@@ -341,7 +342,7 @@ class SurfaceSettings(StrictModel):
     max_tokens: StrictInt = Field(ge=1)
     encoding: StrictStr | None = None
     model: StrictStr | None = "gpt-4o"
-    min_docs: StrictInt = Field(1, ge=0)
+    min_docs: StrictInt = Field(0, ge=0)
     packing: Literal["skip", "stop", "trim"] = "skip"
     max_sentences: StrictInt | None = Field(None, ge=1)
     relevance: Relevance = "blend"

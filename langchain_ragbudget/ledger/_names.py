@@ -51,19 +51,23 @@ def _escape_char(char: str) -> str:
     return f"\\u{point:04x}" if point < 0x10000 else f"\\U{point:08x}"
 
 
-def _needs_escape(char: str) -> bool:
+def _needs_escape(char: str, also: str = "") -> bool:
     if char == " ":
         return False
-    return char in _INVISIBLE or unicodedata.category(char) in _ESCAPED_CATEGORIES
+    return (
+        char in _INVISIBLE
+        or char in also
+        or unicodedata.category(char) in _ESCAPED_CATEGORIES
+    )
 
 
-def _pieces(value: str) -> list[str]:
-    r"""Each character as shown, itself or its escape.
+def _pieces(value: str, also: str = "") -> list[str]:
+    r"""Each character as shown, itself or its escape (those in `also` too).
 
     Built from the end, so a literal backslash is doubled when what follows it
     would read as an escape (`\u202e` written out).
     """
-    if _plain(value):
+    if _plain(value) and not any(char in value for char in also):
         return list(value)
     out: list[str] = []
     after = ""
@@ -71,7 +75,7 @@ def _pieces(value: str) -> list[str]:
     for i in range(last, -1, -1):
         char = value[i]
         edge = char == " " and (i == 0 or i == last)
-        if edge or _needs_escape(char):
+        if edge or _needs_escape(char, also):
             piece = _escape_char(char)
         elif char == "\\" and _ESCAPE_AFTER.match(after):
             piece = "\\\\"
@@ -102,10 +106,12 @@ def _hash(value: str) -> str:
 
 
 @lru_cache(maxsize=100_000)
-def display_name(value: str, limit: int | None = 160) -> str:
+def display_name(value: str, limit: int | None = 160, also: str = "") -> str:
     """`value` as one visible line that no other value renders as (rules above).
 
     `limit` is the most characters shown, marker included; None: never shortened.
+    `also`: characters escaped as well, the separators of the line it goes in,
+    so a value cannot pose as the line's own structure.
 
     Raises:
         ValueError: `limit` is below `MIN_LIMIT`, too short for the marker.
@@ -113,7 +119,7 @@ def display_name(value: str, limit: int | None = 160) -> str:
     if limit is not None and limit < MIN_LIMIT:
         raise ValueError(f"display_name: limit must be at least {MIN_LIMIT}: {limit}")
     value = value if isinstance(value, str) else str(value)
-    pieces = _pieces(value)
+    pieces = _pieces(value, also)
     suffix = ""
     if not unicodedata.is_normalized("NFC", value):
         suffix = NOT_NFC

@@ -202,7 +202,7 @@ def _check_citations(context: BudgetedContext) -> None:
     ]
     starts = [text.index(header) for header in headers]
     assert starts == sorted(starts)
-    ends = [*starts[1:], len(text)]
+    ends = [*starts[1:], len(text)] if starts else []  # nothing fitted: no citation
     for citation, start, end in zip(context.citations, starts, ends, strict=True):
         sources = {document_source(doc) for doc in citation.documents}
         assert sources == {citation.source}, "two sources under one citation"

@@ -1,6 +1,10 @@
+from pathlib import Path
+
 from hypothesis import given
 from hypothesis import strategies as st
+from langchain_core.documents import Document
 
+from langchain_ragbudget.budget._context_budget import ContextBudget
 from langchain_ragbudget.budget._packing import PackItem, pack
 from langchain_ragbudget.budget._render import edges_order
 from langchain_ragbudget.ledger._records import DropReason
@@ -128,3 +132,21 @@ def test_pack_properties(
         )
         assert result.tokens_used == expected
     assert set(results["stop"].kept) <= set(results["skip"].kept)
+
+
+def test_a_surface_that_sets_only_max_tokens_never_goes_over(tmp_path: Path) -> None:
+    """Only `min_docs` may keep a passage over the budget, and only when asked."""
+    path = tmp_path / "ragbudget.yml"
+    path.write_text("surfaces:\n  api:\n    max_tokens: 30\n", encoding="utf-8")
+    big = Document(
+        page_content="One sentence far longer than thirty tokens " + "word " * 60,
+        id="big",
+        metadata={"doc_id": "big", "source": "big.md"},
+    )
+    context = ContextBudget.from_config(path, surface="api").fit([big])
+    assert context.report.min_docs == 0 and not context.report.over_budget
+    assert context.documents == [] and context.report.tokens_used == 0
+    (drop,) = context.report.drops
+    assert drop.key == "big" and drop.reason == DropReason.MAX_TOKENS
+    asked = ContextBudget.from_config(path, surface="api", min_docs=1).fit([big])
+    assert asked.report.over_budget and asked.report.kept_ids == ["big"]

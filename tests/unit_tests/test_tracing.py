@@ -195,7 +195,7 @@ def test_shortened_ids_under_trim(
     tiny_flashrank_dir: Path, spans: tuple[TracerProvider, InMemorySpanExporter]
 ) -> None:
     provider, exporter = spans
-    trim = budget(max_docs=4, max_tokens=75, packing="trim")
+    trim = budget(max_docs=4, max_tokens=65, packing="trim")
     answer = rag_chain(tiny_flashrank_dir, provider, budget=trim).invoke(QUESTION)
     assert answer.shortened, "the budget is meant to shorten a passage here"
     for name in ("ragbudget.budget", "ragbudget.pipeline"):

@@ -3,6 +3,8 @@ record. Real budget, splitter (nupunkt) and tokenizer (tiktoken); the chat model
 the seed-000 case is a fake, since no LLM API runs here."""
 
 import re
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -18,6 +20,8 @@ from langchain_ragbudget.budget._packing import (
     choose_sentences,
     omission_points,
 )
+from langchain_ragbudget.budget._render import ContextFormat
+from langchain_ragbudget.budget._shortening import Shortener
 from langchain_ragbudget.chain._stuff import (
     context_warnings,
     create_budgeted_stuff_chain,
@@ -201,3 +205,30 @@ def test_whole_sentences_are_recognised_when_one_starts_like_another() -> None:
     assert not is_whole_sentences("The tax is due", original)
     out_of_order = "Bread needs flour! The tax is due in April."
     assert not is_whole_sentences(out_of_order, original)
+
+
+def test_the_estimate_chooses_and_the_exact_count_decides() -> None:
+    """Trials are weighed without the tokenizer; the choice never goes over."""
+    text = (
+        "Stones of the river are old. They were carried here by the glacier long "
+        "before the valley had a name. The heaviest weighs nine tonnes. Moss grows "
+        "on the north side of each of them. Children climb the smaller ones."
+    )
+    scored: list[int] = []
+
+    def relevance(question: str | None, pieces: Sequence[str]) -> list[float]:
+        scored.append(len(pieces))
+        return [float("tonnes" in piece) for piece in pieces]
+
+    document = Document(page_content=text)
+    shortener = Shortener(ContextFormat(), "cl100k_base", [document], "?", relevance)
+    shape = shortener.shape(0)
+    assert shape.estimate is not None and not scored  # split and counted, not scored
+    assert choose_sentences(shape, 3) == () and not scored  # no sentence fits alone
+    for room in range(5, 80):
+        chosen = choose_sentences(shape, room)
+        assert not chosen or shape.cost(chosen) <= room
+        trusting = replace(shape, cost=shape.estimate)  # were the estimate exact
+        assert len(chosen) >= len(choose_sentences(trusting, room)) - 1
+    assert scored == [5]  # scored once, when a sentence first fitted
+    assert choose_sentences(shape, 14) == (2,)  # the heaviest, the relevant one
