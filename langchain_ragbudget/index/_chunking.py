@@ -3,12 +3,15 @@
 `SentenceChunker` (the default) makes chunks of whole sentences: `Chunker`'s
 recursive splitter cuts inside sentences, so some evidence is whole in no chunk
 and no packing can keep it. Its chunks are exact slices of the document, which
-lets the renderer join neighbours; a sentence longer than a chunk is cut alone
-and flagged `sentence_split`.
+lets the renderer join neighbours; a sentence longer than a chunk is cut alone,
+at whitespace, and flagged `sentence_split`.
 
-Chunk ids are `<doc_id>::<position>`, so an update replaces exactly one
-document's chunks on both sides. `Chunker`'s chunks carry the `section` they
-mostly hold, so a citation says where in the document it is.
+No chunk of either chunker is over `chunk_size` tokens, counted on its own text
+(the tokenizer does not add up over pieces), and none loses or invents a word:
+only blank runs lie outside the chunks. Chunk ids are `<doc_id>::<position>`, so
+an update replaces exactly one document's chunks on both sides. Every chunk
+carries the `section` it mostly holds (a Markdown or HTML heading, a changelog
+entry), so a citation says where in the document it is.
 """
 
 from __future__ import annotations
@@ -41,7 +44,6 @@ HEADINGS = "headings"  # document metadata (HTML): its h1-h6 texts, in order
 SECTION_CHARS = 120  # a heading longer than this is cut at a word boundary
 
 _LINE_END = re.compile(r"\r\n|\r|\n")  # as the Markdown parser counts lines
-_WORD = re.compile(r"\S+")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 
 Span = tuple[int, int]
@@ -94,28 +96,39 @@ def _short(heading: str) -> str:
 
 
 def fit_spans(text: str, span: Span, size: int, encoding: str) -> list[Span]:
-    """`text[span]` in exact slices of at most `size` tokens, cut at whitespace.
+    """`text[span]` in exact slices of at most `size` tokens, cut where it breaks.
 
-    Only blank runs (whitespace, invisible characters) lie between two pieces,
-    so no word is lost and no piece is blank; a word longer than `size` is cut
-    between characters. Every piece is counted as it is, so none is over `size`
-    whatever the tokenizer does at its seams.
+    Whole lines where they fit, else whole words, else characters (a word over
+    `size`). Only blank runs (whitespace, invisible characters) lie between two
+    pieces, so no word is lost and no piece is blank. Every piece is counted as
+    it is, so none is over `size` whatever the tokenizer does at its seams.
     """
-    words = [m.span() for m in _WORD.finditer(text, *span) if not is_blank(m[0])]
+    return _fit(text, span, size, encoding, 0)
+
+
+_BREAKS = (re.compile(r"[^\r\n]+"), re.compile(r"\S+"))  # lines, then words
+
+
+def _fit(text: str, span: Span, size: int, encoding: str, level: int) -> list[Span]:
+    """Greedy runs of `_BREAKS[level]` parts; a part over `size` is cut finer."""
+    if level == len(_BREAKS):
+        return list(_cut_word(text, span, size, encoding))
+    parts = [m.span() for m in _BREAKS[level].finditer(text, *span)]
+    parts = [part for part in parts if not is_blank(text[slice(*part)])]
     pieces: list[Span] = []
     first = 0
-    while first < len(words):
-        start = words[first][0]
+    while first < len(parts):
+        start = parts[first][0]
 
         def fits(last: int, start: int = start) -> bool:
-            return count_tokens(text[start : words[last][1]], encoding) <= size
+            return count_tokens(text[start : parts[last][1]], encoding) <= size
 
         if not fits(first):
-            pieces.extend(_cut_word(text, words[first], size, encoding))
+            pieces.extend(_fit(text, parts[first], size, encoding, level + 1))
             first += 1
             continue
-        last = _last_true(fits, first, len(words) - 1)
-        pieces.append((start, words[last][1]))
+        last = _last_true(fits, first, len(parts) - 1)
+        pieces.append((start, parts[last][1]))
         first = last + 1
     return pieces
 
