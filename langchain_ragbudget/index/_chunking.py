@@ -218,21 +218,34 @@ class Chunker:
         """Where the splitter's pieces are in `content`, each at most `chunk_size`.
 
         The splitter sums the tokens of the parts it joins, and the joined text
-        can count more: a piece over the size is cut again at whitespace.
+        can count more: a piece over the size is cut again where it breaks, and
+        a cut-off end that the next piece holds (the overlap) is left to it.
         """
         size, encoding = self.settings.chunk_size, self.settings.encoding
-        out: list[Span] = []
-        start = -1
+        found: list[Span] = []
         for piece in self._splitter.split_text(content):
-            start = content.find(piece, start + 1)
+            start = content.find(piece, found[-1][0] + 1 if found else 0)
             if start < 0:
                 raise ValueError(f"the splitter changed a piece: {piece[:40]!r}")
-            span = (start, start + len(piece))
-            if count_tokens(piece, encoding) <= size:
+            found.append((start, start + len(piece)))
+        out: list[Span] = []
+        for span, after in itertools.zip_longest(found, found[1:]):
+            if count_tokens(content[slice(*span)], encoding) <= size:
                 out.append(span)
-            else:
-                out.extend(fit_spans(content, span, size, encoding))
+                continue
+            held = after if after and _only(content, after, span[0]) else (0, 0)
+            out.extend(
+                (start, end)
+                for start, end in fit_spans(content, span, size, encoding)
+                if not held[0] <= start < end <= held[1]
+            )
         return out
+
+
+def _only(text: str, span: Span, after: int) -> bool:
+    """Whether `text[span]` occurs once in `text` past `after`: where it is, is sure."""
+    piece = text[slice(*span)]
+    return text.find(piece, after + 1) == span[0] and text.find(piece, span[0] + 1) < 0
 
 
 class SentenceChunker:
