@@ -43,9 +43,10 @@ GZIP_PLAIN_NAMES = frozenset(
 )
 GZIP_MAX_BYTES = 64 * 1024 * 1024  # decompressed: a gzip bomb is refused, not read
 DEFAULT_ENCODINGS = ("utf-8",)
-# A Debian changelog entry's first line, `bash (5.1~rc3-1) unstable; urgency=medium`.
+# A Debian changelog entry's first line, `bash (5.1~rc3-1) unstable; urgency=medium`
+# (the urgency is required: a line of prose may start `p53 (TP53) is ...;`).
 CHANGELOG_ENTRY = re.compile(
-    r"^(?P<entry>(?P<package>[a-z0-9][a-z0-9+.-]+) \([^()\s]+\))(?: [^;\n]+;.*)?$"
+    r"^(?P<entry>(?P<package>[a-z0-9][a-z0-9+.-]+) \([^()\s]+\)) [^;\n]+;.*\burgency="
 )
 TITLE_CHARS = 200
 

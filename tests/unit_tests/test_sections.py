@@ -56,6 +56,7 @@ def test_section_starts_markdown_changelog_and_code_fences() -> None:
     assert section_at(section_starts("no heading here"), 3) is None
     changelog = section_starts(CHANGELOG)
     assert [h for _, h in changelog] == ["bash (5.2.15-2)", "bash (5.1~rc3-1)"]
+    assert section_starts("p53 (TP53) is a gene; it matters.") == []  # prose
 
 
 def test_old_changelog_entries_are_not_titled_with_the_newest_version() -> None:
