@@ -11,7 +11,6 @@ from __future__ import annotations
 import codecs
 import errno
 import fnmatch
-import itertools
 import os
 import re
 import stat
@@ -19,6 +18,7 @@ import unicodedata
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,6 +47,11 @@ PLAIN_NAMES = (
 _PLAIN_NAME = re.compile(rf"(?:{'|'.join(PLAIN_NAMES)})(?:[._-].*)?", re.IGNORECASE)
 GZIP_MAX_BYTES = 64 * 1024 * 1024  # decompressed: a gzip bomb is refused, not read
 DEFAULT_ENCODINGS = ("utf-8",)
+# A Debian changelog entry's first line, `bash (5.1~rc3-1) unstable; urgency=medium`
+# (the urgency is required: a line of prose may start `p53 (TP53) is ...;`).
+CHANGELOG_ENTRY = re.compile(
+    r"^(?P<entry>(?P<package>[a-z0-9][a-z0-9+.-]+) \([^()\s]+\)) [^;\n]+;.*\burgency="
+)
 TITLE_CHARS = 200
 
 # Why a file was skipped (expected, exit code 0), as shown in the ingest summary.
@@ -542,10 +547,9 @@ _FRONT_MATTER = re.compile(r"---[ \t\r]*\n(.*?)^(?:---|\.\.\.)[ \t\r]*$", re.S |
 def markdown_title(text: str) -> str:
     """The title of a Markdown text: its front matter's `title`, else first heading.
 
-    A CommonMark parser finds headings, so `# comment` in a code block is none.
+    The first heading may be HTML (`<h1 align="center">Name</h1>`), as many
+    READMEs open with one.
     """
-    from markdown_it import MarkdownIt
-
     body = text.removeprefix("\ufeff")
     front = _FRONT_MATTER.match(body)
     fields = _yaml_mapping(front.group(1)) if front is not None else None
@@ -554,16 +558,63 @@ def markdown_title(text: str) -> str:
         if isinstance(title, str) and collapse_whitespace(title):
             return collapse_whitespace(title)
         body = body[front.end() :]
-    tokens = MarkdownIt("commonmark").parse(body)
-    for opening, inline in itertools.pairwise(tokens):
-        if opening.type == "heading_open":
+    return next((heading for _, heading in markdown_headings(body)), "")
+
+
+def markdown_headings(text: str) -> list[tuple[int, str]]:
+    """(first line, text) of each heading of a Markdown text, in order.
+
+    A CommonMark parser finds them, so `# comment` in a code block is none; an
+    HTML block that is a heading (`<h2>Setup</h2>`) is one too. Lines are
+    counted as the parser counts them: CR LF, CR and LF each end one.
+    """
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").parse(text)
+    found: list[tuple[int, str]] = []
+    for index, token in enumerate(tokens):
+        if token.type == "heading_open" and token.map:  # its inline text follows
             parts = (
                 " " if child.type.endswith("break") else child.content
-                for child in inline.children or []
+                for child in tokens[index + 1].children or []
                 if child.type in _TITLE_TOKENS
             )
-            return collapse_whitespace("".join(parts))
-    return ""
+            found.append((token.map[0], collapse_whitespace("".join(parts))))
+        elif token.type == "html_block" and token.map:
+            heading = _HtmlHeading.first(token.content)
+            if heading:
+                found.append((token.map[0], heading))
+    return found
+
+
+class _HtmlHeading(HTMLParser):
+    """The text of the first h1-h6 element of an HTML fragment."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.depth = 0
+        self.parts: list[str] = []
+        self.done = False
+
+    @classmethod
+    def first(cls, fragment: str) -> str:
+        parser = cls()
+        parser.feed(fragment)
+        parser.close()
+        return collapse_whitespace("".join(parser.parts))
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _HEADING_TAGS and not self.done:
+            self.depth += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _HEADING_TAGS and self.depth:
+            self.depth -= 1
+            self.done = self.depth == 0
+
+    def handle_data(self, data: str) -> None:
+        if self.depth:
+            self.parts.append(data)
 
 
 _TITLE_TOKENS = frozenset({"text", "code_inline", "image", "softbreak", "hardbreak"})
@@ -601,6 +652,20 @@ def check_content(text: str, placeholders: Sequence[str]) -> str | None:
     return None
 
 
+def text_title(text: str) -> str:
+    """The title of a text with none of its own: its first line, whitespace collapsed.
+
+    A changelog's first line is its newest entry, which would title every older
+    entry too: the package it is the changelog of titles it instead (each
+    chunk's section names the entry it quotes).
+    """
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    entry = CHANGELOG_ENTRY.match(first)
+    if entry is not None:
+        return entry.group("package")
+    return collapse_whitespace(first.strip().strip("#"))
+
+
 def load_file(
     path: Path,
     root: Path,
@@ -612,10 +677,7 @@ def load_file(
         relative = path.relative_to(root) if path != root else Path(path.name)
         doc_id = relative.as_posix()
     read = read_file(path, encodings)
-    title = read.title or next(
-        (line.strip("# ").strip() for line in read.text.splitlines() if line.strip()),
-        "",
-    )
+    title = read.title or text_title(read.text)
     metadata: dict[str, object] = {
         "doc_id": doc_id,
         "source": doc_id,

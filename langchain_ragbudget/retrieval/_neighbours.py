@@ -2,8 +2,9 @@
 
 `around` fetches the chunks next to retrieved ones, so evidence that runs on past a
 retrieved chunk can reach the prompt (BENCHMARKS.md, Chunking). Chunks that know
-their place (`chunk_start`, `chunk_end`, `chunk_gap`) and are adjacent or overlap
-render as one run of the document's own text, the overlap once; `NeighbourCosts`
+their place (`chunk_start`, `chunk_end`, `chunk_gap`) render as one run of the
+document's own text where their texts overlap or only whitespace lies between
+them, the overlap once; otherwise apart, whatever the offsets say. `NeighbourCosts`
 charges the packer what the joined text adds, so its sum is the rendered context.
 """
 
@@ -81,13 +82,34 @@ def _at(chunk: Document, position: int) -> bool:
 
 
 def joins(first: Document, second: Document) -> bool:
-    """Whether `second` continues `first` (overlapping or the next chunk)."""
+    """Whether `second` continues `first`: their texts overlap, or it comes next."""
+    return seam(first, second) is not None
+
+
+def seam(first: Document, second: Document) -> str | None:
+    """The text `second` adds after `first` when it continues it, else None.
+
+    Offsets are claims, checked against the texts: an overlap must be the end of
+    `first`'s text and the start of `second`'s, and the gap before the next chunk
+    whitespace only (a gap or a seam with a visible character could carry or glue
+    words). So a join shows each chunk's text exactly, the overlap once.
+    """
     a, b = place(first), place(second)
     if a is None or b is None or b[1] <= a[1] or b[2] <= a[2]:
-        return False
-    return b[1] <= a[2] or (
-        b[0] == a[0] + 1 and isinstance(second.metadata.get(CHUNK_GAP), str)
-    )
+        return None
+    head, tail = first.page_content, second.page_content
+    shared = a[2] - b[1]
+    if shared > 0:
+        fits = shared < len(tail) and shared <= len(head)
+        return tail[shared:] if fits and head.endswith(tail[:shared]) else None
+    gap = second.metadata.get(CHUNK_GAP, "") if shared < 0 else ""
+    if b[0] != a[0] + 1 or not isinstance(gap, str) or len(gap) != -shared:
+        return None
+    if gap and not gap.isspace():
+        return None
+    if not (gap or head[-1:].isspace() or tail[:1].isspace()):
+        return None
+    return gap + tail
 
 
 def runs(documents: Sequence[Document]) -> list[list[int]]:
@@ -119,15 +141,17 @@ def runs(documents: Sequence[Document]) -> list[list[int]]:
 
 
 def run_text(chunks: Sequence[Document]) -> str:
-    """The document's text over a run's span: each chunk's new text, once."""
+    """The document's text over a run's span: each chunk's new text, once.
+
+    Raises:
+        ValueError: Two chunks of `chunks` in a row do not join.
+    """
     text = chunks[0].page_content
     for before, chunk in itertools.pairwise(chunks):
-        a, b = place(before), place(chunk)
-        assert a is not None and b is not None
-        if b[1] <= a[2]:
-            text += chunk.page_content[a[2] - b[1] :]
-        else:
-            text += str(chunk.metadata[CHUNK_GAP]) + chunk.page_content
+        added = seam(before, chunk)
+        if added is None:
+            raise ValueError(f"chunk {chunk.id!r} does not continue {before.id!r}")
+        text += added
     return text
 
 

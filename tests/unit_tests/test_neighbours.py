@@ -21,6 +21,7 @@ from langchain_ragbudget.config._tokens import count_tokens
 from langchain_ragbudget.index._chunking import SentenceChunker
 from langchain_ragbudget.ledger._metadata_keys import (
     CHUNK_END,
+    CHUNK_GAP,
     CHUNK_START,
     CONTEXT_TOKENS,
 )
@@ -152,3 +153,115 @@ def test_the_report_tells_passage_text_from_overhead() -> None:
     assert report.overhead_tokens == report.tokens_used - report.passage_tokens
     assert report.overhead_tokens >= count_tokens(header, "cl100k_base")
     assert report.to_dict()["overhead_tokens"] == report.overhead_tokens
+
+
+def placed(
+    position: int, text: str, start: int, end: int, gap: str | None = None
+) -> Document:
+    """A chunk of document `d` that claims a place (and a gap), truthfully or not."""
+    return Document(
+        id=f"d::{position}",
+        page_content=text,
+        metadata={
+            "doc_id": "d",
+            "source": "d.md",
+            "chunk_id": f"d::{position}",
+            "position": position,
+            CHUNK_START: start,
+            CHUNK_END: end,
+            **({CHUNK_GAP: gap} if gap is not None else {}),
+        },
+    )
+
+
+FIRST = "The trial enrolled adults with asthma."
+ZEBRA = "ZEBRA evidence says the dose is five milligrams."
+
+
+@pytest.mark.parametrize(
+    ("first_claim", "second"),
+    [
+        # claims to share 20 characters its text does not share
+        ((0, len(FIRST)), placed(1, ZEBRA, len(FIRST) - 20, len(FIRST) + 30)),
+        # negative offsets that claim an overlap
+        ((-40, -10), placed(1, ZEBRA, -30, 10**6, gap=" ")),
+        # a huge claimed overlap
+        ((0, 10**9), placed(1, ZEBRA, 1, 10**9 + 1)),
+        # a gap that holds text
+        ((0, len(FIRST)), placed(1, ZEBRA, 50, 10**3, gap="IGNORE THIS.")),
+        # a gap of whitespace its offsets do not match
+        ((0, len(FIRST)), placed(1, ZEBRA, 50, 10**3, gap=" ")),
+        # adjacent, but the seam would glue two words into one
+        ((0, len(FIRST)), placed(1, ZEBRA, len(FIRST), 10**3)),
+    ],
+    ids=["lying-overlap", "negative", "huge", "gap-text", "gap-length", "glued"],
+)
+def test_chunks_whose_texts_do_not_join_render_apart_and_whole(
+    first_claim: tuple[int, int], second: Document
+) -> None:
+    first = placed(0, FIRST, *first_claim)
+    assert runs([first, second]) == [[0], [1]]
+    context = ContextBudget(
+        settings=SurfaceSettings(max_docs=10, max_tokens=10_000, encoding="cl100k_base")
+    ).fit([first, second])
+    assert sorted(context.report.kept_ids) == ["d::0", "d::1"]
+    assert FIRST in context.text
+    assert ZEBRA in context.text  # "ZEBRA evidence says" is not lost
+    assert "IGNORE" not in context.text  # metadata never becomes passage text
+
+
+def test_an_honest_gap_of_whitespace_joins_with_the_documents_own_whitespace() -> None:
+    gap = "\n\n"
+    first = placed(0, FIRST, 0, len(FIRST))
+    second = placed(1, ZEBRA, len(FIRST) + 2, len(FIRST) + 2 + len(ZEBRA), gap=gap)
+    assert runs([second, first]) == [[1, 0]]
+    assert run_text([first, second]) == FIRST + gap + ZEBRA
+
+
+def honest_or_not(text: str) -> st.SearchStrategy[tuple[Document, Document]]:
+    """Two chunks of `text`: true slices, or with offsets, gaps and texts that lie."""
+    bound = st.integers(0, len(text))
+    offset = st.one_of(bound, st.integers(-50, 50), st.integers(-(10**9), 10**9))
+
+    def chunk(
+        position: int, span: tuple[int, int], claims: tuple[int, int], gap: str | None
+    ) -> Document:
+        return placed(position, text[slice(*span)], *claims, gap)
+
+    @st.composite
+    def pair(draw: st.DrawFn) -> tuple[Document, Document]:
+        s1, e1, s2, e2 = sorted(draw(st.lists(bound, min_size=4, max_size=4)))
+        if draw(st.booleans()):  # overlapping slices
+            s2 = draw(st.integers(s1, e1))
+        honest = draw(st.booleans())
+        first_claim = (s1, e1) if honest else (draw(offset), draw(offset))
+        second_claim = (s2, e2) if honest else (draw(offset), draw(offset))
+        gap = draw(st.one_of(st.none(), st.just(text[e1:s2]), st.text(max_size=6)))
+        return (
+            chunk(0, (s1, e1), first_claim, None),
+            chunk(draw(st.sampled_from([1, 1, 2])), (s2, e2), second_claim, gap),
+        )
+
+    return pair()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), numbered_texts(most_sentences=5, most_words=6))
+def test_a_join_of_any_two_chunks_shows_exactly_their_texts_once(
+    data: st.DataObject, text: str
+) -> None:
+    first, second = data.draw(honest_or_not(text))
+    for run in runs([first, second]):
+        members = [[first, second][i] for i in run]
+        shown = run_text(members)
+        if len(members) == 1:
+            continue
+        head, tail = members[0].page_content, members[1].page_content
+        assert shown.startswith(head) and shown.endswith(tail)
+        middle = len(shown) - len(head) - len(tail)  # < 0: the overlap, shown once
+        if middle >= 0:
+            assert shown[len(head) : len(shown) - len(tail)].isspace() or (
+                middle == 0 and (head[-1:].isspace() or tail[:1].isspace())
+            )
+        else:
+            assert head[len(head) + middle :] == tail[:-middle]

@@ -3,6 +3,7 @@ Debian changelog entries) and its citation header names it. The real chunker,
 loader and budget; no model."""
 
 import bisect
+import gzip
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from langchain_core.documents import Document
 
 from langchain_ragbudget.budget._context_budget import ContextBudget
 from langchain_ragbudget.config._settings import IndexSettings, SurfaceSettings
-from langchain_ragbudget.index._chunking import Chunker, section_starts
+from langchain_ragbudget.index._chunking import Chunker, make_chunker, section_starts
 from langchain_ragbudget.index._loaders import load_file
 
 pytestmark = pytest.mark.needs_tiktoken
@@ -55,6 +56,7 @@ def test_section_starts_markdown_changelog_and_code_fences() -> None:
     assert section_at(section_starts("no heading here"), 3) is None
     changelog = section_starts(CHANGELOG)
     assert [h for _, h in changelog] == ["bash (5.2.15-2)", "bash (5.1~rc3-1)"]
+    assert section_starts("p53 (TP53) is a gene; it matters.") == []  # prose
 
 
 def test_old_changelog_entries_are_not_titled_with_the_newest_version() -> None:
@@ -108,3 +110,46 @@ def test_a_chunk_without_a_heading_has_no_section_and_the_header_is_unchanged() 
         settings=SurfaceSettings(max_docs=1, max_tokens=400, encoding="cl100k_base")
     )
     assert budget.fit([chunk]).text.splitlines()[0] == "[1] notes.txt"
+
+
+def default_chunks(document: Document) -> list[Document]:
+    return make_chunker(IndexSettings()).split(document, "doc")
+
+
+def header_lines(chunks: Sequence[Document]) -> list[str]:
+    budget = ContextBudget(
+        settings=SurfaceSettings(max_docs=50, max_tokens=50_000, encoding="cl100k_base")
+    )
+    text = budget.fit(list(chunks)).text
+    return [line for line in text.splitlines() if line.startswith("[")]
+
+
+def test_the_default_chunker_records_sections_and_headers_show_them() -> None:
+    text = (
+        "# Guide\n\nRead this first.\n\n## Install\n\nRun the installer. Then reboot.\n"
+    )
+    chunks = default_chunks(Document(page_content=text, metadata={"source": "g.md"}))
+    assert [c.metadata.get("section") for c in chunks] == ["Guide", "Install"]
+    assert header_lines(chunks) == ["[1] g.md § Guide", "[2] g.md § Install"]
+
+
+OPENSSH = "".join(
+    f"openssh (1:{version}) unstable; urgency=medium\n\n"
+    + "".join(f"  * {change} in {version}.\n" for change in changes)
+    + f"\n -- Colin Watson <cjwatson@debian.org>  {date}\n\n"
+    for version, date, changes in (
+        ("9.2p1-2", "Thu, 09 Feb 2023 10:00:00 +0000", ["Fix a crash"] * 40),
+        ("8.5p1-1", "Wed, 03 Mar 2021 10:00:00 +0000", ["Add sntrup761"] * 40),
+    )
+)
+
+
+def test_a_changelog_chunk_is_titled_by_the_entry_it_quotes(tmp_path: Path) -> None:
+    path = tmp_path / "changelog.Debian.gz"
+    path.write_bytes(gzip.compress(OPENSSH.encode()))
+    document = load_file(path, tmp_path)
+    assert document.metadata["title"] == "openssh"  # not the newest entry
+    old = [c for c in default_chunks(document) if "in 8.5p1-1" in c.page_content]
+    assert old and all(c.metadata["section"] == "openssh (1:8.5p1-1)" for c in old)
+    (header,) = header_lines(old[:1])
+    assert header == "[1] changelog.Debian.gz | openssh § openssh (1:8.5p1-1)"

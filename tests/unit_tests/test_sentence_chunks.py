@@ -23,6 +23,7 @@ from langchain_ragbudget.config._settings import (
 from langchain_ragbudget.config._tokens import count_tokens
 from langchain_ragbudget.errors import IndexLoadError
 from langchain_ragbudget.index._chunking import Chunker, SentenceChunker, make_chunker
+from langchain_ragbudget.index._loaders import is_blank
 from langchain_ragbudget.ledger._metadata_keys import (
     CHUNK_END,
     CHUNK_START,
@@ -100,7 +101,7 @@ def test_any_text_gives_exact_slices_covering_it(text: str, size: int) -> None:
         start, end = chunk.metadata[CHUNK_START], chunk.metadata[CHUNK_END]
         assert chunk.page_content == text[start:end]
         covered[start:end] = [True] * (end - start)
-    assert all(covered[i] for i, ch in enumerate(text) if not ch.isspace())
+    assert all(covered[i] for i, ch in enumerate(text) if not is_blank(ch))  # visible
 
 
 def test_a_heading_starts_a_chunk() -> None:
@@ -175,3 +176,154 @@ def test_an_index_records_its_chunker_and_refuses_another(tmp_path: Path) -> Non
     )
     with pytest.raises(IndexLoadError, match="restore the settings"):
         HybridIndex.open(tmp_path / "old", other)
+
+
+def either_chunker(name: str, size: int, overlap: int) -> Chunker | SentenceChunker:
+    return make_chunker(
+        IndexSettings(chunk_size=size, chunk_overlap=overlap, chunker=name)
+    )
+
+
+def spans_in(text: str, chunks: list[Document]) -> list[tuple[int, int]]:
+    """Where each chunk is in `text`: its offsets, else found after the last one."""
+    spans: list[tuple[int, int]] = []
+    for chunk in chunks:
+        start = chunk.metadata.get(CHUNK_START)
+        if start is None:
+            start = text.find(chunk.page_content, spans[-1][0] + 1 if spans else 0)
+        assert text[start:].startswith(chunk.page_content), "not a slice of the text"
+        spans.append((start, start + len(chunk.page_content)))
+    return spans
+
+
+@st.composite
+def prose(draw: st.DrawFn) -> str:
+    """Words and any characters at all (each numbered, so a chunk is found where
+    it is), breaks, headings, abbreviations and numbers."""
+    pieces = draw(
+        st.lists(
+            st.sampled_from([*WORDS, "e.g.", "3.14", "(x)", "\n", "\n\n", "## Head"])
+            | st.text(min_size=1, max_size=30),
+            max_size=300,
+        )
+    )
+    return " ".join(
+        f"{piece}{number}" if piece.strip() and piece != "## Head" else piece
+        for number, piece in enumerate(pieces)
+    )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    prose(),
+    st.sampled_from(["sentences", "recursive"]),
+    st.sampled_from([16, 24, 64]),
+    st.sampled_from([0, 8]),
+)
+@example("Aa " * 200 + ".", "sentences", 16, 0)
+def test_the_chunks_of_any_text_partition_it_none_over_chunk_size(
+    text: str, name: str, size: int, overlap: int
+) -> None:
+    chunks = either_chunker(name, size, overlap).split(Document(page_content=text), "d")
+    spans = spans_in(text, chunks)
+    for chunk in chunks:
+        assert count_tokens(chunk.page_content, "cl100k_base") <= size
+        assert chunk.metadata["tokens"] <= size
+    # Concatenated, each overlap once, they give back the text: only blank runs
+    # lie before, between and after them (the words are all in chunks).
+    covered = 0
+    for start, end in spans:
+        assert is_blank(text[covered:start])
+        covered = max(covered, end)
+    assert is_blank(text[covered:])
+
+
+# SciFact texts (shortened) on which the chunkers gave 65 tokens at 64: the old
+# sentence cutter stretched a piece to the sentence's ends, and the recursive
+# splitter adds up the tokens of parts that count more once joined.
+LONG_SENTENCE = (
+    "On the basis that the subsequent evolution of a more sophisticated regulatory "
+    "architecture to provide higher levels of epigenetic control and accurate "
+    "spatiotemporal expression in developmentally complex organisms is a "
+    "complicated task, we hypothesize: (i) that mRNAs have been and remain subject "
+    "to secondary selection to provide trans-acting regulatory possibly as a "
+    "consequence of gene duplication, have lost protein-coding functions en route "
+    "to acquiring more sophisticated trans-regulatory functions; (iii) that many "
+    "transcripts have become subject to secondary processing to release different "
+    "products; and (iv) that novel proteins have emerged within loci that "
+    "previously evolved functionality as regulatory RNAs."
+)
+JOINED_PARTS = (
+    "proteins are at the heart of posttranscriptional gene regulation, coordinating "
+    "the processing, storage, and handling of cellular RNAs. We show here that "
+    "GRSF1, previously implicated in the binding and selective translation of "
+    "influenza mRNAs, is targeted to mitochondria where it forms granules that "
+    "colocalize with foci of of mtDNA, the ND6 mRNA, and noncoding RNAs for cytb "
+    "normal amounts of the oxidative phosphorylation complexes. These data "
+    "implicate GRSF1 as a key regulator of"
+)
+
+# A piece cut again whose next piece starts inside it (the overlap).
+CUT_AND_OVERLAPPED = (
+    "cerebral matter in the developing human brain can affect cortical to delineate "
+    "three-dimensional fiber architecture in cerebral white matter in preterm "
+    "(n = 17) and full-term infants (n = 7). To assess effects of preterm infants "
+    "(n second time at term. In the central white matter the mean apparent "
+    "diffusion coefficient at 28 In the posterior limb full-term infants (white "
+    "matter, 10.9 +/- 0.6 versus 22.9 +/- 3.0%, p that quantitative assessment of "
+    "water diffusion by diffusion tensor MRI provides insight"
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("sentences", LONG_SENTENCE),
+        ("recursive", JOINED_PARTS),
+        ("recursive", CUT_AND_OVERLAPPED),
+    ],
+)
+def test_no_chunk_is_over_chunk_size_and_no_word_is_lost(name: str, text: str) -> None:
+    chunks = either_chunker(name, 64, 16).split(Document(page_content=text), "d")
+    assert max(count_tokens(c.page_content, "cl100k_base") for c in chunks) <= 64
+    words = [w for c in chunks for w in c.page_content.split()]
+    assert all(word in words for word in text.split())  # none lost
+    assert set(words) <= set(text.split())  # none invented, none cut
+    for chunk, following in itertools.pairwise(chunks):  # no end cut off for nothing
+        assert chunk.page_content not in following.page_content
+
+
+def test_a_long_sentence_is_cut_at_word_boundaries_and_flagged() -> None:
+    chunks = chunker(64).split(Document(page_content=LONG_SENTENCE), "d")
+    assert " ".join(c.page_content for c in chunks) == LONG_SENTENCE
+    assert all(c.metadata[SENTENCE_SPLIT] for c in chunks)
+
+
+FENCED = """# Setup
+
+Install the tool first. Then configure it.
+
+```bash
+# install the dependencies
+apt-get install foo
+# configure
+foo --init
+```
+
+## Usage
+
+Run it daily. It reports once.
+"""
+
+
+@pytest.mark.parametrize("name", ["sentences", "recursive"])
+def test_comments_in_fenced_code_are_no_headings(name: str) -> None:
+    chunks = either_chunker(name, 20, 0).split(Document(page_content=FENCED), "d")
+    comments = [c for c in chunks if c.page_content.startswith("# install")]
+    assert comments == []  # no chunk starts at a comment
+    sections = {c.page_content.split()[-1]: c.metadata["section"] for c in chunks}
+    assert set(sections.values()) <= {"Setup", "Usage"}
+    assert chunks[-1].metadata["section"] == "Usage"
+    assert all(
+        c.metadata["section"] == "Setup" for c in chunks if "apt-get" in c.page_content
+    )
