@@ -423,7 +423,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         """Each passage as the packer sees it; tokens are counted when it is weighed."""
         fmt, encoding = self.format, self.settings.encoding_name
         by_retriever = self.settings.max_per_retriever is not None  # else not counted
-        first_seen: dict[tuple[str, str | None, str | None], int] = {}
+        first_seen: dict[tuple[str, str | None], int] = {}
         items = []
         for document in documents:
             group = fmt.cited_together(document, self.id_key)

@@ -130,26 +130,29 @@ class ContextFormat:
 
     def cited_together(
         self, document: Document, id_key: str | None = "chunk_id"
-    ) -> tuple[str, str | None, str | None]:
-        """What passages must share to share a citation: group, source, section.
+    ) -> tuple[str, str | None]:
+        """What passages must share to share a citation: group and source.
 
-        Two sources never share a number even under one document id, so a
-        citation never carries another source's text.
+        One number per document, whatever sections its passages come from; two
+        sources never share a number even under one document id, so a citation
+        never carries another source's text.
         """
-        section = document.metadata.get(SECTION)
-        return (
-            self.group_of(document, id_key),
-            document_source(document),
-            section if isinstance(section, str) and section else None,
-        )
+        return self.group_of(document, id_key), document_source(document)
 
     def render_header(
-        self, citation: int, best: Document, *, shows: str | None = None
+        self,
+        citation: int,
+        best: Document,
+        *,
+        shows: str | None = None,
+        mixed: bool = False,
     ) -> str:
         """The header line of a citation, with its best passage's score.
 
         The title is left out when the text `best`'s block shows first (`shows`,
-        by default its whole text) opens with it as a line: not paid twice.
+        by default its whole text) opens with it as a line: not paid twice. The
+        section is left out when the citation's passages come from several
+        (`mixed`): a header names only what is true of all of them.
         """
         meta = best.metadata
         score = ""
@@ -158,7 +161,7 @@ class ContextFormat:
             if isinstance(value, int | float) and math.isfinite(value):
                 score = f" | {key.removesuffix('_score')} {short_number(value)}"
                 break
-        title, section = meta.get("title"), self.cited_together(best)[2]
+        title, section = meta.get("title"), None if mixed else section_of(best)
         shown_title = str(title) if title else ""
         first = best.page_content if shows is None else shows
         if self.title_line_shown(best, first):
@@ -234,7 +237,9 @@ class ContextFormat:
             best = citation.documents[0]
             segments = shortened.get(str(best.id)) if best.id is not None else None
             shows = (segments[0] or "") if segments else None  # None: an omission
-            out.append(self.render_header(citation.number, best, shows=shows))
+            mixed = len({section_of(d) for d in citation.documents}) > 1
+            header = self.render_header(citation.number, best, shows=shows, mixed=mixed)
+            out.append(header)
             for block, pieces in self._bodies(citation, shortened):
                 out.append(block)
                 texts.extend(pieces)
@@ -282,14 +287,20 @@ def group_citations(
     Documents rank by their best passage; with `edges`, the best go first and last
     and the weakest in the middle (against lost-in-the-middle).
     """
-    groups: dict[tuple[str, str | None, str | None], list[Document]] = {}
+    groups: dict[tuple[str, str | None], list[Document]] = {}
     for document in documents:
         groups.setdefault(fmt.cited_together(document, id_key), []).append(document)
     ordered = edges_order(list(groups.items())) if edges else list(groups.items())
     return [
         Citation(number, group, tuple(docs))
-        for number, ((group, _, _), docs) in enumerate(ordered, start=1)
+        for number, ((group, _), docs) in enumerate(ordered, start=1)
     ]
+
+
+def section_of(document: Document) -> str | None:
+    """The section a passage comes from (its nearest heading), if recorded."""
+    section = document.metadata.get(SECTION)
+    return section if isinstance(section, str) and section else None
 
 
 HEADER_SEPARATORS = "|§"

@@ -71,11 +71,19 @@ def test_old_changelog_entries_are_not_titled_with_the_newest_version() -> None:
     )
     old = next(c for c in chunks if c.metadata["section"] == "bash (5.1~rc3-1)")
     new = next(c for c in chunks if c.metadata["section"] == "bash (5.2.15-2)")
-    context = budget.fit([new, old])
-    headers = [line for line in context.text.splitlines() if line.startswith("[")]
+    headers = [  # alone, each passage's header names its entry
+        line
+        for chunk in (new, old)
+        for line in budget.fit([chunk]).text.splitlines()
+        if line.startswith("[")
+    ]
     assert headers == [
         "[1] changelog | bash (5.2.15-2) unstable § bash (5.2.15-2)",
-        "[2] changelog | bash (5.2.15-2) unstable § bash (5.1~rc3-1)",
+        "[1] changelog | bash (5.2.15-2) unstable § bash (5.1~rc3-1)",
+    ]
+    together = budget.fit([new, old]).text.splitlines()  # one document, one number
+    assert [line for line in together if line.startswith("[")] == [
+        "[1] changelog | bash (5.2.15-2) unstable"  # no one section is true of both
     ]
 
 
@@ -130,7 +138,11 @@ def test_the_default_chunker_records_sections_and_headers_show_them() -> None:
     )
     chunks = default_chunks(Document(page_content=text, metadata={"source": "g.md"}))
     assert [c.metadata.get("section") for c in chunks] == ["Guide", "Install"]
-    assert header_lines(chunks) == ["[1] g.md § Guide", "[2] g.md § Install"]
+    assert [header_lines([chunk]) for chunk in chunks] == [
+        ["[1] g.md § Guide"],
+        ["[1] g.md § Install"],
+    ]
+    assert header_lines(chunks) == ["[1] g.md"]  # one number per document
 
 
 OPENSSH = "".join(
