@@ -16,6 +16,11 @@ class MemorySettings(StrictModel):
         store: Where memories live: a SQLite file, or a `postgresql://` URL
             (leave the password out: PGPASSWORD or ~/.pgpass supply it).
         half_life_days: Recency halves every this many days since last *said*.
+            Supersession already lets the newer statement on a subject win, so
+            recency only orders subjects: at 30 days a fact unsaid for half a
+            year fell below newer memories on other subjects (bench_memory
+            --stream: 71.5% of current facts served at 30 days, 97.3% at 90,
+            99.9% at 180).
         min_score: Recalled memories scoring below this are dropped (recorded).
         k: Memories recalled per query, before supersession and the stale check.
         supersede: Of memories on one subject, keep the one said most recently.
@@ -27,7 +32,7 @@ class MemorySettings(StrictModel):
     """
 
     store: StrictStr | None = None
-    half_life_days: StrictFloat = Field(30.0, gt=0)
+    half_life_days: StrictFloat = Field(180.0, gt=0)
     min_score: StrictFloat = Field(0.0, ge=-1, le=1)
     k: StrictInt = Field(8, ge=1, le=10_000)
     supersede: StrictBool = True

@@ -101,7 +101,8 @@ def seed_scores(
     """
     clock = Clock()
     store = MemoryStore(location, clock=clock)
-    retriever = MemoryRetriever(store=store, supersede=False)
+    # the seed's own clock: 30 days (the shipped default is longer)
+    retriever = MemoryRetriever(store=store, supersede=False, half_life_days=30.0)
     store.remember("prefers the dark theme", importance=DARK[1], embedding=DARK[0])
     clock.advance(days=90)
     light = "switched the editor to the light theme"
