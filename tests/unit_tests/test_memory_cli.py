@@ -84,3 +84,60 @@ def test_a_missing_store_is_named(
     code, _, err = run(capsys, "memory", "list", "--store", str(missing))
     assert code == 2 and f"no memory store at {missing}" in err
     assert not missing.exists()
+
+
+def test_forget_takes_a_unique_prefix_and_names_an_ambiguous_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = str(tmp_path / "memory.sqlite")
+    ids = [
+        json.loads(run(capsys, "memory", "add", text, "--store", store, "--json")[1])[
+            "id"
+        ]
+        for text in ("Prefers tea", "Works from Lisbon", "Has a cat named Io")
+    ]
+    code, _, err = run(capsys, "memory", "forget", "mem-", "--store", store)
+    assert code == 2
+    assert f"'mem-' is the start of 3 memory ids in {store}: " in err
+    assert all(memory_id in err for memory_id in ids)
+    target = ids[0]
+    unique = next(
+        target[:n]
+        for n in range(5, len(target))
+        if sum(other.startswith(target[:n]) for other in ids) == 1
+    )
+    code, out, _ = run(capsys, "memory", "forget", unique, "--store", store)
+    assert (code, out) == (0, f"forgot {target}\n")
+    code, _, err = run(capsys, "memory", "forget", "mem-zz", "--store", store)
+    assert code == 2 and "no memory 'mem-zz'" in err
+
+
+def test_list_and_inspect_mark_the_superseded_and_a_restatement_says_what_stays(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = str(tmp_path / "memory.sqlite")
+    add = ("memory", "add", "--store", store, "--json")
+    run(capsys, *add[:2], "Prefers the light theme", "--subject", "theme", *add[2:])
+    run(capsys, *add[:2], "Prefers the dark theme", "--subject", "theme", *add[2:])
+    run(capsys, *add[:2], "Works from Lisbon", "--importance", "0.9", *add[2:])
+    code, out, _ = run(
+        capsys,
+        "memory",
+        "add",
+        "Works from Lisbon",
+        "--importance",
+        "0.2",
+        "--store",
+        store,
+    )
+    assert code == 0 and out.startswith("restated mem-")
+    assert "importance stays 0.9" in " ".join(out.split())
+    assert "--importance 0.2 was not applied" in " ".join(out.split())
+    rows = json.loads(run(capsys, "memory", "list", "--store", store, "--json")[1])
+    by_text = {row["text"]: row for row in rows["memories"]}
+    dark = by_text["Prefers the dark theme"]["id"]
+    assert by_text["Prefers the light theme"]["superseded_by"] == dark
+    assert by_text["Prefers the dark theme"]["superseded_by"] is None
+    assert by_text["Works from Lisbon"]["superseded_by"] is None
+    report = json.loads(run(capsys, "memory", "inspect", "--store", store, "--json")[1])
+    assert report["superseded"] == 1
