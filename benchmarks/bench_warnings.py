@@ -72,14 +72,21 @@ def _share(share: float) -> Closeness:
 
 
 # name -> (what counts as close to the top, how far past its stage's cut a drop
-# may rank and still be named for its score; None: anywhere)
-RULES: dict[str, tuple[Closeness, int | None]] = {
-    "before: 0.05 absolute, any rank": (_absolute(0.05), None),
-    "0.10 of spread, any rank": (close_to_top, None),
-    "above the top kept, any rank": (_share(0.0), None),
-    "0.25 of spread, first 2 past the cut": (_share(0.25), 2),
-    "0.10 of spread, first 2 past the cut (shipped)": (close_to_top, NEAR_CUT),
-    "0.10 of spread, first past the cut": (close_to_top, 1),
+# may rank and still be named for its score (None: anywhere), whether only the
+# drops after fusion's cut are weighed with passages kept for their document
+# set aside, as shipped)
+RULES: dict[str, tuple[Closeness, int | None, bool]] = {
+    "before: 0.05 absolute, any rank, every drop": (_absolute(0.05), None, False),
+    "before: 0.10 of spread, first 2 past the cut, every drop": (
+        close_to_top,
+        NEAR_CUT,
+        False,
+    ),
+    "0.10 of spread, any rank": (close_to_top, None, True),
+    "above the top kept, any rank": (_share(0.0), None, True),
+    "0.25 of spread, first 2 past the cut": (_share(0.25), 2, True),
+    "0.10 of spread, first 2 past the cut (shipped)": (close_to_top, NEAR_CUT, True),
+    "0.10 of spread, first past the cut": (close_to_top, 1, True),
 }
 
 
@@ -114,15 +121,21 @@ def measure(
     lost_gold = bool(dropped_gold) and not kept_gold
     tally.cases += 1
     tally.gold_dropped += lost_gold
-    for name, (rule, near_cut) in RULES.items():
+    groups = {
+        str(doc.id): citation.group
+        for citation in context.citations
+        for doc in citation.documents
+    }
+    for name, (rule, near_cut, after_cut) in RULES.items():
         lost = likely_lost(
             context.documents,
             report.kept_ids,
-            drops,
+            asked_drops(report) if after_cut else drops,
             evidence.score_key,
             evidence.score,
             close=rule,
             near_cut=near_cut,
+            groups=groups if after_cut else None,
         )
         tally.named[name] = tally.named.get(name, 0) + bool(lost)
         hit = lost_gold and any(judged_id(i.record.document) in relevant for i in lost)

@@ -6,13 +6,17 @@ promises (`--version`, id prefixes, YAML hints that name the fix)."""
 from __future__ import annotations
 
 import io
+import logging
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from langchain_core.documents import Document
 from rich.console import Console
 
+from langchain_ragbudget.budget._context_budget import ContextBudget
+from langchain_ragbudget.chain._warnings import context_warnings
 from langchain_ragbudget.cli import main
 from langchain_ragbudget.cli._memory_commands import _table as memory_table
 from langchain_ragbudget.cli._views import config_table, ingest_report, quoted_wrap
@@ -20,10 +24,12 @@ from langchain_ragbudget.config._settings import (
     ConfigValue,
     EffectiveConfig,
     Origin,
+    SurfaceSettings,
     explain_config,
     load_config,
 )
 from langchain_ragbudget.errors import ConfigError
+from langchain_ragbudget.retrieval._rerank import FlashRankRerank
 
 
 def rendered(*items: Any) -> list[str]:
@@ -200,3 +206,22 @@ def test_yaml_errors_name_the_fix(tmp_path: Path, text: str, hint: str) -> None:
         load_config(path)
     assert hint in str(error.value)
     assert "1.0e+3" not in str(error.value)
+
+
+@pytest.mark.needs_tiktoken
+def test_offline_the_rerank_skip_is_said_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The report carries the skip and its warning line names it; the console
+    script prints logged warnings too, so a logged warning would say it twice."""
+    with caplog.at_level(logging.WARNING):
+        reranker = FlashRankRerank(cache_dir=str(tmp_path), download=False)
+    assert not reranker.available
+    assert [r.getMessage() for r in caplog.records] == []
+    candidates = reranker.compress_documents(
+        [Document(id="a", page_content="Logs rotate daily.")], "logs?"
+    )
+    surface = SurfaceSettings(max_docs=4, max_tokens=500, encoding="cl100k_base")
+    context = ContextBudget(settings=surface).fit(candidates)
+    lines = [w for w in context_warnings(context) if "rerank" in w]
+    assert len(lines) == 1 and lines[0].startswith("[warning: rerank stage skipped: ")
