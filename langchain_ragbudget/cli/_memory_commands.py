@@ -52,6 +52,27 @@ def _action(actions: Any, name: str, help: str) -> argparse.ArgumentParser:
     return sub
 
 
+def memory_for_ask(store: Path, config: Any, sources: Any) -> Any:
+    """The recall `ask --memory STORE` adds to the chain.
+
+    `sources` (the index) tells which memories' documents changed since.
+
+    Raises:
+        InvalidInputError: No store at `store` (nothing is created).
+    """
+    from langchain_ragbudget.memory._retriever import MemoryRetriever, MemoryStore
+    from langchain_ragbudget.retrieval._embeddings import build_embeddings
+
+    if not store.is_file():
+        raise InvalidInputError(
+            f"no memory store at {store}; create it with `ragbudget memory add`"
+        )
+    opened = MemoryStore.from_config(
+        config, path=store, embeddings=build_embeddings(config)
+    )
+    return MemoryRetriever.from_config(config, store=opened, sources=sources)
+
+
 def run_memory(args: argparse.Namespace, console: Console) -> int:
     """Run one `ragbudget memory` command; `inspect` exits 1 on stale memories."""
     from langchain_ragbudget.config._settings import load_config

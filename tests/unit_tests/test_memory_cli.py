@@ -141,3 +141,38 @@ def test_list_and_inspect_mark_the_superseded_and_a_restatement_says_what_stays(
     assert by_text["Works from Lisbon"]["superseded_by"] is None
     report = json.loads(run(capsys, "memory", "inspect", "--store", store, "--json")[1])
     assert report["superseded"] == 1
+
+
+@pytest.mark.needs_tiktoken
+def test_ask_with_a_memory_store_puts_its_memories_in_the_prompt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAGBUDGET_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    config = tmp_path / "offline.yml"
+    config.write_text("rerank:\n  enabled: false\n", encoding="utf-8")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "office.md").write_text("The Lisbon office opens at 9am.")
+    index = ["--index", str(tmp_path / "ix"), "--config", str(config)]
+    assert main(["index", str(folder), *index]) == 0
+    store = str(tmp_path / "memory.sqlite")
+    run(
+        capsys,
+        "memory",
+        "add",
+        "The user works from the Lisbon office",
+        "--store",
+        store,
+    )
+    code, out, _ = run(
+        capsys, "ask", "When does my office open?", *index, "--memory", store, "--json"
+    )
+    data = json.loads(out)
+    assert code == 0
+    assert "The user works from the Lisbon office" in json.dumps(data["prompt"])
+    code, _, err = run(
+        capsys, "ask", "When?", *index, "--memory", str(tmp_path / "none.sqlite")
+    )
+    assert code == 2 and "no memory store at" in err
+    assert not (tmp_path / "none.sqlite").exists()
