@@ -1,6 +1,7 @@
 """The warning lines shown under an answer: what was dropped, shortened or skipped.
 
-Every id in a line goes through `display_name`, so no name can forge a line.
+Every value from data in a line (ids, surface, reasons, model names) goes through
+`display_name`, so none can forge a line.
 """
 
 from __future__ import annotations
