@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from _common import parser_with_data, print_machine
-from _docs_questions import QUESTIONS, build_folder, check_answers, holds
+from _docs_questions import Question, build_folder, holds, usable_questions
 from rich.console import Console
 from rich.table import Table
 
@@ -209,7 +209,7 @@ class DocsTally:
     unanswerable_named: int = 0
     quiet_cases: int = 0  # nothing after the cut dropped or shortened
     quiet_with_line: int = 0  # ... and a drop line shown anyway
-    rows: list[tuple[str, str, str, str]] = field(default_factory=list)
+    rows: list[tuple[str, str, str, str, str]] = field(default_factory=list)
 
 
 def named_before(context: BudgetedContext) -> bool:
@@ -228,9 +228,10 @@ def named_before(context: BudgetedContext) -> bool:
 
 
 def measure_docs(
-    context: BudgetedContext, answer: str | None, tally: DocsTally
+    context: BudgetedContext, question: Question, tally: DocsTally
 ) -> None:
     """One real question: the answer's fate, the likely-lost names, the line."""
+    answer = question.answer
     lost = likely_lost_of(context)
     before = named_before(context)
     drops = asked_drops(context.report)
@@ -260,7 +261,8 @@ def measure_docs(
         )
         fate = "dropped after the cut" if dropped else "not retrieved"
     shown = "; ".join(w[len("[warning: chat context: ") :][:60] for w in lines)
-    tally.rows.append((fate, f"{before}/{bool(lost)}", str(len(drops)), shown or "-"))
+    named = f"{before}/{bool(lost)}"
+    tally.rows.append((question.text, fate, named, str(len(drops)), shown or "-"))
 
 
 def run_docs(config: RagBudgetConfig, surface: str) -> dict[str, DocsTally]:
@@ -280,7 +282,7 @@ def run_docs(config: RagBudgetConfig, surface: str) -> dict[str, DocsTally]:
     tallies = {name: DocsTally() for name in budgets}
     with tempfile.TemporaryDirectory() as tmp:
         docs = build_folder(Path(tmp))
-        check_answers(docs)
+        questions = usable_questions(docs)
         index = HybridIndex.open(Path(tmp) / "index", config, write=True)
         try:
             index.ingest(docs)
@@ -289,10 +291,10 @@ def run_docs(config: RagBudgetConfig, surface: str) -> dict[str, DocsTally]:
         index = HybridIndex.open(Path(tmp) / "index", config, create=False)
         reranker = FlashRankRerank.from_config(config)
         retriever = index.as_retriever()
-        for question in QUESTIONS:
+        for question in questions:
             for name, budget in budgets.items():
                 explained = explain(question.text, retriever, budget, reranker=reranker)
-                measure_docs(explained.context, question.answer, tallies[name])
+                measure_docs(explained.context, question, tallies[name])
         index.close()
     return tallies
 
@@ -307,8 +309,8 @@ def docs_table(tally: DocsTally, budget: str) -> Table:
         "drop and shortening lines",
     ):
         out.add_column(name)
-    for question, row in zip(QUESTIONS, tally.rows, strict=True):
-        out.add_row(question.text, *row)
+    for row in tally.rows:
+        out.add_row(*row)
     return out
 
 
