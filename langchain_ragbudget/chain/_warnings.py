@@ -117,7 +117,7 @@ def _history_warning(report: BudgetReport) -> list[str]:
     turns = [r for r in report.drops if r.stage == Stage.HISTORY]
     if not turns:
         return []
-    why = _by_reason(Counter(r.reason for r in turns), ())
+    why = ", ".join(dict.fromkeys(str(r.reason) for r in turns))
     text = f"{len(turns)} history turn(s) dropped (oldest first, {why})"
     return [_context_line(report, text)]
 
