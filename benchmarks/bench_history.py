@@ -18,6 +18,11 @@ list (the default hybrid, k=10) goes through:
 Printed per policy: gold documents in the prompt (of those judged relevant), how
 many history turns were kept, and the context's and the whole prompt's tokens.
 
+Then the agent path (`_agent_path.py`): the same questions and retrieved lists
+after a 10-turn agent conversation with tool calls, the final model request as
+the chat model receives it under the whole-request budget middleware, LangChain's
+`trim_messages` + stuff chain, and its `ContextEditingMiddleware`.
+
     python benchmarks/bench_history.py [--max-prompt-tokens 2048] [--limit 300]
 """
 
@@ -26,6 +31,7 @@ from __future__ import annotations
 import random
 import statistics
 
+from _agent_path import AgentPath, agent_history
 from _common import cached_store, console, parser_with_data, print_machine
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -97,7 +103,16 @@ def main() -> None:
         )
         for name, share in POLICIES.items()
     }
-    rng = random.Random(0)
+    agent = AgentPath(
+        ContextBudget.from_config(
+            config,
+            surface="chat",
+            max_prompt_tokens=args.max_prompt_tokens,
+            reserve_output_tokens=RESERVE,
+        ),
+        max_docs=config.surface("chat").max_docs,
+    )
+    rng, agent_rng = random.Random(0), random.Random(1)
     queries = list(dataset.queries.items())[: args.limit]
     claims = list(dataset.queries.values())
     found = {name: 0 for name in POLICIES}
@@ -111,6 +126,10 @@ def main() -> None:
         gold_total += len(gold)
         documents = retriever.invoke(question)
         history = conversation(rng, claims, dataset.corpus)
+        past = agent_history(
+            agent_rng.sample(claims, TURNS), agent_rng.sample(dataset.corpus, 2 * TURNS)
+        )
+        agent.ask(question, documents, past, gold)
         for name, budget in budgets.items():
             with_history = None if POLICIES[name] is None else history
             context = budget.fit(documents, question=question, history=with_history)
@@ -148,6 +167,7 @@ def main() -> None:
             f"{statistics.mean(prompts):.0f}, {max(prompts)}" if prompts else "-",
         )
     out.print(table)
+    out.print(agent.table(len(queries), gold_total))
     print_machine(out, load_average=True)
 
 

@@ -12,12 +12,22 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from langchain_ragbudget.agents import (
+        AgentBudgetMiddleware,
+        AgentBudgetState,
+        RequestReport,
+        create_retrieval_tool,
+    )
     from langchain_ragbudget.budget import (
+        DEFAULT_PROMPT,
+        MEMORY_PROMPT,
         BudgetedContext,
         BudgetReport,
         Citation,
         ContextBudget,
         ContextFormat,
+        message_tokens,
+        prompt_tokens,
     )
     from langchain_ragbudget.chain import (
         BudgetedAnswer,
@@ -28,6 +38,7 @@ if TYPE_CHECKING:
     from langchain_ragbudget.config import (
         RagBudgetConfig,
         SurfaceSettings,
+        count_tokens,
         load_config,
     )
     from langchain_ragbudget.errors import (
@@ -73,6 +84,8 @@ if TYPE_CHECKING:
 
 # Each public name and the module (under langchain_ragbudget) that defines it.
 _EXPORTS = {
+    "AgentBudgetMiddleware": "agents",
+    "AgentBudgetState": "agents",
     "BM25Retriever": "retrieval",
     "BudgetReport": "budget",
     "BudgetedAnswer": "chain",
@@ -83,6 +96,7 @@ _EXPORTS = {
     "ConfigError": "errors",
     "ContextBudget": "budget",
     "ContextFormat": "budget",
+    "DEFAULT_PROMPT": "budget",
     "DenseRetriever": "retrieval",
     "DropReason": "ledger",
     "DropRecord": "ledger",
@@ -95,6 +109,7 @@ _EXPORTS = {
     "IndexRepairError": "errors",
     "IndexWriteError": "errors",
     "InvalidInputError": "errors",
+    "MEMORY_PROMPT": "budget",
     "Memory": "memory",
     "MemoryRetriever": "memory",
     "MemoryStore": "memory",
@@ -102,6 +117,7 @@ _EXPORTS = {
     "ModelUnavailableError": "errors",
     "RagBudgetConfig": "config",
     "RagBudgetError": "errors",
+    "RequestReport": "agents",
     "RunLedger": "ledger",
     "ScoreIssue": "ledger",
     "ScoredSearch": "retrieval",
@@ -112,14 +128,22 @@ _EXPORTS = {
     "build_embeddings": "retrieval",
     "build_vector_store": "retrieval",
     "calibrate_threshold": "evidence",
+    "count_tokens": "config",
     "create_budgeted_rag_chain": "chain",
     "create_budgeted_stuff_chain": "chain",
+    "create_retrieval_tool": "agents",
     "ledger_scope": "ledger",
     "load_config": "config",
+    "message_tokens": "budget",
+    "prompt_tokens": "budget",
     "weighted_rrf": "retrieval",
 }
 
 __all__ = [
+    "DEFAULT_PROMPT",
+    "MEMORY_PROMPT",
+    "AgentBudgetMiddleware",
+    "AgentBudgetState",
     "BM25Retriever",
     "BudgetReport",
     "BudgetedAnswer",
@@ -149,6 +173,7 @@ __all__ = [
     "ModelUnavailableError",
     "RagBudgetConfig",
     "RagBudgetError",
+    "RequestReport",
     "RunLedger",
     "ScoreIssue",
     "ScoredSearch",
@@ -159,10 +184,14 @@ __all__ = [
     "build_embeddings",
     "build_vector_store",
     "calibrate_threshold",
+    "count_tokens",
     "create_budgeted_rag_chain",
     "create_budgeted_stuff_chain",
+    "create_retrieval_tool",
     "ledger_scope",
     "load_config",
+    "message_tokens",
+    "prompt_tokens",
     "weighted_rrf",
 ]
 

@@ -20,6 +20,7 @@ from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from pydantic import ConfigDict, Field, model_validator
 
 from langchain_ragbudget.budget._history import (
+    HISTORY,
     fit_with_history,
     history_of,
     prompt_measure,
@@ -117,7 +118,8 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             `max_prompt_tokens` (None: plain messages).
         surfaces: The config's surfaces, for `with_config(configurable={"surface":
             name})`; None: the budget refuses to switch.
-        overrides: `from_config`'s keyword settings, applied on any surface.
+        overrides: `from_config`'s keyword settings, by the surface they were
+            given for; a call switched to another surface runs its own.
         models: The models the scores come from, to call a calibration stale.
 
     Example:
@@ -138,7 +140,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
     id_key: str | None = default_of(RetrievalSettings, "id_key")
     prompt: BasePromptTemplate | None = None
     surfaces: dict[str, SurfaceSettings] | None = None
-    overrides: dict[str, Any] = Field(default_factory=dict)
+    overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
     models: CalibratedWith | None = None
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -156,8 +158,10 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         Args:
             config: A configuration, a YAML file, or None for the defaults.
             surface: A key of the config's `surfaces`.
-            **overrides: Surface settings (`max_tokens`, `packing`...) and the
-                budget's own fields (`format`, `id_key`) to use instead.
+            **overrides: Surface settings (`max_tokens`, `packing`...) to use
+                instead on `surface` (a call switched to another surface runs
+                that surface's own), and the budget's own fields (`format`,
+                `id_key`).
 
         Raises:
             ConfigError: The file is invalid, or it has no such surface.
@@ -183,7 +187,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             surface=surface,
             settings=settings,
             surfaces=dict(config.surfaces),
-            overrides=changed,
+            overrides={surface: changed} if changed else {},
             **{"id_key": config.retrieval.id_key, "models": in_use, **fields},
         )
 
@@ -220,6 +224,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         question: str | None = None,
         history: Sequence[BaseMessage] | None = None,
         variables: dict[str, Any] | None = None,
+        history_key: str = HISTORY,
     ) -> BudgetedContext:
         """Pack `documents` (best first); pure apart from the token cache.
 
@@ -233,7 +238,8 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             question: What `trim` chooses sentences for; without it the leading
                 sentences are kept.
             history: The chat history (oldest first), without the question.
-            variables: The prompt's other variables, for rendering it.
+            variables: The prompt's other variables, of any type, for rendering it.
+            history_key: The prompt variable the history is sent under.
 
         Raises:
             InvalidInputError: `documents` is not a list of Documents, or a text
@@ -247,7 +253,11 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         within = partial(_fit_within, self, documents, scoped, question)
         empty = _fit_within(self, [], (), question, 0)  # for the fixed parts
         measure = prompt_measure(
-            self.prompt, question or "", variables or {}, settings.encoding_name
+            self.prompt,
+            question or "",
+            variables or {},
+            settings.encoding_name,
+            history_key,
         )
         fits = (within, empty, history or [], measure, settings)
         return fit_with_history(*fits)
@@ -265,8 +275,12 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         documents = unique_documents(
             given, self.id_key, (record.key for record in records[0])
         )
+        blank = self._blank(documents)
+        ranks = [i + 1 for i, doc in enumerate(documents) if doc.id not in blank]
+        documents = [doc for doc in documents if doc.id not in blank]
+        records = ([*records[0], *blank.values()], records[1], records[2])
         shorten = self._shortener(documents, question)
-        packed = self._pack(documents, shorten)
+        packed = self._pack(documents, shorten, ranks)
         kept, shortened, trimmed = self._keep(packed, shorten)
         citations = group_citations(
             kept, self.format, self.id_key, edges=self.settings.order == "edges"
@@ -304,7 +318,25 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             fitted_relevance if fitted else blended_relevance,
         )
 
-    def _pack(self, documents: Sequence[Document], shorten: Shortener) -> _Packed:
+    def _blank(self, documents: Sequence[Document]) -> dict[str | None, DropRecord]:
+        """Records of the passages without text: a citation of nothing misleads."""
+        return {
+            doc.id: DropRecord(
+                key=document_key(doc, self.id_key),
+                stage=Stage.BUDGET,
+                reason=DropReason.EMPTY,
+                rank=rank,
+                document=doc,
+                tokens=0,
+                detail="the passage has no text (empty or blanks only)",
+            )
+            for rank, doc in enumerate(documents, start=1)
+            if not doc.page_content.strip()
+        }
+
+    def _pack(
+        self, documents: Sequence[Document], shorten: Shortener, ranks: list[int]
+    ) -> _Packed:
         """The packer's decisions on the candidates, in the surface's budget."""
         settings = self.settings
         items = self._measure(documents)
@@ -320,7 +352,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             max_per_retriever=settings.max_per_retriever,
             joined_cost=neighbour_costs(self.format, documents, settings.encoding_name),
         )
-        return _Packed(documents, items, result, header_costs(items, result))
+        return _Packed(documents, items, result, header_costs(items, result), ranks)
 
     def _keep(
         self, packed: _Packed, shorten: Shortener
@@ -451,7 +483,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         has none kept yet needs it too and can miss room it seems to fit.
         """
         settings = self.settings
-        document, rank = packed.documents[index], index + 1
+        document, rank = packed.documents[index], packed.ranks[index]
         item, header = packed.items[index], packed.headers[index]
         weighed = reason == DropReason.MAX_TOKENS and settings.packing != "stop"
         tokens = item.tokens if weighed else item.counted_tokens  # joined: not yet
@@ -499,16 +531,19 @@ class ContextBudget(RunnableSerializable[Any, Any]):
 
     def _fit_input(
         self, input: Any, config: RunnableConfig
-    ) -> tuple[BudgetedContext, dict[str, Any]]:
-        """`fit` on a Runnable's input (and its scope's ledgers); the report too."""
+    ) -> tuple[BudgetedContext, dict[str, Any], Any]:
+        """`fit` on a Runnable's input (and its scope's ledgers); report, output."""
+        key, history = history_of(input, self.prompt) or (HISTORY, None)
         context = self.for_call(config).fit(
             documents_of(input),
             scope_ledgers(config) or (),
             question_of(input),
-            history_of(input),
+            history,
             prompt_values(input),
+            key,
         )
-        return context, context.report.to_dict()
+        output = budget_output(input, context, key if history is not None else None)
+        return context, context.report.to_dict(), output
 
     def _invoke(
         self,
@@ -516,10 +551,10 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         run_manager: CallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> Any:
-        context, report = self._fit_input(input, config)
+        context, report, output = self._fit_input(input, config)
         dispatch_custom_event(REPORT_EVENT, report, config=config)
         REPORT_RUN.invoke(report, report_config(config, run_manager, context))
-        return budget_output(input, context)
+        return output
 
     async def _ainvoke(
         self,
@@ -527,10 +562,10 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         run_manager: AsyncCallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> Any:
-        context, report = self._fit_input(input, config)
+        context, report, output = self._fit_input(input, config)
         await adispatch_custom_event(REPORT_EVENT, report, config=config)
         await REPORT_RUN.ainvoke(report, report_config(config, run_manager, context))
-        return budget_output(input, context)
+        return output
 
 
 def _fit_within(
@@ -563,3 +598,4 @@ class _Packed:
     items: list[PackItem]
     result: PackResult
     headers: list[int | None]
+    ranks: list[int]  # each candidate's place in the budget's input

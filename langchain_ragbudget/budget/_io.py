@@ -28,12 +28,17 @@ def documents_of(input: Any) -> Sequence[Document]:
     return check_documents(input)
 
 
-def budget_output(input: Any, context: BudgetedContext) -> Any:
-    """The context, or the input dict with it as `context` (and the kept `history`)."""
+def budget_output(
+    input: Any, context: BudgetedContext, history_key: str | None = None
+) -> Any:
+    """The context, or the input dict with it as `context` (and the kept history).
+
+    The history goes back under `history_key`, as the messages the prompt gets.
+    """
     if not isinstance(input, dict):
         return context
-    if "history" in input:
-        return {**input, "context": context, "history": context.history}
+    if history_key is not None:
+        return {**input, "context": context, history_key: context.history}
     return {**input, "context": context}
 
 

@@ -77,12 +77,22 @@ class PromptRoom:
     context_budget: int
     prompt_tokens: int
 
+    @property
+    def over_tokens(self) -> int:
+        """Tokens over `max_prompt_tokens - reserve_output_tokens` (0: within).
+
+        Only the fixed parts can put a prompt over: history and context give way.
+        """
+        limit = self.max_prompt_tokens - self.reserve_output_tokens
+        return max(0, self.prompt_tokens - limit)
+
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
     def describe(self) -> str:
+        over = f", {self.over_tokens} over" if self.over_tokens else ""
         return (
-            f"{self.prompt_tokens} of {self.max_prompt_tokens} "
+            f"{self.prompt_tokens} of {self.max_prompt_tokens}{over} "
             f"({self.reserve_output_tokens} reserved for the answer; history "
             f"{self.history_tokens} of {self.history_budget}, share "
             f"{self.history_share})"
@@ -111,6 +121,7 @@ class MemoryContext:
         drops: Every `memory / ...` record, the recall's and the share's.
         stale: The kept memories whose source changed.
         tokens_used: Tokens of `text`.
+        below_k: Memories the recall ranked below its `k` (counted, not named).
     """
 
     documents: list[Document] = field(default_factory=list)
@@ -120,6 +131,7 @@ class MemoryContext:
     tokens_used: int = 0
     max_memories: int = 0
     memory_tokens: int = 0
+    below_k: int = 0
 
     def entries(self) -> list[dict[str, Any]]:
         keys = (

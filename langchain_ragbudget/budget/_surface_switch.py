@@ -29,15 +29,16 @@ def requested_surface(config: RunnableConfig | None) -> str | None:
 
 def surface_settings(
     surfaces: Mapping[str, SurfaceSettings] | None,
-    overrides: Mapping[str, Any],
+    overrides: Mapping[str, Mapping[str, Any]],
     own: tuple[str, SurfaceSettings],
     surface: str,
 ) -> SurfaceSettings:
-    """The settings of `surface`, with a budget's keyword `overrides` applied.
+    """The settings of `surface`, with the keyword `overrides` given for it.
 
     `surfaces` is None when the budget was built from settings alone: it then
-    knows only `own` (its surface name and settings). Overrides apply on any
-    surface.
+    knows only `own` (its surface name and settings). `overrides` maps a surface
+    to the settings `from_config` was given for it: `max_docs=8` given for
+    `chat` is chat's, and a call switched to `api` runs api's own settings.
 
     Raises:
         ConfigError: No such surface, or the budget knows only its own.
@@ -62,8 +63,8 @@ def surface_settings(
             f"unknown surface; known: {known}",
         )
     settings = surfaces[surface]
-    if overrides:
+    if overrides.get(surface):
         settings = SurfaceSettings.model_validate(
-            {**settings.model_dump(), **overrides}
+            {**settings.model_dump(), **overrides[surface]}
         )
     return settings

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from langchain_core.language_models import BaseChatModel, BaseLanguageModel
 from langchain_core.messages import BaseMessage
@@ -73,6 +73,66 @@ def build_chat_model(config: ConfigLike = None) -> BaseChatModel | None:
     return model
 
 
+@overload
+def create_budgeted_rag_chain(
+    retriever: BaseRetriever,
+    llm: None = None,
+    *,
+    budget: ContextBudget,
+    reranker: FlashRankRerank | None = None,
+    prompt: BasePromptTemplate | None = None,
+    structured: bool = False,
+    tracing: bool | TracingSettings = False,
+    tracer_provider: TracerProvider | None = None,
+    memory: BaseRetriever | None = None,
+) -> Runnable[Any, dict[str, Any]]: ...
+
+
+@overload
+def create_budgeted_rag_chain(
+    retriever: BaseRetriever,
+    llm: BaseLanguageModel[Any],
+    *,
+    budget: ContextBudget,
+    reranker: FlashRankRerank | None = None,
+    prompt: BasePromptTemplate | None = None,
+    structured: Literal[False] = False,
+    tracing: bool | TracingSettings = False,
+    tracer_provider: TracerProvider | None = None,
+    memory: BaseRetriever | None = None,
+) -> Runnable[Any, str]: ...
+
+
+@overload
+def create_budgeted_rag_chain(
+    retriever: BaseRetriever,
+    llm: BaseLanguageModel[Any],
+    *,
+    budget: ContextBudget,
+    reranker: FlashRankRerank | None = None,
+    prompt: BasePromptTemplate | None = None,
+    structured: Literal[True],
+    tracing: bool | TracingSettings = False,
+    tracer_provider: TracerProvider | None = None,
+    memory: BaseRetriever | None = None,
+) -> Runnable[Any, BudgetedAnswer]: ...
+
+
+@overload
+def create_budgeted_rag_chain(
+    retriever: BaseRetriever,
+    llm: BaseLanguageModel[Any] | None,
+    *,
+    budget: ContextBudget,
+    reranker: FlashRankRerank | None = None,
+    prompt: BasePromptTemplate | None = None,
+    structured: bool,
+    tracing: bool | TracingSettings = False,
+    tracer_provider: TracerProvider | None = None,
+    memory: BaseRetriever | None = None,
+) -> Runnable[Any, Any]: ...
+
+
 def create_budgeted_rag_chain(
     retriever: BaseRetriever,
     llm: BaseLanguageModel[Any] | None = None,
@@ -110,6 +170,7 @@ def create_budgeted_rag_chain(
         `BudgetedAnswer` with `structured=True`, or, without `llm`, the state.
 
     Raises:
+        TypeError: An argument is not of the type it takes (`retriever=None`...).
         ValueError: `llm` is given and `prompt` lacks `context` or `question`.
         InvalidInputError: At run time, a mapping without a string `question`, or
             with a key the chain writes (`documents`, `context`, `evidence_note`).
@@ -138,6 +199,7 @@ def create_budgeted_rag_chain(
             answer = chain.invoke("what lowers blood pressure?")
             print(answer.text())  # the answer, then its warnings
     """
+    _check_parts(retriever, llm, budget, reranker, prompt, memory)
     chain: Runnable[Any, Any] = RunnableLambda(
         chain_input, name="ragbudget_input"
     ) | RunnablePassthrough.assign(documents=itemgetter("question") | retriever)
@@ -147,6 +209,33 @@ def create_budgeted_rag_chain(
     if llm is not None:
         chain = chain | create_budgeted_stuff_chain(llm, prompt, structured=structured)
     return traced(ledger_scope(chain), tracing, tracer_provider)
+
+
+def _check_parts(*values: object) -> None:
+    """Refuse a part of the wrong type where it is given, not deep in LCEL.
+
+    `values`: retriever, llm, budget, reranker, prompt and memory, in order.
+
+    Raises:
+        TypeError: Naming the argument, what it takes and what it got.
+    """
+    kinds = (Runnable, Runnable, ContextBudget, Runnable, BasePromptTemplate, Runnable)
+    names = ("retriever", "llm", "budget", "reranker", "prompt", "memory")
+    takes: dict[type, str] = {
+        Runnable: "a LangChain Runnable (a retriever, a chat model...)",
+        ContextBudget: "a ContextBudget (ContextBudget.from_config(...))",
+        BasePromptTemplate: "a LangChain prompt template (ChatPromptTemplate)",
+    }
+    for name, value, kind in zip(names, values, kinds, strict=True):
+        optional = name not in ("retriever", "budget")
+        if value is None and optional:
+            continue
+        if not isinstance(value, kind):
+            none = " or None" if optional else ""
+            raise TypeError(
+                f"create_budgeted_rag_chain: {name} must be {takes[kind]}{none}; "
+                f"got {type(value).__name__}"
+            )
 
 
 def _budgeted(

@@ -8,10 +8,10 @@ answer cut at the model's output limit.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, Literal, overload
 
 from langchain_core.language_models import BaseLanguageModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.prompts import BasePromptTemplate
 from langchain_core.runnables import (
     Runnable,
@@ -23,6 +23,7 @@ from langchain_core.runnables import (
 from pydantic import BaseModel
 
 from langchain_ragbudget.budget._context_budget import BudgetedContext
+from langchain_ragbudget.budget._history import history_of
 from langchain_ragbudget.budget._prompt import DEFAULT_PROMPT as DEFAULT_PROMPT
 from langchain_ragbudget.budget._prompt import PACKAGE_KEYS, checked_prompt
 from langchain_ragbudget.budget._prompt import prompt_inputs as prompt_inputs
@@ -44,6 +45,7 @@ from langchain_ragbudget.memory._budget import memories_table
 
 _TRUNCATED_REASONS = {"length", "max_tokens", "MAX_TOKENS"}
 ANSWER_RUN = "budgeted_stuff_chain"  # the stuff chain's run name, for tracers
+ANSWER_METADATA = "ragbudget"  # the key of an answer's report in a message
 
 
 class BudgetedAnswer(BaseModel):
@@ -89,6 +91,34 @@ class BudgetedAnswer(BaseModel):
     def text(self) -> str:
         """The answer followed by its warnings, one per line."""
         return "\n".join([self.answer, *self.warnings])
+
+    def to_message(self) -> AIMessage:
+        """The answer as an `AIMessage` a chat history or a checkpointer stores.
+
+        Its content is the model's answer alone, so a later turn feeds back what
+        the assistant said, never the package's warnings. The rest of the answer
+        (warnings, citations, every record) is in `response_metadata` under
+        `ragbudget`: LangChain keeps it through serialisation, and chat models,
+        unlike with `additional_kwargs`, never send it back to the provider.
+        `from_message` reads it back.
+        """
+        report = self.model_dump(mode="json", exclude={"answer"})
+        return AIMessage(self.answer, response_metadata={ANSWER_METADATA: report})
+
+    @classmethod
+    def from_message(cls, message: BaseMessage) -> BudgetedAnswer:
+        """The answer `to_message` stored, read back from its message.
+
+        Raises:
+            InvalidInputError: The message holds no ragbudget answer.
+        """
+        report = message.response_metadata.get(ANSWER_METADATA)
+        if not isinstance(report, dict):
+            raise InvalidInputError(
+                f"the {message.type} message holds no {ANSWER_METADATA!r} entry in "
+                "its response_metadata; make it with BudgetedAnswer.to_message()"
+            )
+        return cls(answer=str(message.text), **report)
 
     def __repr__(self) -> str:
         drops = drop_counts((d.get("stage"), d.get("reason")) for d in self.dropped)
@@ -162,6 +192,33 @@ def build_answer(
     )
 
 
+@overload
+def create_budgeted_stuff_chain(
+    llm: BaseLanguageModel[Any],
+    prompt: BasePromptTemplate | None = None,
+    *,
+    structured: Literal[False] = False,
+) -> Runnable[dict[str, Any], str]: ...
+
+
+@overload
+def create_budgeted_stuff_chain(
+    llm: BaseLanguageModel[Any],
+    prompt: BasePromptTemplate | None = None,
+    *,
+    structured: Literal[True],
+) -> Runnable[dict[str, Any], BudgetedAnswer]: ...
+
+
+@overload
+def create_budgeted_stuff_chain(
+    llm: BaseLanguageModel[Any],
+    prompt: BasePromptTemplate | None = None,
+    *,
+    structured: bool,
+) -> Runnable[dict[str, Any], str | BudgetedAnswer]: ...
+
+
 def create_budgeted_stuff_chain(
     llm: BaseLanguageModel[Any],
     prompt: BasePromptTemplate | None = None,
@@ -187,13 +244,24 @@ def create_budgeted_stuff_chain(
         (`str`), then the `BudgetedAnswer` as the last chunk.
 
     Raises:
+        TypeError: `llm` or `prompt` is not of the type it takes; at run time,
+            the input holds no `BudgetedContext` under `context`.
         ValueError: `prompt` lacks `context` or `question`.
-        TypeError: At run time, when the input holds no `BudgetedContext` under
-            `context`.
     """
+    if not isinstance(llm, Runnable):
+        raise TypeError(
+            "create_budgeted_stuff_chain: llm must be a chat model (a LangChain "
+            f"Runnable); got {type(llm).__name__}"
+        )
+    if prompt is not None and not isinstance(prompt, BasePromptTemplate):
+        raise TypeError(
+            "create_budgeted_stuff_chain: prompt must be a LangChain prompt "
+            f"template (ChatPromptTemplate) or None; got {type(prompt).__name__}"
+        )
     template = checked_prompt(prompt)
 
     def variables(state: dict[str, Any]) -> dict[str, Any]:
+        history_of(state, template)  # a history the prompt would not send: refused
         return prompt_variables(
             question_of(state), _context_of(state), template, extra=state
         )

@@ -20,11 +20,14 @@ from langchain_core.documents import Document
 from langchain_core.runnables import Runnable
 
 from langchain_ragbudget.budget._context_budget import REPORT_EVENT, ContextBudget
+from langchain_ragbudget.budget._prompt import MEMORY_STATE
+from langchain_ragbudget.budget._report import MemoryContext
 from langchain_ragbudget.chain._stuff import ANSWER_RUN, BudgetedAnswer
 from langchain_ragbudget.config._settings import TracingSettings
 from langchain_ragbudget.errors import require
 from langchain_ragbudget.ledger._identity import document_key
 from langchain_ragbudget.ledger._records import DropRecord, Stage, records_of
+from langchain_ragbudget.memory._budget import MEMORY_RUN
 from langchain_ragbudget.retrieval._hybrid import FUSION_RUN
 from langchain_ragbudget.retrieval._rerank import FlashRankRerank
 
@@ -44,6 +47,7 @@ STAGE_RUNS = {
     FlashRankRerank.__name__: str(Stage.RERANK),
     ContextBudget.__name__: str(Stage.BUDGET),
     ANSWER_RUN: "answer",
+    MEMORY_RUN: str(Stage.MEMORY),
 }
 _OWN_BUDGET_STAGES = {str(Stage.BUDGET), str(Stage.EXTERNAL)}
 
@@ -83,11 +87,12 @@ class OtelSpans(BaseCallbackHandler):
 
     Spans: `ragbudget.pipeline` for the call, nested under the span current where
     the chain was invoked; under it `ragbudget.retrieval` (inner retrievers as
-    `ragbudget.retriever`), `.fusion`, `.rerank`, `.budget`, `.answer`. Other runs
+    `ragbudget.retriever`), `.fusion`, `.rerank`, `.memory`, `.budget`,
+    `.answer`. Other runs
     get no span; their children nest under the nearest one.
 
     Attributes (prefix `ragbudget.`): `stage`, `run_name`; retrieval `returned`;
-    fusion and rerank `kept_ids`, their own drops as parallel lists
+    fusion, rerank and memory `kept_ids`, their own drops as parallel lists
     (`dropped_ids`, `_stages`, `_reasons`, `_details`), `dropped_count`,
     `skipped_stages`; the budget its report (`report_attributes`) with its own
     drops, the call the same with every stage's; a `BudgetedAnswer` adds
@@ -139,6 +144,8 @@ class OtelSpans(BaseCallbackHandler):
             return
         if run.stage in (Stage.FUSION, Stage.RERANK):
             run.span.set_attributes(_outcome(outputs, run))
+        elif run.stage == Stage.MEMORY and isinstance(outputs, Mapping):
+            run.span.set_attributes(_memory_attributes(outputs.get(MEMORY_STATE)))
         elif isinstance(outputs, BudgetedAnswer):
             run.span.set_attributes(_answer_attributes(outputs))
         run.span.end()
@@ -366,6 +373,18 @@ def _outcome(outputs: Any, run: _Run) -> dict[str, AttributeValue]:
         PREFIX + "skipped_stages": [
             str(s.stage) for s in skips if str(s.stage) not in run.skipped_before
         ],
+    }
+
+
+def _memory_attributes(memory: Any) -> dict[str, AttributeValue]:
+    """The memories the prompt gets and every memory drop, by id."""
+    if not isinstance(memory, MemoryContext):
+        return {}
+    return {
+        PREFIX + "kept_ids": [str(doc.id) for doc in memory.documents],
+        **drop_attributes(
+            (r.key, str(r.stage), str(r.reason), r.detail) for r in memory.drops
+        ),
     }
 
 

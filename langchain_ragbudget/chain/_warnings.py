@@ -22,6 +22,7 @@ _NAME_LIMIT = 300  # characters of one id in a warning line
 
 # Drop reasons in pipeline order, for the counts of the warning line.
 _REASON_ORDER = (
+    DropReason.EMPTY,
     DropReason.RERANKED_OUT,
     DropReason.SCORE_FLOOR,
     DropReason.DUPLICATE,
@@ -231,7 +232,20 @@ def _stage_warnings(report: BudgetReport) -> list[str]:
             f"[warning: {len(named)} score(s) were not finite numbers and were "
             f"ignored: {_ids(named)}]"
         )
-    if report.over_budget:
+    room = report.prompt
+    prompt_over = room is not None and room.over_tokens > 0
+    if room is not None and prompt_over:
+        lines.append(
+            f"[warning: the {display_name(report.surface)} prompt is "
+            f"{room.prompt_tokens} tokens against max_prompt_tokens "
+            f"{room.max_prompt_tokens} ({room.reserve_output_tokens} reserved for the "
+            f"answer): without context or history it is {room.fixed_tokens} tokens "
+            "(system text, question, prompt variables, memories); shorten them or "
+            "raise max_prompt_tokens]"
+        )
+    if report.over_budget and (
+        report.tokens_used > report.max_tokens or not prompt_over
+    ):
         lines.append(
             f"[warning: context is over the {display_name(report.surface)} budget "
             f"({report.tokens_used} > {report.max_tokens} tokens): the top passage(s) "

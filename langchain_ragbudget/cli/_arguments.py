@@ -183,9 +183,13 @@ def _add_tune(commands: Commands) -> None:
 
 INDEX_EPILOG = """\
 files read: .txt, .md/.markdown, .html/.htm, .pdf, and gzip of a text type
-(x.md.gz, x.txt.gz, x.html.gz), and README, NEWS, changelog, copyright...
-(.gz, .Debian.gz) as plain text;
-not man pages (ls.1.gz: troff) nor x.pdf.gz (skipped, named).
+(x.md.gz, x.txt.gz, x.html.gz); as plain text, by name (any case, alone or
+followed by . - or _ and anything, gzipped or not: README, README.Debian,
+changelog.Debian.gz): AUTHORS BUGS CHANGELOG CHANGES CONTRIBUTING COPYING
+COPYRIGHT CREDITS FAQ HISTORY INSTALL LICENSE NEWS NOTICE README THANKS TODO.
+Every member of a multi-member gzip is read. Skipped, named: other types, man
+pages (ls.1.gz: troff), x.pdf.gz. Refused, named: binary files (an executable,
+an image, NUL bytes) whatever their name or --encoding.
 
 exit codes (for scheduled jobs):
   0  every file indexed, unchanged, skipped or refused as expected (empty,
@@ -271,6 +275,12 @@ def _add_inspect(commands: Commands) -> None:
         "what an index holds: documents, chunks, model, chunking, versions, sync, "
         "size; changes nothing",
         index=True,
+    )
+    _flag(
+        inspect,
+        "--documents",
+        "also list every file: indexed (chunks), skipped and refused by the last "
+        "ingest of its folder, with the reason",
     )
     _flag(inspect, "--json", _JSON_HELP)
 

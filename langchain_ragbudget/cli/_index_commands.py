@@ -66,6 +66,8 @@ def open_index(
             markup=False,
         )
         return index
+    if not (create or report.in_sync or report.writer):
+        return index  # damage: the index's own warning said it, once
     style = "green" if report.in_sync else "yellow"
     console.print(f"{directory}: {report.summary()}", style=style, markup=False)
     return index
@@ -185,11 +187,37 @@ def run_inspect(args: argparse.Namespace, console: Console) -> int:
     directory = args.index or Path(config.index.directory)
     found = HybridIndex.inspect(directory, config)
     if args.json:
-        print_json(found.to_dict())
-    else:
-        for part in inspection_report(found):
-            console.print(part, highlight=False, markup=False)
+        print_json(found.to_dict(documents=args.documents))
+        return EXIT_OK if found.healthy else EXIT_PARTIAL
+    for part in inspection_report(found):
+        console.print(part, highlight=False, markup=False)
+    if args.documents:
+        for line in document_lines(found):
+            console.print(line, highlight=False, markup=False, overflow="fold")
     return EXIT_OK if found.healthy else EXIT_PARTIAL
+
+
+def document_lines(found: Any) -> list[str]:
+    """Every file an inspection knows: indexed, skipped and refused, with why."""
+    from langchain_ragbudget.ledger._names import display_name
+
+    lines = [
+        f"indexed: {display_name(key, None)} ({count} chunk(s))"
+        for key, count in sorted(found.indexed.items())
+    ]
+    lines += [
+        f"skipped ({s.reason}): {display_name(s.path, None)} {s.detail}".rstrip()
+        for s in found.skipped
+    ]
+    lines += [
+        f"refused: {display_name(error.path, None)}: {error.problem}"
+        for error in found.refused
+    ]
+    lines.append(
+        f"{len(found.indexed)} indexed, {len(found.skipped)} skipped, "
+        f"{len(found.refused)} refused (as the last ingest of each folder found them)"
+    )
+    return lines
 
 
 def run_repair(args: argparse.Namespace, console: Console) -> int:

@@ -408,7 +408,8 @@ def _named_lines(
         if shown[reason] <= names_shown:
             lines.append(f"skipped ({reason}): {display_name(name)} {detail}".rstrip())
     lines += [
-        f"skipped ({reason}): ... and {count - names_shown} more"
+        f"skipped ({reason}): ... and {count - names_shown} more (all: "
+        "ragbudget inspect --documents)"
         for reason, count in shown.items()
         if count > names_shown
     ]
@@ -439,7 +440,7 @@ def inspection_report(found: IndexInspection) -> list[Table | str]:
         "BM25 version": f"{_fmt(found.committed_version, 0)} "
         f"(saved {found.saved_at or '-'})",
         "other versions": name_list(found.other_versions) or "none",
-        "sync": "unknown (a side cannot be read)" if sync is None else sync.summary(),
+        "sync": _sync_shown(found),
         "size on disk": f"{found.size_bytes:,} bytes ("
         + ", ".join(f"{name} {size:,}" for name, size in found.sizes.items())
         + ")",
@@ -458,10 +459,26 @@ def inspection_report(found: IndexInspection) -> list[Table | str]:
             if ids:
                 lines.append(f"{label}: {name_list(ids, 10)}")
     lines += [f"problem: {display_name(problem, 1000)}" for problem in found.problems]
-    lines.append(
-        "healthy" if found.healthy else "not healthy: see above; nothing was changed"
-    )
+    if found.building and found.healthy:
+        lines.append(
+            f"a first build by {found.building} is in progress: no version is "
+            "committed yet; nothing was changed"
+        )
+    else:
+        lines.append(
+            "healthy"
+            if found.healthy
+            else "not healthy: see above; nothing was changed"
+        )
     return lines
+
+
+def _sync_shown(found: IndexInspection) -> str:
+    if found.building:
+        return "nothing committed yet (a first build is in progress)"
+    if found.sync is None:
+        return "unknown (a side cannot be read)"
+    return found.sync.summary()
 
 
 # Where a value came from, short enough that the longest key and its value fit

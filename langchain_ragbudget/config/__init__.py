@@ -7,11 +7,13 @@ from langchain_ragbudget.config._settings import (
     explain_config,
     load_config,
 )
+from langchain_ragbudget.config._tokens import count_tokens
 
 __all__ = [
     "ConfigLike",
     "RagBudgetConfig",
     "SurfaceSettings",
+    "count_tokens",
     "explain_config",
     "load_config",
 ]

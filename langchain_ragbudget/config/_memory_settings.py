@@ -20,7 +20,8 @@ class MemorySettings(StrictModel):
         stale: `keep` (marked) or `drop` a memory whose source changed (recorded).
         importance: The importance of a memory remembered without one.
         restate_similarity: Cosine at which a statement restates a memory of the
-            same subject instead of adding one.
+            same subject instead of adding one, when both hold the same numbers,
+            dates, times, names and negations (else it is a new memory).
     """
 
     half_life_days: StrictFloat = Field(30.0, gt=0)

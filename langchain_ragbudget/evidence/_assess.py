@@ -17,6 +17,7 @@ from langchain_core.documents import Document
 from langchain_ragbudget.config._settings import RagBudgetConfig, WeakEvidenceSettings
 from langchain_ragbudget.config._weak_model import CalibratedWith, CombinedEvidence
 from langchain_ragbudget.evidence._signals import combined_probability, signal_features
+from langchain_ragbudget.ledger._names import display_name
 from langchain_ragbudget.ledger._validation import finite_score
 
 COMBINED = "combined signal"  # the Evidence.score_key of the combined method
@@ -58,7 +59,9 @@ class Evidence:
     @property
     def stale_clause(self) -> str:
         """`calibration stale (calibrated with ...)`, or "" when it fits."""
-        return f"calibration stale (calibrated with {self.stale})" if self.stale else ""
+        if not self.stale:
+            return ""
+        return f"calibration stale (calibrated with {display_name(self.stale, 300)})"
 
     def describe(self) -> str:
         """The check in words, e.g. `weak: top rerank_score 0.12 < threshold 0.30`."""

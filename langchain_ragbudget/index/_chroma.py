@@ -228,6 +228,16 @@ def vector_hashes(store: Any) -> dict[str, str | None]:
     }
 
 
+def vector_metadata(store: Chroma, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """The stored metadata of the chunks `ids` (those the store holds), in pages."""
+    found: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(ids), GET_PAGE):
+        page = store.get(ids=ids[start : start + GET_PAGE], include=["metadatas"])
+        for chunk_id, meta in zip(page["ids"], page["metadatas"] or [], strict=True):
+            found[chunk_id] = dict(meta or {})
+    return found
+
+
 def _get_all(store: Chroma, include: list[str]) -> dict[str, list[Any]]:
     """Every record, in pages: one `get` would pass SQLite's variable limit."""
     out: dict[str, list[Any]] = {"ids": [], **{name: [] for name in include}}

@@ -29,7 +29,7 @@ from langchain_ragbudget.index._loaders import (
 from langchain_ragbudget.progress import ProgressCallback, StageProgress
 
 READING = "reading files"  # a progress stage
-REFUSALS = "refusals.json"  # in the index folder: the last ingest's unreadable files
+NOT_INDEXED = "not_indexed.json"  # in the index folder: files refused and skipped
 
 
 @dataclass
@@ -72,9 +72,9 @@ def check_found(found: Scan, given: Path, *, prune: bool = False) -> None:
     """
     if not found.files and not prune:
         raise InvalidInputError(
-            f"nothing to index under {given}: no .txt, .md, .html or .pdf file "
-            "(nor a .gz of a text type) "
-            f"({len(found.skipped)} skipped)"
+            f"nothing to index under {given}: no .txt, .md, .html or .pdf file, "
+            "no README, NEWS, changelog, copyright... (`ragbudget index --help` "
+            f"lists the names), nor a .gz of one ({len(found.skipped)} skipped)"
         )
 
 
@@ -119,35 +119,71 @@ def read_files(
     return documents, errors
 
 
-def remember_refusals(
+def remember_outcomes(
     directory: Path, plan: FolderPlan, errors: Sequence[FileError]
 ) -> list[str]:
-    """Record this run's unreadable files; return those the last run reported too.
+    """Record this run's refused and skipped files; return refusals made before.
 
-    Reported before means the same reason, size and modification time, so a
-    scheduled re-run over a file nobody fixed exits 0. A record that cannot be
-    read or written counts every refusal as new.
+    The record (`NOT_INDEXED`) lists every file of the last ingest of each path
+    that is not indexed, and why, for `ragbudget inspect --documents`; this
+    run's scope replaces what an earlier run recorded under it. Reported before
+    means the same reason, size and modification time, so a scheduled re-run
+    over a file nobody fixed exits 0. A record that cannot be read or written
+    counts every refusal as new.
     """
-    record_path = directory / REFUSALS
-    try:
-        before = json.loads(record_path.read_text(encoding="utf-8"))
-        previous: dict[str, Any] = before if isinstance(before, dict) else {}
-    except (OSError, ValueError):
-        previous = {}
-    now: dict[str, Any] = {
-        key: value for key, value in previous.items() if key not in plan.files
+    previous = read_outcomes(directory)
+    old_refused: dict[str, Any] = previous["refused"]
+    refused = {k: v for k, v in old_refused.items() if not _in_scope(k, plan.scope)}
+    skipped = {
+        key: value
+        for key, value in previous["skipped"].items()
+        if not _in_scope(key, plan.scope)
     }
     known: list[str] = []
     for error in errors:
         entry = {"problem": error.problem, **_fingerprint(plan.files[error.path])}
-        if previous.get(error.path) == entry:
+        if old_refused.get(error.path) == entry:
             known.append(error.path)
-        now[error.path] = entry
+        refused[error.path] = entry
+    for item in plan.skipped:
+        skipped[item.path] = {"reason": item.reason, "detail": item.detail}
+    now = {"refused": refused, "skipped": skipped}
     if now != previous:
         # the record is a courtesy: without it, every refusal is new
         with contextlib.suppress(OSError):
-            atomic_write_text(record_path, json.dumps(now, indent=1, sort_keys=True))
+            text = json.dumps(now, indent=1, sort_keys=True)
+            atomic_write_text(directory / NOT_INDEXED, text)
     return known
+
+
+def read_outcomes(directory: Path) -> dict[str, dict[str, Any]]:
+    """The record of files not indexed: `refused` and `skipped`, by document id."""
+    try:
+        found = json.loads((directory / NOT_INDEXED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        found = {}
+    if not isinstance(found, dict):
+        found = {}
+    return {
+        part: found[part] if isinstance(found.get(part), dict) else {}
+        for part in ("refused", "skipped")
+    }
+
+
+def not_indexed(directory: Path) -> tuple[list[FileError], list[Skipped]]:
+    """The files the last ingest of each path refused and skipped, and why."""
+    record = read_outcomes(directory)
+    refused = [
+        FileError(key, str(entry.get("problem", "")))
+        for key, entry in sorted(record["refused"].items())
+        if isinstance(entry, dict)
+    ]
+    skipped = [
+        Skipped(key, str(entry.get("reason", "")), str(entry.get("detail", "")))
+        for key, entry in sorted(record["skipped"].items())
+        if isinstance(entry, dict)
+    ]
+    return refused, skipped
 
 
 def _fingerprint(path: Path) -> dict[str, int]:

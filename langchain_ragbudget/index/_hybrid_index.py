@@ -42,14 +42,16 @@ from langchain_ragbudget.index._chroma import (
     read_vector_side,
     replace_vector_store,
     vector_hashes,
+    vector_metadata,
 )
 from langchain_ragbudget.index._chunking import make_chunker
 from langchain_ragbudget.index._folder_plan import (
     FolderPlan,
     check_found,
+    not_indexed,
     plan_folder,
     read_files,
-    remember_refusals,
+    remember_outcomes,
     root_for,
     scan_path,
 )
@@ -77,6 +79,7 @@ from langchain_ragbudget.index._reports import (
 )
 from langchain_ragbudget.index._versions import (
     MANIFEST,
+    SalvagedVersion,
     bm25_as_configured,
     check_manifest,
     current_version_name,
@@ -253,6 +256,15 @@ class HybridIndex:
         index._sparse = sparse
         index.sync_report = index.sync_check()
         in_sync = index.sync_report.in_sync
+        read = version.name if version is not None else ""
+        if (
+            not (lock.held or in_sync or recovered)
+            and current_version_name(path) != read
+        ):
+            index.close()  # the vectors are a newer version's: `open` reads again
+            raise IndexLoadError(
+                f"{path}: a version newer than {read!r} was published mid-read"
+            )
         writer = ""
         if not lock.held and not in_sync and writer_active(path):
             writer = describe_holder(lock_holder(path))
@@ -297,7 +309,11 @@ class HybridIndex:
             raise IndexLoadError(f"{path}: no index here ({MANIFEST} not found)")
         found = IndexInspection(path, sizes=sizes_on_disk(path))
         salvaged = salvage_version(path, config)
-        found.problems += salvaged.notes + salvaged.problems
+        writer = describe_holder(lock_holder(path)) if writer_active(path) else ""
+        if salvaged.version is None and writer:  # a first build: nothing to damage
+            found.building = writer
+        else:
+            found.problems += salvaged.notes + salvaged.problems
         if salvaged.version is not None:
             found.committed_version = salvaged.version.name
         found.other_versions = sorted(
@@ -311,6 +327,11 @@ class HybridIndex:
         )
         if salvaged.records is not None:
             found.documents = len(salvaged.records)
+            found.indexed = {
+                key: len(record.get("chunks", ())) if isinstance(record, dict) else 0
+                for key, record in salvaged.records.items()
+            }
+        found.refused, found.skipped = not_indexed(path)
         if salvaged.chunks_complete:
             found.bm25_chunks = len(salvaged.chunks)
         found.manifest = manifest_for_inspection(
@@ -321,13 +342,7 @@ class HybridIndex:
                 check_manifest(path / MANIFEST, found.manifest, manifest_for(config))
             except IndexLoadError as exc:
                 found.problems.append(str(exc))
-        dense = inspect_vector_store(
-            path, config, found.problems, bool(salvaged.chunks)
-        )
-        if dense is not None:
-            found.vector_chunks = len(dense)
-            if salvaged.chunks_complete:
-                found.sync = compare_sides(dense, chunk_hashes(salvaged.chunks))
+        _inspect_sides(found, salvaged, config, writer)
         return found
 
     @classmethod
@@ -668,7 +683,8 @@ class HybridIndex:
         summary = self.upsert(documents, progress=progress)
         summary.errors[:0] = read_errors
         summary.unreadable = [error.path for error in read_errors]
-        summary.reported_before = remember_refusals(self.directory, plan, read_errors)
+        known = remember_outcomes(self.directory, plan, summary.errors)
+        summary.reported_before = [key for key in known if key in summary.unreadable]
         summary.skipped = list(plan.skipped)
         if plan.gone and prune:
             before = self.chunk_count
@@ -701,8 +717,14 @@ class HybridIndex:
 
         Adds are batched across documents (each Chroma write has a fixed cost). A
         chunk the store already holds with the same text is not embedded again:
-        that resumes a run stopped before it published.
+        that resumes a run stopped before it published. A chunk deleted and added
+        back unchanged (same text, same document version: a document a repair
+        could not fully restore, re-read) keeps its vector.
         """
+        unchanged = self._unchanged_vectors()
+        self._pending_deletes = [
+            chunk_id for chunk_id in self._pending_deletes if chunk_id not in unchanged
+        ]
         if self._pending_deletes:
             delete_vectors(self.vectorstore, self._pending_deletes)
             for chunk_id in self._pending_deletes:
@@ -723,6 +745,26 @@ class HybridIndex:
             for chunk_id, chunk in self._pending_adds.items():
                 self._dense_hashes[chunk_id] = chunk.metadata.get("content_hash")
             self._pending_adds = {}
+
+    def _unchanged_vectors(self) -> set[str]:
+        """Pending deletes added back as the very chunk the store holds."""
+        candidates = [
+            chunk_id
+            for chunk_id in self._pending_deletes
+            if chunk_id in self._pending_adds
+            and self._dense_hashes.get(chunk_id)
+            == self._pending_adds[chunk_id].metadata.get("content_hash")
+        ]
+        if not candidates:
+            return set()
+        stored = vector_metadata(self.vectorstore, candidates)
+        return {
+            chunk_id
+            for chunk_id in candidates
+            if chunk_id in stored
+            and stored[chunk_id].get("doc_hash")
+            == self._pending_adds[chunk_id].metadata.get("doc_hash")
+        }
 
     def commit(self, progress: ProgressCallback | None = None) -> None:
         """Write the vector side, then rebuild BM25 and save it atomically."""
@@ -812,6 +854,31 @@ class HybridIndex:
             chunk_store=self._chunks,
             **overrides,
         )
+
+
+def _inspect_sides(
+    found: IndexInspection,
+    salvaged: SalvagedVersion,
+    config: RagBudgetConfig,
+    writer: str,
+) -> None:
+    """The vector side and how it compares with the committed chunks.
+
+    A writer's chunks not yet published are its work in progress, not damage;
+    while it builds the first version the store may be mid-write: read, not judged.
+    """
+    problems: list[str] = [] if found.building else found.problems
+    dense = inspect_vector_store(
+        found.directory, config, problems, bool(salvaged.chunks)
+    )
+    if dense is None:
+        return
+    found.vector_chunks = len(dense)
+    if salvaged.chunks_complete and not found.building:
+        sync = compare_sides(dense, chunk_hashes(salvaged.chunks))
+        if writer and not sync.in_sync:
+            sync = dataclasses.replace(sync, writer=writer)
+        found.sync = sync
 
 
 def _required_id(document: Document) -> str:

@@ -35,12 +35,16 @@ MARKDOWN_SUFFIXES = (".md", ".markdown")
 TEXT_SUFFIXES = (".txt", *MARKDOWN_SUFFIXES, *HTML_SUFFIXES)
 SUFFIXES = (*TEXT_SUFFIXES, ".pdf")
 GZIP_SUFFIX = ".gz"
-# The plain-text documents /usr/share/doc is full of (`NEWS.gz`, `changelog.Debian.gz`);
-# not man pages (troff) nor any other gzip (`archive.gz` may hold anything).
-GZIP_PLAIN_NAMES = frozenset(
-    {"authors", "bugs", "changelog", "changes", "copyright", "faq", "history"}
-    | {"install", "news", "readme", "thanks", "todo"}
+# Read as plain text by name, with any extension or none, gzipped or not: the files
+# every package ships beside its code (`README`, `README.Debian`, `copyright`,
+# `changelog.Debian.gz`, `TODO`). Not man pages (`ls.1.gz`: troff) nor any other
+# gzip (`archive.gz` may hold anything).
+PLAIN_NAMES = (
+    *("AUTHORS", "BUGS", "CHANGELOG", "CHANGES", "CONTRIBUTING", "COPYING"),
+    *("COPYRIGHT", "CREDITS", "FAQ", "HISTORY", "INSTALL", "LICENSE", "NEWS"),
+    *("NOTICE", "README", "THANKS", "TODO"),
 )
+_PLAIN_NAME = re.compile(rf"(?:{'|'.join(PLAIN_NAMES)})(?:[._-].*)?", re.IGNORECASE)
 GZIP_MAX_BYTES = 64 * 1024 * 1024  # decompressed: a gzip bomb is refused, not read
 DEFAULT_ENCODINGS = ("utf-8",)
 TITLE_CHARS = 200
@@ -135,15 +139,22 @@ def _walk(
 
 
 def inner_type(path: Path) -> str | None:
-    """The suffix `path` is read as (`x.md.gz` as `.md`), or None."""
+    """The suffix `path` is read as (`x.md.gz` as `.md`, `README.Debian` as `.txt`).
+
+    None for a file not read: neither a known suffix nor a plain-text name.
+    """
+    name = path.name
     suffix = path.suffix.lower()
-    if suffix != GZIP_SUFFIX:
-        return suffix if suffix in SUFFIXES else None
-    inner = Path(path.stem)
-    if inner.suffix.lower() in TEXT_SUFFIXES:
-        return inner.suffix.lower()
-    name = inner.name.lower().removesuffix(".debian")
-    return ".txt" if name in GZIP_PLAIN_NAMES else None
+    if suffix == GZIP_SUFFIX:
+        name = path.stem
+        suffix = Path(name).suffix.lower()
+        if suffix in TEXT_SUFFIXES:
+            return suffix
+    elif suffix in SUFFIXES:
+        return suffix
+    if suffix in SUFFIXES:  # x.pdf.gz: not a text type
+        return None
+    return ".txt" if _PLAIN_NAME.fullmatch(name) else None
 
 
 def _type_shown(path: Path) -> str:
@@ -212,6 +223,7 @@ def read_file(path: Path, encodings: Sequence[str] = DEFAULT_ENCODINGS) -> FileT
         raise ValueError(f"cannot read: {exc.strerror or exc}") from exc
     if path.suffix.lower() == GZIP_SUFFIX:
         raw = _gunzip(raw)
+    check_not_binary(raw, encodings)
     text = decode(raw, encodings)
     if suffix in HTML_SUFFIXES:
         return html_to_text(text)
@@ -236,8 +248,72 @@ def _encoding_shown(encoding: str) -> str:
     return "UTF-8" if codecs.lookup(encoding).name == "utf-8" else encoding
 
 
+# What a file of a text type holds when it is not text, by its first bytes.
+_MAGIC = (
+    (b"\x7fELF", "an ELF executable"),
+    (b"MZ\x90\x00", "a Windows executable"),
+    (b"\xcf\xfa\xed\xfe", "a Mach-O executable"),
+    (b"\xca\xfe\xba\xbe", "a Mach-O or Java class file"),
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF87a", "a GIF image"),
+    (b"GIF89a", "a GIF image"),
+    (b"%PDF-", "a PDF"),
+    (b"PK\x03\x04", "a ZIP archive"),
+    (b"\x1f\x8b", "gzip data"),
+    (b"\xfd7zXZ\x00", "xz data"),
+    (b"(\xb5/\xfd", "zstd data"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+    (b"SQLite format 3\x00", "an SQLite database"),
+)
+_WIDE_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)
+
+
+def check_not_binary(raw: bytes, encodings: Sequence[str]) -> None:
+    """Refuse bytes that are not text in any encoding, whatever `encodings` say.
+
+    latin-1 decodes any bytes, so decoding cannot tell an executable from a
+    text; a known signature or a NUL byte can. NUL bytes are text only in
+    UTF-16 and UTF-32, which must then be among `encodings`.
+
+    Raises:
+        ValueError: Naming what the bytes are, and no encoding to try.
+    """
+    for magic, what in _MAGIC:
+        if raw.startswith(magic):
+            raise ValueError(f"binary, not text ({what}): not indexed")
+    nul = raw.find(b"\0")
+    if nul < 0 or any(_is_wide(encoding) for encoding in encodings):
+        return
+    if raw.startswith(_WIDE_BOMS) and _decodes_wide(raw):
+        raise ValueError(
+            "UTF-16 or UTF-32 text (it starts with a byte-order mark); index it "
+            "with --encoding utf-16 (or utf-32)"
+        )
+    raise ValueError(f"binary, not text (a NUL byte at byte {nul}): not indexed")
+
+
+def _decodes_wide(raw: bytes) -> bool:
+    for encoding in ("utf-16", "utf-32"):
+        try:
+            raw.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        return True
+    return False
+
+
+def _is_wide(encoding: str) -> bool:
+    return codecs.lookup(encoding).name.startswith(("utf-16", "utf-32"))
+
+
 def check_encodings(encodings: Sequence[str]) -> tuple[str, ...]:
-    """The encodings, checked before any file is read so a typo fails at once."""
+    """The encodings, checked before any file is read so a typo fails at once.
+
+    Raises:
+        InvalidInputError: No name, a name Python does not know, or a codec that
+            does not turn bytes into text (rot13, base64, hex, bz2).
+    """
     names = tuple(e.strip() for e in encodings if e.strip())
     if not names:
         raise InvalidInputError("--encoding names no encoding")
@@ -249,23 +325,50 @@ def check_encodings(encodings: Sequence[str]) -> tuple[str, ...]:
                 f"--encoding {name!r}: not an encoding Python knows (e.g. utf-8, "
                 "latin-1, cp1252)"
             ) from None
+        try:  # Python refuses a bytes-to-bytes codec here (not for b"")
+            b"a".decode(name)
+        except UnicodeDecodeError:  # a text encoding that cannot read one "a"
+            pass
+        except LookupError:
+            raise InvalidInputError(
+                f"--encoding {name!r}: not a text encoding (a codec that does "
+                "not decode bytes into text); name a text encoding, e.g. utf-8, "
+                "latin-1, cp1252"
+            ) from None
     return names
 
 
 def _gunzip(raw: bytes) -> bytes:
-    """The decompressed bytes of a gzip file, at most `GZIP_MAX_BYTES`."""
-    inflate = zlib.decompressobj(wbits=31)  # 31: a gzip header and trailer
-    try:
-        data = inflate.decompress(raw, GZIP_MAX_BYTES)
-    except zlib.error as exc:
-        raise ValueError(f"unreadable gzip: {exc}") from exc
-    if inflate.unconsumed_tail:
-        raise ValueError(
-            f"gzip decompresses to over {GZIP_MAX_BYTES // 2**20} MiB; not read"
-        )
-    if not inflate.eof:
-        raise ValueError("unreadable gzip: truncated")
-    return data
+    """The decompressed bytes of every member of a gzip file, at most `GZIP_MAX_BYTES`.
+
+    Concatenated members are one file (as `zcat` reads them); bytes after the
+    last member that are not gzip make the file unreadable, not ignored.
+    """
+    members: list[bytes] = []
+    size, rest = 0, raw
+    while True:
+        where = f" (member {len(members) + 1})" if members else ""
+        inflate = zlib.decompressobj(wbits=31)  # 31: a gzip header and trailer
+        try:
+            data = inflate.decompress(rest, GZIP_MAX_BYTES + 1 - size)
+        except zlib.error as exc:
+            raise ValueError(f"unreadable gzip{where}: {exc}") from exc
+        size += len(data)
+        if size > GZIP_MAX_BYTES:
+            raise ValueError(
+                f"gzip decompresses to over {GZIP_MAX_BYTES // 2**20} MiB; not read"
+            )
+        if not inflate.eof:
+            raise ValueError(f"unreadable gzip{where}: truncated")
+        members.append(data)
+        rest = inflate.unused_data
+        if not rest:
+            return b"".join(members)
+        if not rest.startswith(b"\x1f\x8b"):
+            raise ValueError(
+                f"unreadable gzip: {len(rest)} byte(s) after member {len(members)} "
+                "are not gzip data (trailing garbage); not read"
+            )
 
 
 def _read_pdf(path: Path) -> FileText:

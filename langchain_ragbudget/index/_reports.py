@@ -151,6 +151,10 @@ class IndexInspection:
         sync: How the two sides compare; None when a side cannot be read.
         sizes: Bytes on disk per top-level entry of the folder.
         problems: Damage and mismatches found, each naming its file and what to do.
+        indexed: Chunk count by indexed document id (committed records).
+        refused: Files the last ingest of their path refused, and why.
+        skipped: Files the last ingest of their path skipped, and why.
+        building: The writer building the first version, when one is.
     """
 
     directory: Path
@@ -164,11 +168,23 @@ class IndexInspection:
     sync: SyncReport | None = None
     sizes: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    indexed: dict[str, int] = field(default_factory=dict)
+    refused: list[FileError] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    building: str = ""
 
     @property
     def healthy(self) -> bool:
-        """True when nothing is damaged and both sides hold the same chunks."""
-        return not self.problems and self.sync is not None and self.sync.in_sync
+        """True when nothing is damaged.
+
+        Both sides hold the same chunks, or the difference is a writer's work in
+        progress (or its first build).
+        """
+        if self.problems:
+            return False
+        if self.building:
+            return True
+        return self.sync is not None and (self.sync.in_sync or bool(self.sync.writer))
 
     @property
     def size_bytes(self) -> int:
@@ -183,8 +199,28 @@ class IndexInspection:
             return None
         return datetime.fromtimestamp(key[0] / 1e9, UTC).isoformat(timespec="seconds")
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable view, for `ragbudget inspect --json`."""
+    def to_dict(self, *, documents: bool = False) -> dict[str, Any]:
+        """A JSON-serialisable view, for `ragbudget inspect --json`.
+
+        With `documents`, every file: indexed (with its chunk count), skipped and
+        refused (with why), for `--documents`.
+        """
+        found = self._summary_dict()
+        if documents:
+            found["files"] = {
+                "indexed": [
+                    {"id": key, "chunks": count}
+                    for key, count in sorted(self.indexed.items())
+                ],
+                "skipped": [
+                    {"id": s.path, "reason": s.reason, "detail": s.detail}
+                    for s in self.skipped
+                ],
+                "refused": [{"id": e.path, "problem": e.problem} for e in self.refused],
+            }
+        return found
+
+    def _summary_dict(self) -> dict[str, Any]:
         sync = self.sync
         return {
             "directory": str(self.directory),
@@ -211,6 +247,7 @@ class IndexInspection:
             "size_bytes": {"total": self.size_bytes, **self.sizes},
             "moved_aside": self.moved_aside,
             "problems": self.problems,
+            "first_build_in_progress": self.building or None,
         }
 
     def __repr__(self) -> str:

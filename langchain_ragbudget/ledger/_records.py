@@ -81,6 +81,7 @@ class DropReason(StrEnum):
         STALE_SOURCE: The document a memory was learned from changed or left
             the index (dropped; a kept one carries a stale marker instead).
         MAX_MEMORIES: The surface's `max_memories` memories were already kept.
+        EMPTY: The passage has no text (empty or blanks): nothing to cite.
     """
 
     FUSION_CUT = "below_fusion_cut"
@@ -95,6 +96,7 @@ class DropReason(StrEnum):
     SUPERSEDED = "superseded"
     STALE_SOURCE = "stale_source"
     MAX_MEMORIES = "over_max_memories"
+    EMPTY = "empty_text"
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ them.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -85,13 +86,14 @@ def memories_table(entries: Sequence[dict[str, Any]]) -> Markup:
 def render_memory(document: Document) -> str:
     """The package's header line, then the text quoted.
 
-    Like a passage block it starts with a non-space character and ends with a
-    newline, so the section's tokens are the sum of its blocks'.
+    The subject comes last, in double quotes with JSON's escapes (its value shown
+    through `display_name`), so no subject can end the quote and pose as one of
+    the header's own fields ("last said", "STALE"). Like a passage block it starts
+    with a non-space character and ends with a newline, so the section's tokens
+    are the sum of its blocks'.
     """
     metadata = document.metadata
     parts = []
-    if metadata.get(MEMORY_SUBJECT):
-        parts.append(f"subject {display_name(str(metadata[MEMORY_SUBJECT]))}")
     said = str(metadata.get(MEMORY_SAID_AT) or "")[:10]
     if said:
         times = metadata.get(MEMORY_TIMES_SAID) or 1
@@ -101,6 +103,9 @@ def render_memory(document: Document) -> str:
         )
     if metadata.get(MEMORY_STALE):
         parts.append(f"STALE: {display_name(str(metadata[MEMORY_STALE]))}")
+    if metadata.get(MEMORY_SUBJECT) is not None:
+        shown = display_name(str(metadata[MEMORY_SUBJECT]))
+        parts.append(f"subject {json.dumps(shown, ensure_ascii=False)}")
     header = f"Memory ({'; '.join(parts)}):" if parts else "Memory:"
     return f"{header}\n{quote(document.page_content)}\n"
 
@@ -114,7 +119,8 @@ def fit_memories(
     """The best memories that fit the share, in order; a record for each other.
 
     One that does not fit is passed over and smaller ones tried (like `packing:
-    skip`). The recall's own records come first.
+    skip`). The recall's own records come first, and its count of memories
+    ranked below `k` is carried over.
     """
     recalled: list[DropRecord] = list(getattr(documents, "drops", []))
     kept: list[Document] = []
@@ -164,6 +170,7 @@ def fit_memories(
         tokens_used=used,
         max_memories=max_memories,
         memory_tokens=memory_tokens,
+        below_k=getattr(documents, "below_k", 0),
     )
 
 
@@ -196,7 +203,10 @@ def memory_step(
         )
         return {**state, MEMORY_TEXT: memories.text, MEMORY_STATE: memories}
 
-    return RunnableLambda(recall, name="ragbudget_memory")
+    return RunnableLambda(recall, name=MEMORY_RUN)
+
+
+MEMORY_RUN = "ragbudget_memory"  # the memory step's run name, for tracers
 
 
 def with_memory(context: BudgetedContext, memory: MemoryContext) -> BudgetedContext:

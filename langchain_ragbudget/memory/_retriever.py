@@ -28,6 +28,7 @@ from langchain_ragbudget.errors import InvalidInputError
 from langchain_ragbudget.ledger._records import CandidateList, DropRecord
 from langchain_ragbudget.memory._ranking import Ranking
 from langchain_ragbudget.memory._score import (
+    Factors,
     Scored,
     SourceHashes,
     best,
@@ -43,6 +44,7 @@ from langchain_ragbudget.memory._store import MemoryStoreError as MemoryStoreErr
 
 __all__ = [
     "Memory",
+    "MemoryCandidates",
     "MemoryContext",
     "MemoryRecall",
     "MemoryRetriever",
@@ -54,16 +56,37 @@ __all__ = [
 ]
 
 
+class MemoryCandidates(CandidateList):
+    """Recalled memories with their records, and how many ranked below `k`."""
+
+    def __init__(
+        self,
+        documents: Sequence[Document] = (),
+        drops: Sequence[DropRecord] = (),
+        below_k: int = 0,
+    ) -> None:
+        super().__init__(documents, drops)
+        self.below_k = below_k
+
+
 @dataclass(frozen=True)
 class MemoryRecall:
-    """One recall: the memories returned, best first, and the records of the rest."""
+    """One recall: the memories returned, best first, and the records of the rest.
+
+    `below_k` counts the memories that ranked below `k` and were not fetched as
+    their subject's newest: left out without a record each (they were never
+    candidates), but counted.
+    """
 
     kept: list[Scored] = field(default_factory=list)
     drops: list[DropRecord] = field(default_factory=list)
+    below_k: int = 0
 
-    def documents(self) -> CandidateList:
-        """The kept memories as Documents, carrying the drop records."""
-        return CandidateList([item.document() for item in self.kept], self.drops)
+    def documents(self) -> MemoryCandidates:
+        """The kept memories as Documents, carrying the drop records and count."""
+        return MemoryCandidates(
+            [item.document() for item in self.kept], self.drops, self.below_k
+        )
 
 
 class MemoryRetriever(BaseRetriever):
@@ -144,6 +167,10 @@ class MemoryRetriever(BaseRetriever):
     ) -> MemoryRecall:
         """Recall the `k` best memories for `query` (or `vector`); record the rest.
 
+        With `supersede`, each subject among them is served by its most recently
+        said memory in the whole store, fetched even when it ranked below `k`;
+        the older ones recalled are recorded as superseded.
+
         Raises:
             InvalidInputError: Neither or both of `query` and `vector`, or a
                 vector of another dimension than the store's.
@@ -157,15 +184,23 @@ class MemoryRetriever(BaseRetriever):
                 )
             return MemoryRecall()
         query_vector = self._query_vector(ranking, query, vector)
-        recalled = self._scored(ranking, query_vector, timestamp(now), self.k)
+        factors = score_all(ranking, query_vector, timestamp(now), self.half_life_days)
+        recalled = self._scored(ranking, factors, best(factors[3], self.k))
         kept, drops = under_floor(recalled, self.min_score)
+        fetched = 0
         if self.supersede:
-            kept, more = superseded(kept)
+            with_newest = self._with_newest(ranking, factors, kept)
+            fetched = len(with_newest) - len(kept)
+            kept, more = superseded(with_newest)
             drops += more
         kept, more = checked_sources(kept, self.sources, self.stale == "drop")
         drops += more
         self.store.mark_recalled([item.memory.id for item in kept], now)
-        return MemoryRecall(kept, sorted(drops, key=lambda record: record.rank))
+        return MemoryRecall(
+            kept,
+            sorted(drops, key=lambda record: record.rank),
+            below_k=len(ranking.ids) - len(recalled) - fetched,
+        )
 
     def score(
         self, query: str | None = None, *, vector: Sequence[float] | None = None
@@ -176,7 +211,48 @@ class MemoryRetriever(BaseRetriever):
             return []
         query_vector = self._query_vector(ranking, query, vector)
         now = timestamp((self.clock or self.store.clock)())
-        return self._scored(ranking, query_vector, now, len(ranking.ids))
+        factors = score_all(ranking, query_vector, now, self.half_life_days)
+        return self._scored(ranking, factors, best(factors[3], len(ranking.ids)))
+
+    def _with_newest(
+        self, ranking: Ranking, factors: Factors, kept: list[Scored]
+    ) -> list[Scored]:
+        """`kept` with each subject's newest memory put before its first.
+
+        The newest is the most recently said in the whole store; nothing is added
+        when it is in `kept` already.
+        """
+        out: list[Scored] = []
+        held = {item.memory.id for item in kept}
+        done: set[str] = set()
+        for item in kept:
+            subject = item.memory.subject
+            if subject is not None and subject not in done:
+                done.add(subject)
+                newest = self._newest(ranking, factors, subject, held)
+                if newest is not None:
+                    out.append(newest)
+            out.append(item)
+        return out
+
+    def _newest(
+        self, ranking: Ranking, factors: Factors, subject: str, held: set[str]
+    ) -> Scored | None:
+        """The subject's most recently said memory among those ranked, scored.
+
+        None when it is in `held` already.
+        """
+        for memory in self.store.list(subject):
+            if memory.id in held:
+                return None
+            try:
+                at = ranking.ids.index(memory.id)
+            except ValueError:  # written since the ranking was read
+                continue
+            scores = factors[3]
+            rank = int(np.count_nonzero(scores > scores[at])) + 1
+            return _scored_one(memory, at, rank, factors)
+        return None
 
     def _query_vector(
         self, ranking: Ranking, query: str | None, vector: Sequence[float] | None
@@ -200,32 +276,33 @@ class MemoryRetriever(BaseRetriever):
         return query_vector
 
     def _scored(
-        self, ranking: Ranking, query: np.ndarray, now: float, k: int
+        self, ranking: Ranking, factors: Factors, top: list[int]
     ) -> list[Scored]:
-        """The `k` best memories, best first, with every factor of their scores."""
-        similarity, ages, recency, scores = score_all(
-            ranking, query, now, self.half_life_days
-        )
-        top = best(scores, k)
+        """The memories at positions `top`, in order, every factor of their scores.
+
+        One forgotten by another process since the ranking was read is left out.
+        """
         memories = self.store.get_many([ranking.ids[i] for i in top])
         recalled: list[Scored] = []
         for i in top:
             memory = memories.get(ranking.ids[i])
-            if memory is None:  # forgotten by another process since the cache
-                continue
-            recalled.append(
-                Scored(
-                    memory,
-                    rank=len(recalled) + 1,
-                    similarity=float(similarity[i]),
-                    age_days=float(ages[i]),
-                    recency=float(recency[i]),
-                    score=float(scores[i]),
-                )
-            )
+            if memory is not None:
+                recalled.append(_scored_one(memory, i, len(recalled) + 1, factors))
         return recalled
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> list[Document]:
         return self.recall(query).documents()
+
+
+def _scored_one(memory: Memory, at: int, rank: int, factors: Factors) -> Scored:
+    similarity, ages, recency, scores = factors
+    return Scored(
+        memory,
+        rank=rank,
+        similarity=float(similarity[at]),
+        age_days=float(ages[at]),
+        recency=float(recency[at]),
+        score=float(scores[at]),
+    )

@@ -83,9 +83,13 @@ class Scored:
         return Document(id=memory.id, page_content=memory.text, metadata=metadata)
 
 
+# Similarity, age in days, recency and score of every memory, in ranking order.
+Factors = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
 def score_all(
     ranking: Ranking, query: np.ndarray, now: float, half_life_days: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> Factors:
     """Similarity, age in days, recency and score of every memory, as arrays.
 
     An age below zero (a clock behind the store's) counts as 0.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import os
 import re
 import sqlite3
 import threading
@@ -35,6 +36,7 @@ from langchain_ragbudget.errors import InvalidInputError, RagBudgetError
 from langchain_ragbudget.memory._ranking import Ranking, RankingCache, unit_rows
 
 SCHEMA_VERSION = 1
+NORMAL_FORM = 2  # the version of `normalised` the `norm` column holds
 BUSY_TIMEOUT_MS = 30_000  # a writer waits this long for another process's write
 _SCHEMA = """
 CREATE TABLE memories (
@@ -68,6 +70,25 @@ SAME_TEXT = (
     "ORDER BY said_at DESC LIMIT 1"
 )
 _SPACES = re.compile(r"\s+")
+# Punctuation that does not join two letters or digits ("10:00", "3.5" and "don't"
+# keep theirs: dropping it would make "3.5" restate "35").
+_LOOSE_PUNCTUATION = re.compile(r"(?<![^\W_])[^\w\s]+|[^\w\s]+(?![^\W_])")
+_WORDS = re.compile(r"\w+(?:[^\w\s]\w+)*")
+# Tokens an embedding blurs and a fact turns on: a restatement must repeat them all.
+_NEGATIONS = frozenset(
+    {"no", "not", "never", "none", "nobody", "nothing", "nowhere", "neither"}
+    | {"nor", "without", "cannot"}
+)
+# Numbers, times and dates written as words (a list as prose: split is clearer here).
+_NUMBER_AND_CALENDAR_WORDS = frozenset(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen "  # noqa: SIM905
+    "fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty "
+    "sixty seventy eighty ninety hundred thousand million billion first second third "
+    "fourth fifth sixth seventh eighth ninth tenth half twice once dozen noon midnight "
+    "am pm monday tuesday wednesday thursday friday saturday sunday january february "
+    "march april may june july august september october november december today "
+    "tomorrow yesterday weekly daily monthly yearly".split()
+)
 
 Clock = Callable[[], datetime]
 
@@ -95,9 +116,50 @@ def moment(seconds: float) -> datetime:
 
 
 def normalised(text: str) -> str:
-    """The same text: NFKC, case and spacing folded, trailing punctuation dropped."""
-    folded = _SPACES.sub(" ", unicodedata.normalize("NFKC", text).casefold())
-    return folded.strip().rstrip(".!?;, ").strip()
+    """The same text in one form, so that a restatement finds it by index.
+
+    NFKC, case folded, format characters (zero-width, soft hyphen) removed,
+    punctuation that joins no two letters or digits dropped, spacing folded.
+    """
+    folded = "".join(
+        char
+        for char in unicodedata.normalize("NFKC", text).casefold()
+        if unicodedata.category(char) != "Cf"
+    )
+    return _SPACES.sub(" ", _LOOSE_PUNCTUATION.sub(" ", folded)).strip()
+
+
+def visible(text: str) -> bool:
+    """Whether `text` has a character that draws, once in NFKC form.
+
+    Spaces, controls and format characters (zero-width, soft hyphen) do not.
+    """
+    return any(
+        unicodedata.category(char)[0] not in "CZ" and not char.isspace()
+        for char in unicodedata.normalize("NFKC", text)
+    )
+
+
+def key_tokens(text: str) -> tuple[str, ...]:
+    """The tokens a restatement must repeat, sorted (a multiset).
+
+    A word holding a digit, a number word, a weekday or month, any word with a
+    capital letter (a name, or a sentence's first word: rather a new memory than a
+    swallowed change), a negation (and every `n't`). Embeddings score "10:00" and
+    "11:30", or "eats fish" and "never eats fish", as nearly the same sentence;
+    these tokens tell them apart.
+    """
+    keys = []
+    for word in _WORDS.findall(unicodedata.normalize("NFKC", text)):
+        folded = word.casefold()
+        if (
+            any(char.isdigit() or char.isupper() for char in word)
+            or folded in _NEGATIONS
+            or folded in _NUMBER_AND_CALENDAR_WORDS
+            or folded.endswith(("n't", "n\u2019t"))
+        ):
+            keys.append(folded)
+    return tuple(sorted(keys))
 
 
 @dataclass(frozen=True)
@@ -234,7 +296,10 @@ class MemoryStore:
     def _connect(self) -> sqlite3.Connection:
         if self.path.is_dir():
             raise MemoryStoreError(f"memory store {self.path}: is a folder, not a file")
-        try:
+        self.read_only = self.path.is_file() and not _writable_file(self.path)
+        with self._errors():
+            if self.read_only:
+                return self._connect_read_only()
             connection = sqlite3.connect(
                 self.path,
                 timeout=BUSY_TIMEOUT_MS / 1000,
@@ -245,11 +310,50 @@ class MemoryStore:
             connection.execute("PRAGMA journal_mode = WAL")
             connection.execute("PRAGMA synchronous = NORMAL")
             _ensure_schema(connection, self.path)
+            return connection
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """The file opened for reading only (`mode=ro`).
+
+        On a read-only file system, where SQLite cannot make the WAL's
+        shared-memory file, as `immutable` (no locks: nothing can write there).
+        """
+        uri = self.path.resolve().as_uri()
+        for flags in ("mode=ro", "mode=ro&immutable=1"):
+            connection = sqlite3.connect(
+                f"{uri}?{flags}",
+                uri=True,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            try:
+                _check_schema(connection, self.path)
+            except sqlite3.OperationalError:
+                connection.close()
+                if flags.endswith("immutable=1"):
+                    raise
+                continue
+            return connection
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """SQLite's errors as a `MemoryStoreError` naming the file and what to do."""
+        try:
+            yield
         except sqlite3.Error as exc:
             raise MemoryStoreError(
-                f"memory store {self.path}: cannot be opened ({exc})"
+                f"memory store {self.path}: {_what_to_do(exc, self.path)} ({exc})"
             ) from exc
-        return connection
+
+    def _writable(self) -> None:
+        if self.read_only:
+            raise MemoryStoreError(
+                f"memory store {self.path}: is read-only (the file or its folder "
+                "cannot be written), so it can be listed and recalled but not "
+                "changed; copy it to a writable folder, or make it writable"
+            )
 
     def __enter__(self) -> MemoryStore:
         return self
@@ -270,14 +374,10 @@ class MemoryStore:
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         """One write: `BEGIN IMMEDIATE` (waits for another writer), commit or undo."""
-        with self._lock:
+        self._writable()
+        with self._lock, self._errors():
             connection = self._connection
-            try:
-                connection.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise MemoryStoreError(
-                    f"memory store {self.path}: cannot write ({exc})"
-                ) from exc
+            connection.execute("BEGIN IMMEDIATE")
             try:
                 yield connection
                 connection.execute("COMMIT")
@@ -288,7 +388,7 @@ class MemoryStore:
     @contextmanager
     def _snapshot(self) -> Iterator[None]:
         """One read transaction: every query in it sees the same committed state."""
-        with self._lock:
+        with self._lock, self._errors():
             self._connection.execute("BEGIN")
             try:
                 yield
@@ -296,7 +396,7 @@ class MemoryStore:
                 self._connection.execute("COMMIT")
 
     def _query(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
-        with self._lock:
+        with self._lock, self._errors():
             return self._connection.execute(sql, parameters).fetchall()
 
     def embed(self, text: str) -> np.ndarray:
@@ -328,19 +428,27 @@ class MemoryStore:
     ) -> Memory:
         """Store a statement, or restate the memory it repeats.
 
-        A restatement (the same normalised text and subject, or the same subject
-        and an embedding at least `restate_similarity` alike) updates that
-        memory's `said_at` and `times_said`, nothing else.
+        A restatement is the same statement: the same normalised text (case,
+        spacing, punctuation, Unicode form) and subject, or, on the same subject,
+        an embedding at least `restate_similarity` alike with the same numbers,
+        dates, times, names and negations (`key_tokens`). It updates that
+        memory's `said_at` and `times_said`, and its importance when one is
+        given (the latest word on how much it matters). Any other statement is
+        a new memory; on a subject, recall serves the most recently said.
 
         Returns:
             The memory as stored: new (`times_said == 1`) or restated.
 
         Raises:
-            InvalidInputError: Empty text, an importance outside 0..1, an
-                embedding of another dimension than the store's.
+            InvalidInputError: Text with nothing visible, an importance outside
+                0..1, an embedding of another dimension than the store's.
+            MemoryStoreError: The store is read-only or damaged.
         """
-        if not isinstance(text, str) or not text.strip():
-            raise InvalidInputError(f"a memory needs non-empty text; got {text!r}")
+        if not isinstance(text, str) or not visible(text):
+            raise InvalidInputError(
+                f"a memory needs text with a visible character; got {text!r}"
+            )
+        self._writable()
         weight = self.default_importance if importance is None else importance
         if not isinstance(weight, int | float) or not 0 <= weight <= 1:
             raise InvalidInputError(f"importance must be within 0..1; got {weight!r}")
@@ -350,12 +458,17 @@ class MemoryStore:
         now = timestamp(self.now())
         with self._transaction() as connection:
             _check_dimension(connection, self.path, len(vector))
-            same = _restated(connection, normalised(text), subject, vector, self)
+            same = _restated(connection, text, subject, vector, self)
             if same is not None:
                 connection.execute(
                     "UPDATE memories SET said_at = ?, times_said = times_said + 1, "
-                    "changed = ? WHERE id = ?",
-                    (now, _bump(connection), same),
+                    "importance = coalesce(?, importance), changed = ? WHERE id = ?",
+                    (
+                        now,
+                        None if importance is None else float(weight),
+                        _bump(connection),
+                        same,
+                    ),
                 )
                 memory_id = same
             else:
@@ -383,7 +496,11 @@ class MemoryStore:
         return Memory.from_row(row)
 
     def forget(self, memory_id: str) -> bool:
-        """Delete one memory; whether it existed."""
+        """Delete one memory; whether it existed.
+
+        Raises:
+            MemoryStoreError: The store is read-only or damaged.
+        """
         with self._transaction() as connection:
             deleted = connection.execute(
                 "DELETE FROM memories WHERE id = ?", (memory_id,)
@@ -414,7 +531,9 @@ class MemoryStore:
 
     def list(self, subject: str | None = None) -> builtins.list[Memory]:
         """Every memory (or those of one subject), most recently said first."""
-        where, parameters = ("WHERE subject = ?", (subject,)) if subject else ("", ())
+        where, parameters = (
+            ("WHERE subject = ?", (subject,)) if subject is not None else ("", ())
+        )
         rows = self._query(
             f"SELECT {_COLUMNS} FROM memories {where} ORDER BY said_at DESC, id",
             parameters,
@@ -428,8 +547,9 @@ class MemoryStore:
         """Note when memories were recalled (statistics).
 
         Ranking never reads `last_recalled_at`, so the generation does not move.
+        A read-only store keeps none (recall still works, as on a read-only index).
         """
-        if not ids:
+        if not ids or self.read_only:
             return
         when = timestamp(at)
         with self._transaction() as connection:
@@ -463,28 +583,94 @@ def _ensure_schema(connection: sqlite3.Connection, path: Path) -> None:
     """Create the schema in a new file; refuse a file of another kind or version."""
     connection.execute("BEGIN IMMEDIATE")
     try:
-        version = connection.execute("PRAGMA user_version").fetchone()[0]
-        tables = {
-            row[0]
-            for row in connection.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'"
-            )
-        }
-        if version == 0 and not tables:
+        if not _check_schema(connection, path, new_ok=True):
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     connection.execute(statement)
             connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        elif version != SCHEMA_VERSION or not {"memories", "meta"} <= tables:
-            raise MemoryStoreError(
-                f"memory store {path}: schema version {version} with tables "
-                f"{sorted(tables)} is not a memory store this version reads "
-                f"(schema version {SCHEMA_VERSION})"
-            )
+        _renormalise(connection)
         connection.execute("COMMIT")
     except BaseException:
         connection.execute("ROLLBACK")
         raise
+
+
+def _renormalise(connection: sqlite3.Connection) -> None:
+    """Bring the `norm` column to this version's `normalised`, once per file.
+
+    Stores written before it folded inner punctuation and format characters
+    hold older forms, which a restatement would no longer find.
+    """
+    row = connection.execute(
+        "SELECT value FROM meta WHERE key = 'normal_form'"
+    ).fetchone()
+    if row is not None and int(row[0]) >= NORMAL_FORM:
+        return
+    rows = connection.execute("SELECT id, text FROM memories").fetchall()
+    connection.executemany(
+        "UPDATE memories SET norm = ? WHERE id = ?",
+        [(normalised(text), memory_id) for memory_id, text in rows],
+    )
+    connection.execute(
+        "INSERT OR REPLACE INTO meta VALUES ('normal_form', ?)", (NORMAL_FORM,)
+    )
+
+
+def _check_schema(
+    connection: sqlite3.Connection, path: Path, *, new_ok: bool = False
+) -> bool:
+    """Whether the file holds this version's schema.
+
+    False for an empty file when `new_ok`; else MemoryStoreError.
+    """
+    version = connection.execute("PRAGMA user_version").fetchone()[0]
+    tables = {
+        row[0]
+        for row in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'"
+        )
+    }
+    if new_ok and version == 0 and not tables:
+        return False
+    if version != SCHEMA_VERSION or not {"memories", "meta"} <= tables:
+        raise MemoryStoreError(
+            f"memory store {path}: schema version {version} with tables "
+            f"{sorted(tables)} is not a memory store this version reads "
+            f"(schema version {SCHEMA_VERSION})"
+        )
+    return True
+
+
+def _writable_file(path: Path) -> bool:
+    """Whether SQLite can write `path` and make its journal beside it.
+
+    The permission bits count even for root (who may write anything): a file
+    made read-only says "do not write here".
+    """
+    folder = path.parent
+    return (
+        os.access(path, os.W_OK)
+        and os.access(folder, os.W_OK)
+        and bool(path.stat().st_mode & 0o222)
+    )
+
+
+def _what_to_do(error: sqlite3.Error, path: Path) -> str:
+    """What SQLite's error means for the user of a memory store, and the remedy."""
+    message = str(error).lower()
+    if "malformed" in message or "not a database" in message or "corrupt" in message:
+        return (
+            "is damaged: restore it from a backup, or save what is readable into "
+            f"a new file with `sqlite3 {path} .recover | sqlite3 recovered.sqlite`"
+        )
+    if "readonly" in message or "read-only" in message:
+        return "is read-only: make the file and its folder writable to change it"
+    if "locked" in message or "busy" in message:
+        return (
+            f"is locked by another process (waited {BUSY_TIMEOUT_MS // 1000} s); "
+            "try again when it has finished"
+        )
+    return "cannot be opened or read; check the file and its folder"
 
 
 def _vector(values: Sequence[float] | np.ndarray, what: str) -> np.ndarray:
@@ -526,21 +712,27 @@ def _bump(connection: sqlite3.Connection) -> int:
 
 def _restated(
     connection: sqlite3.Connection,
-    norm: str,
+    text: str,
     subject: str | None,
     vector: np.ndarray,
     store: MemoryStore,
 ) -> str | None:
     """The id of the memory this statement restates, or None."""
-    row = connection.execute(SAME_TEXT, (norm, subject)).fetchone()
+    row = connection.execute(SAME_TEXT, (normalised(text), subject)).fetchone()
     if row is not None:
         return str(row[0])
     if subject is None:
         return None
-    rows = connection.execute(
-        "SELECT id, embedding FROM memories WHERE subject = ? ORDER BY said_at DESC",
-        (subject,),
-    ).fetchall()
+    keys = key_tokens(text)
+    rows = [
+        row
+        for row in connection.execute(
+            "SELECT id, embedding, text FROM memories WHERE subject = ? "
+            "ORDER BY said_at DESC",
+            (subject,),
+        )
+        if key_tokens(row[2]) == keys
+    ]
     if not rows:
         return None
     others = unit_rows(

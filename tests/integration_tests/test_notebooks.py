@@ -112,6 +112,16 @@ SHOWS = {
             "dropped superseded: superseded by mem-",
         ),
     ),
+    "08_agent.ipynb": Shows(
+        {},
+        texts=(
+            "8 of 11 messages sent, 3 dropped",
+            "3 earlier message(s) left out of the request",
+            "history / over_max_tokens : turn 3 (tool) needs 604 tokens",
+            "3 records in the state",
+            "12 messages in the state; 8 sent in the last request",
+        ),
+    ),
 }
 
 

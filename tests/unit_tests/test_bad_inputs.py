@@ -115,6 +115,10 @@ API_CASES = [
     Case("rerank-question-none", lambda: _reranker_invoke({"question": None, "documents": docs("a")}), InvalidInputError, "must be a string"),
     Case("rerank-not-a-dict", lambda: _reranker_invoke(docs("a")), InvalidInputError, "takes a dict"),
     Case("chain-without-budget", lambda: _stuff({"question": "q", "context": "text"}), TypeError, "needs a BudgetedContext"),
+    Case("chain-retriever-none", lambda: create_budgeted_rag_chain(None, budget=budget()), TypeError, "retriever must be a LangChain Runnable .*; got NoneType"),  # type: ignore[call-overload]
+    Case("chain-budget-a-dict", lambda: create_budgeted_rag_chain(ListRetriever(documents=[]), budget={"max_docs": 3}), TypeError, "budget must be a ContextBudget .*; got dict"),  # type: ignore[call-overload]
+    Case("chain-prompt-a-string", lambda: create_budgeted_rag_chain(ListRetriever(documents=[]), budget=budget(), prompt="Answer {question}"), TypeError, "prompt must be a LangChain prompt template .* or None; got str"),  # type: ignore[call-overload]
+    Case("stuff-chain-llm-none", lambda: create_budgeted_stuff_chain(None), TypeError, "llm must be a chat model .*; got NoneType"),  # type: ignore[call-overload]
     Case("chain-dict-without-question", lambda: _rag({"history": []}), InvalidInputError, r"needs the key 'question'.*\['history'\]"),
     Case("chain-question-not-string", lambda: _rag({"question": 7}), InvalidInputError, "key 'question' must be a string, got int"),
     Case("chain-input-reserved-key", lambda: _rag({"question": "q", "context": "mine"}), InvalidInputError, r"may not hold the key\(s\) \['context'\]"),

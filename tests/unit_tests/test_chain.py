@@ -239,7 +239,8 @@ async def test_structured_chain_streams_tokens_then_the_answer() -> None:
     chain = budget(60) | create_budgeted_stuff_chain(
         fake_llm("Five minutes [1].", finish_reason="length"), structured=True
     )
-    *tokens, answer = list(chain.stream(state))
+    streamed: list[Any] = list(chain.stream(state))  # str tokens, then the answer
+    *tokens, answer = streamed
     assert tokens[:3] == ["Five", " minutes", " [1]."]  # as the model wrote them
     assert "".join(tokens) == "Five minutes [1]."
     assert isinstance(answer, BudgetedAnswer)
@@ -251,7 +252,8 @@ async def test_structured_chain_streams_tokens_then_the_answer() -> None:
     achain = budget(60) | create_budgeted_stuff_chain(
         fake_llm("Five minutes [1]."), structured=True
     )
-    *atokens, aanswer = [c async for c in achain.astream(state)]
+    astreamed: list[Any] = [c async for c in achain.astream(state)]
+    *atokens, aanswer = astreamed
     assert all(isinstance(t, str) for t in atokens)
     assert "".join(atokens) == aanswer.answer == "Five minutes [1]."
     assert not aanswer.truncated and aanswer.dropped == answer.dropped

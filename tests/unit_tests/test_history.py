@@ -7,6 +7,7 @@ text is counted by tiktoken itself, independently of the package's formula.
 """
 
 import functools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from langchain_ragbudget.budget._history import (
 )
 from langchain_ragbudget.chain._stuff import context_warnings, prompt_variables
 from langchain_ragbudget.config._settings import SurfaceSettings, load_config
+from langchain_ragbudget.config._tokens import count_tokens
 from langchain_ragbudget.errors import ConfigError, InvalidInputError
 from langchain_ragbudget.ledger._records import DropReason, Stage
 
@@ -71,9 +73,18 @@ def rendered_count(messages: list[BaseMessage], encoding_name: str) -> int:
     parts = []
     for message in messages:
         role = role_of(message)
-        if message.name:
-            role = f"{role}<|im_sep|>{message.name}"  # the name: its own marker
-        parts.append(f"<|im_start|>{role}<|im_sep|>{message.text}<|im_end|>")
+        label = (
+            message.tool_call_id if isinstance(message, ToolMessage) else message.name
+        )
+        if label:
+            role = f"{role}<|im_sep|>{label}"  # the name or call id: its own marker
+        body = str(message.text)
+        for call in getattr(message, "tool_calls", []):
+            arguments = json.dumps(call["args"], ensure_ascii=False, sort_keys=True)
+            body += (
+                f'\n{{"arguments": {arguments}, "name": {json.dumps(call["name"])}}}'
+            )
+        parts.append(f"<|im_start|>{role}<|im_sep|>{body}<|im_end|>")
     parts.append("<|im_start|>assistant<|im_sep|>")
     encoding = chat_markup(encoding_name)
     return len(encoding.encode("".join(parts), allowed_special="all"))
@@ -122,6 +133,40 @@ def test_message_count_equals_tiktoken_on_the_rendered_messages(
     assert prompt_tokens(messages, encoding) == rendered_count(messages, encoding)
 
 
+@pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])
+@settings(max_examples=40, deadline=None)
+@given(
+    arguments=st.dictionaries(
+        st.from_regex(r"[a-z_]{1,10}", fullmatch=True),
+        TEXT | st.integers() | st.lists(TEXT, max_size=4),
+        max_size=4,
+    ),
+    text=st.just("") | TEXT,
+    result=TEXT,
+)
+def test_tool_calls_and_their_results_are_counted_as_sent(
+    encoding: str, arguments: dict[str, Any], text: str, result: str
+) -> None:
+    call = {"name": "search_docs", "args": arguments, "id": "call_1"}
+    messages: list[BaseMessage] = [
+        HumanMessage("look it up"),
+        AIMessage(text, tool_calls=[call]),
+        ToolMessage(result, tool_call_id="call_1"),
+    ]
+    counted = prompt_tokens(messages, encoding)
+    assert counted == rendered_count(messages, encoding)
+    without_call = [messages[0], AIMessage(text), ToolMessage(result, tool_call_id="")]
+    assert counted > prompt_tokens(without_call, encoding)  # the call is not free
+
+
+def test_a_long_tool_call_costs_what_its_arguments_cost() -> None:
+    words = " ".join(f"word{i}" for i in range(3000))
+    message = AIMessage(
+        "", tool_calls=[{"name": "save", "args": {"notes": words}, "id": "c"}]
+    )
+    assert prompt_tokens([message], "cl100k_base") > count_tokens(words, "cl100k_base")
+
+
 # --- fit_history: pure ---------------------------------------------------------
 
 
@@ -132,14 +177,17 @@ def test_history_is_dropped_oldest_first_whole_with_records() -> None:
     kept, dropped = fit_history(
         history, budget_tokens, lambda m: message_tokens(m, "cl100k_base")
     )
-    assert kept == history[-3:]
-    assert [r.rank for r in dropped] == [1, 2, 3, 4, 5]  # oldest first
+    # the three newest fit, but the oldest of them answers a dropped question
+    assert kept == history[-2:]
+    assert isinstance(kept[0], HumanMessage)
+    assert [r.rank for r in dropped] == [1, 2, 3, 4, 5, 6]  # oldest first
     assert all(r.stage == Stage.HISTORY for r in dropped)
     assert all(r.reason == DropReason.MAX_TOKENS for r in dropped)
     assert [r.document.page_content for r in dropped] == [
-        str(m.text) for m in history[:5]
+        str(m.text) for m in history[:6]
     ]
     assert dropped[3].tokens == costs[3]
+    assert "whole turns only" in dropped[5].detail
 
 
 def test_a_tool_result_never_stays_without_its_call() -> None:
@@ -250,9 +298,9 @@ def test_without_max_prompt_tokens_history_passes_unchanged() -> None:
 
 
 def test_history_that_is_not_messages_is_refused() -> None:
-    with pytest.raises(InvalidInputError, match="history"):
+    with pytest.raises(InvalidInputError, match=r"input\['history'\].*int"):
         budget(max_prompt_tokens=500).invoke(
-            {"question": "q", "documents": [], "history": ["hello"]}
+            {"question": "q", "documents": [], "history": [42]}
         )
 
 
@@ -328,9 +376,9 @@ def _with_history(history: Any) -> Any:
 HISTORY_CASES: list[tuple[str, Any, type[Exception], str]] = [
     (
         "history-not-messages",
-        lambda: _with_history(["hello"]),
+        lambda: _with_history([42]),
         InvalidInputError,
-        r"input\['history'\] must be a list of LangChain messages",
+        r"input\['history'\] must be a list of messages, \(role, text\) tuples",
     ),
     ("history-a-string", lambda: _with_history("hello"), InvalidInputError, "got str"),
     (
@@ -387,7 +435,8 @@ def test_each_dropped_turn_says_why() -> None:
     count = functools.partial(message_tokens, encoding="cl100k_base")
     newest_two = count(turns[3]) + count(turns[4])
     kept, dropped = fit_history(turns, newest_two + 5, count)
-    assert kept == turns[3:]
+    assert kept == turns[4:]  # turn 4's answer fitted, but its question did not
     assert "needs" in dropped[2].detail and f"took {newest_two} of" in dropped[2].detail
+    assert "question was dropped" in dropped[3].detail
     for record in dropped[:2]:  # fit alone, but older than the turn that did not
         assert "older than turn 3, which did not fit" in record.detail

@@ -5,10 +5,13 @@ import re
 from pathlib import Path
 
 import pytest
+from langchain_core.prompts import ChatPromptTemplate
 
 import langchain_ragbudget
 
 EXPECTED_ALL = [
+    "AgentBudgetMiddleware",
+    "AgentBudgetState",
     "BM25Retriever",
     "BudgetReport",
     "BudgetedAnswer",
@@ -19,6 +22,7 @@ EXPECTED_ALL = [
     "ConfigError",
     "ContextBudget",
     "ContextFormat",
+    "DEFAULT_PROMPT",
     "DenseRetriever",
     "DropReason",
     "DropRecord",
@@ -31,6 +35,7 @@ EXPECTED_ALL = [
     "IndexRepairError",
     "IndexWriteError",
     "InvalidInputError",
+    "MEMORY_PROMPT",
     "Memory",
     "MemoryRetriever",
     "MemoryStore",
@@ -38,6 +43,7 @@ EXPECTED_ALL = [
     "ModelUnavailableError",
     "RagBudgetConfig",
     "RagBudgetError",
+    "RequestReport",
     "RunLedger",
     "ScoreIssue",
     "ScoredSearch",
@@ -48,19 +54,27 @@ EXPECTED_ALL = [
     "build_embeddings",
     "build_vector_store",
     "calibrate_threshold",
+    "count_tokens",
     "create_budgeted_rag_chain",
     "create_budgeted_stuff_chain",
+    "create_retrieval_tool",
     "ledger_scope",
     "load_config",
+    "message_tokens",
+    "prompt_tokens",
     "weighted_rrf",
 ]
 
 
 def test_all_imports() -> None:
-    assert langchain_ragbudget.__all__ == sorted(EXPECTED_ALL)
-    assert sorted(langchain_ragbudget._EXPORTS) == langchain_ragbudget.__all__
+    assert sorted(langchain_ragbudget.__all__) == sorted(EXPECTED_ALL)
+    assert sorted(langchain_ragbudget._EXPORTS) == sorted(langchain_ragbudget.__all__)
     for name in EXPECTED_ALL:  # each name is bound to this package's own object
         obj = getattr(langchain_ragbudget, name)
+        if name.isupper():  # a constant: the package's prompts, history optional
+            assert isinstance(obj, ChatPromptTemplate), name
+            assert "history" in obj.optional_variables, name
+            continue
         assert obj.__name__ == name, name
         assert obj.__module__.startswith("langchain_ragbudget."), name
 

@@ -209,7 +209,7 @@ def test_cli_index_goes_on_past_bad_files(
         "refused: empty.txt: empty" in out
         and "refused: todo.md: only a placeholder" in out
     )
-    assert "refused: binary.txt: not UTF-8" in out
+    assert "refused: binary.txt: binary, not text (a NUL byte at byte 2)" in out
     index = HybridIndex.open(tmp_path / "ix")
     assert index.document_ids == ["good.md", "sub/page.html"]
     page = index.as_retriever(k=1).invoke("office opens")[0]

@@ -34,7 +34,7 @@ def gz(path: Path, text: str | bytes) -> None:
 def test_gz_files_are_scanned_by_their_inner_type(tmp_path: Path) -> None:
     for name in ("a.md.gz", "b.txt.gz", "c.html.gz", "NEWS.gz", "changelog.Debian.gz"):
         gz(tmp_path / name, "text")
-    for name in ("ls.1.gz", "x.pdf.gz", "x.tar.gz", "archive.gz"):
+    for name in ("ls.1.gz", "x.pdf.gz", "x.tar.gz", "archive.gz", "README.pdf.gz"):
         gz(tmp_path / name, "text")
     found = scan(tmp_path)
     assert sorted(p.name for p in found.files) == [
@@ -45,7 +45,7 @@ def test_gz_files_are_scanned_by_their_inner_type(tmp_path: Path) -> None:
         "changelog.Debian.gz",
     ]
     details = sorted(item.detail for item in found.skipped)
-    assert details == [".1.gz", ".gz", ".pdf.gz", ".tar.gz"]
+    assert details == [".1.gz", ".gz", ".pdf.gz", ".pdf.gz", ".tar.gz"]
 
 
 def test_a_gz_file_is_read_as_its_inner_type(tmp_path: Path) -> None:

@@ -155,7 +155,7 @@ def test_the_summary_names_and_counts_every_file(
         {
             "good.md": "Refunds are paid within 90 days.",
             "notes.rst": "Restructured text.",
-            "README": "No extension.",
+            "README": "No extension, read by its name.",
             "drafts/wip.md": "Work in progress.",
             "empty.txt": "",
             "blank.md": " \n\t \u00a0\n",
@@ -176,9 +176,9 @@ def test_the_summary_names_and_counts_every_file(
         if line.startswith("│")
     }
     expected_rows = [
-        "added 1 good.md",
+        "added 2 README, good.md",
         "refused empty 3 blank.md, empty.txt, invisible.md",
-        "skipped unsupported type 3 README, archive.gz, notes.rst",
+        "skipped unsupported type 2 archive.gz, notes.rst",
         "skipped dangling link 1 gone.md",
         "skipped symlink loop 2 loop-a, loop-b",
         "skipped excluded by --exclude 2 drafts/up, drafts/wip.md",
@@ -188,13 +188,13 @@ def test_the_summary_names_and_counts_every_file(
         assert row in flat, (row, flat)
     assert "refused: invisible.md: empty: only whitespace" in out
     assert "skipped (dangling link): gone.md -> missing.md" in out
-    # counted in the totals: 1 added, 3 refused, 8 skipped
+    # counted in the totals: 2 added, 3 refused, 7 skipped
     totals = (
-        "files 1 added, 0 updated, 0 unchanged, 0 restored, 0 deleted, 3 refused, "
-        "8 skipped"
+        "files 2 added, 0 updated, 0 unchanged, 0 restored, 0 deleted, 3 refused, "
+        "7 skipped"
     )
     assert totals in " ".join(out.split())
-    assert stored(Path(ix))[0] == ["good.md"]
+    assert stored(Path(ix))[0] == ["README", "good.md"]
 
 
 def test_expected_skips_alone_exit_zero(

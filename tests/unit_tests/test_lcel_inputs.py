@@ -106,11 +106,13 @@ def test_chain_inside_runnable_with_message_history_two_turns() -> None:
     second = chat.invoke({"question": "what moves the tides?", "user": "Ada"}, config)
     assert first.startswith("Sunlight [1].")
     assert second.startswith("The moon [1].")
-    # the second call saw the first turn as history, between system and question
+    # the second call saw the first turn as history, between system and question,
+    # the answer as the model said it: the package's warning lines not fed back
+    assert first.startswith("Sunlight [1].\n[warning: ")
     turn_two = recorder.messages[1]
     assert [m.content for m in turn_two[1:3]] == [
         "what do solar panels do?",
-        first,
+        "Sunlight [1].",
     ]
     assert "Tides follow the pull" in str(turn_two[0].content)
     assert turn_two[-1].content == "what moves the tides?"

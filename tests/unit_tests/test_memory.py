@@ -181,7 +181,9 @@ def test_recall_never_changes_said_at(tmp_path: Path) -> None:
     assert after.last_recalled_at == START + timedelta(days=3)
 
 
-def test_a_restatement_updates_said_at_and_times_said_only(tmp_path: Path) -> None:
+def test_a_restatement_updates_said_at_times_said_and_a_given_importance(
+    tmp_path: Path,
+) -> None:
     clock = Clock()
     store = MemoryStore(tmp_path / "m.sqlite", clock=clock)
     first = store.remember(
@@ -196,8 +198,14 @@ def test_a_restatement_updates_said_at_and_times_said_only(tmp_path: Path) -> No
     )
     assert again.id == first.id and len(store) == 1
     assert again.times_said == 2 and again.said_at == START + timedelta(days=10)
-    assert again.created_at == first.created_at
-    assert (again.text, again.importance) == (first.text, first.importance)
+    assert again.created_at == first.created_at and again.text == first.text
+    assert again.importance == 0.1  # the latest word on how much it matters
+    third = store.remember(
+        "Prefers British English.", subject="style", embedding=[1, 0, 0]
+    )
+    assert (third.times_said, third.importance) == (3, 0.1)  # none given: kept
+    ranked = MemoryRetriever(store=store).recall(vector=QUERY).kept
+    assert [item.memory.importance for item in ranked] == [0.1]  # the cache too
 
 
 def test_the_same_subject_restates_only_an_equivalent_statement(tmp_path: Path) -> None:
@@ -257,7 +265,7 @@ def test_bad_input_gets_one_clear_error(tmp_path: Path) -> None:
         store.remember("y", embedding=[1, 0, 0, 0])
     with pytest.raises(InvalidInputError, match="importance"):
         store.remember("y", importance=1.5, embedding=[1, 0, 0])
-    with pytest.raises(InvalidInputError, match="non-empty text"):
+    with pytest.raises(InvalidInputError, match="visible character"):
         store.remember("  ", embedding=[1, 0, 0])
     with pytest.raises(InvalidInputError, match="finite"):
         store.remember("y", embedding=[float("nan"), 0, 0])

@@ -83,12 +83,19 @@ def test_configurable_fields_surface_switches_the_settings_too() -> None:
 
 
 @pytest.mark.needs_tiktoken
-def test_keyword_overrides_apply_on_a_switched_surface() -> None:
-    budget = ContextBudget.from_config(surface="chat", max_docs=1)
+def test_keyword_overrides_apply_to_the_surface_they_were_given_for() -> None:
+    budget = ContextBudget.from_config(surface="chat", max_docs=1, max_tokens=3000)
+    search = load_config().surface("search")
     context = budget.invoke(corpus(), {"configurable": {"surface": "search"}})
     assert context.report.surface == "search"
-    assert context.report.max_docs == 1
-    assert len(context.documents) == 1
+    assert (context.report.max_docs, context.report.max_tokens) == (
+        search.max_docs,
+        search.max_tokens,
+    )
+    assert len(context.documents) > 1
+    back = budget.invoke(corpus(), {"configurable": {"surface": "chat"}})
+    assert (back.report.max_docs, back.report.max_tokens) == (1, 3000)
+    assert len(back.documents) == 1
 
 
 def test_unknown_runtime_surface_is_named() -> None:

@@ -503,3 +503,25 @@ def test_async_calls_in_parallel_nest_under_their_own_parents(
         ]
         assert Counter(s.name for s in in_trace)["ragbudget.budget"] == 1
         assert pipeline.context.trace_id == parent.context.trace_id
+
+
+@pytest.mark.needs_tiktoken
+def test_memory_drops_are_on_the_memory_span(
+    spans: tuple[TracerProvider, InMemorySpanExporter],
+) -> None:
+    provider, exporter = spans
+    memories = [Document(id=f"m{i}", page_content=f"Memory {i}.") for i in range(5)]
+    chain = create_budgeted_rag_chain(
+        ListRetriever(documents=DOCS),
+        fake_llm(),
+        budget=budget(max_memories=2),
+        memory=ListRetriever(documents=memories),
+        structured=True,
+        tracing=True,
+        tracer_provider=provider,
+    )
+    answer = chain.invoke("where does the power come from?")
+    span = by_name(exporter.get_finished_spans(), "ragbudget.memory")
+    assert span_drops(span) == stage_drops(answer, "memory")
+    assert span_drops(span) == [(f"m{i}", "over_max_memories") for i in (2, 3, 4)]
+    assert list(span.attributes["ragbudget.kept_ids"]) == ["m0", "m1"]  # type: ignore[arg-type, index]

@@ -9,6 +9,7 @@ independent count). The chat model is a fake standing in for an LLM API that
 cannot run here; retriever input, budget, prompt and chain are the real code.
 """
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -28,7 +29,9 @@ from langchain_ragbudget.budget._prompt import (
     EMPTY_CONTEXT,
     NO_CONTEXT_NOTE,
 )
+from langchain_ragbudget.chain._warnings import context_warnings
 from langchain_ragbudget.config._settings import SurfaceSettings
+from langchain_ragbudget.errors import InvalidInputError
 
 pytestmark = pytest.mark.needs_tiktoken
 
@@ -200,3 +203,143 @@ def test_the_fixed_parts_hold_no_passage_even_with_min_docs() -> None:
     assert room["fixed_tokens"] == rendered_count(empty_prompt, "cl100k_base")
     assert room["context_budget"] == 700  # all of max_tokens: the room allows it
     assert len(sent.reports[0]["kept_ids"]) == 4  # every passage fits
+
+
+# --- what LangChain users pass: any variable, any placeholder, any format -----
+
+FACTS_PROMPT = ChatPromptTemplate.from_messages(
+    [
+        ("system", "Answer from the context. The account: {account_facts}"),
+        ("human", "Context:\n{context}\nQuestion: {question}"),
+    ]
+)
+SALT = [
+    passage(i, f"Passage {i} says salt raises blood pressure. " * 6) for i in range(6)
+]
+
+
+@pytest.mark.parametrize(
+    "facts",
+    [
+        [f"fact {i}: the account has feature number {i} enabled" for i in range(120)],
+        {f"feature_{i}": f"enabled since release {i}" for i in range(80)},
+        3.14159,
+    ],
+    ids=["list", "dict", "float"],
+)
+def test_variables_of_any_type_are_counted_as_sent(facts: Any) -> None:
+    runnable = chain(
+        SALT, FACTS_PROMPT, max_prompt_tokens=2_500, reserve_output_tokens=100
+    )
+    sent = ask(runnable, "what raises blood pressure?", account_facts=facts)
+    tokens = rendered_count(sent.messages[0], "cl100k_base")
+    assert str(facts) in str(sent.messages[0][0].content)
+    assert sent.reports[0]["prompt"]["prompt_tokens"] == tokens <= 2_400
+
+
+CHAT_HISTORY_PROMPT = ChatPromptTemplate.from_messages(
+    [
+        ("system", "Answer from the numbered context only."),
+        MessagesPlaceholder("chat_history"),
+        ("human", "Context:\n{context}\nQuestion: {question}"),
+    ]
+)
+FORMATS = {
+    "messages": lambda i, t: HumanMessage(t) if i % 2 == 0 else AIMessage(t),
+    "tuples": lambda i, t: ("human" if i % 2 == 0 else "ai", t),
+    "openai_dicts": lambda i, t: {
+        "role": "user" if i % 2 == 0 else "assistant",
+        "content": t,
+    },
+}
+
+
+@pytest.mark.parametrize("form", sorted(FORMATS))
+def test_any_placeholder_name_and_format_is_budgeted(form: str) -> None:
+    history = [FORMATS[form](i, f"remark {i}: " + "salt " * 80) for i in range(20)]
+    runnable = chain(
+        SALT, CHAT_HISTORY_PROMPT, max_prompt_tokens=1_500, reserve_output_tokens=300
+    )
+    sent = ask(runnable, "what raises blood pressure?", chat_history=history)
+    tokens = rendered_count(sent.messages[0], "cl100k_base")
+    report = sent.reports[0]
+    assert report["prompt"]["prompt_tokens"] == tokens <= 1_200
+    turns = [d for d in report["dropped"] if d["stage"] == "history"]
+    assert turns and [d["rank"] for d in turns] == list(range(1, len(turns) + 1))
+    received = sent.messages[0][1:-1]  # between the system text and the question
+    assert len(received) == 20 - len(turns)
+    assert str(received[-1].text) == "remark 19: " + "salt " * 80
+
+
+def test_the_default_prompt_sends_the_history_it_charges() -> None:
+    runnable = chain(SALT, max_prompt_tokens=2_000)
+    history = [("human", "my name is Ada"), ("ai", "hello Ada")]
+    sent = ask(runnable, "what raises blood pressure?", history=history)
+    texts = [str(m.text) for m in sent.messages[0]]
+    assert texts[1:3] == ["my name is Ada", "hello Ada"]
+    room = sent.reports[0]["prompt"]
+    assert room["history_tokens"] > 0
+    assert room["prompt_tokens"] == rendered_count(sent.messages[0], "cl100k_base")
+
+
+def test_history_the_prompt_has_no_place_for_is_refused() -> None:
+    runnable = chain(SALT, FACTS_PROMPT, max_prompt_tokens=2_000)
+    with pytest.raises(InvalidInputError, match="no place for it"):
+        ask(runnable, "why?", account_facts="x", history=[("human", "hi")])
+    unbudgeted = chain(SALT, FACTS_PROMPT)  # refused without max_prompt_tokens too
+    with pytest.raises(InvalidInputError, match="no place for it"):
+        ask(unbudgeted, "why?", account_facts="x", history=[("human", "hi")])
+
+
+def test_a_question_alone_over_the_limit_is_named_as_such() -> None:
+    runnable = chain(SALT, max_prompt_tokens=800, min_docs=0)
+    question = "Why? " + "Tell me everything about salt and pressure. " * 220
+    sent = ask(runnable, question)
+    room = sent.reports[0]["prompt"]
+    tokens = rendered_count(sent.messages[0], "cl100k_base")
+    assert room["prompt_tokens"] == tokens == room["fixed_tokens"] > 800
+    assert sent.reports[0]["over_budget"]
+    structured = create_budgeted_rag_chain(
+        ListRetriever(documents=SALT),
+        GenericFakeChatModel(messages=iter([AIMessage("I cannot tell.")])),
+        budget=ContextBudget(
+            settings=SurfaceSettings(
+                max_docs=8,
+                max_tokens=2_000,
+                max_prompt_tokens=800,
+                min_docs=0,
+                encoding="cl100k_base",
+            )
+        ),
+        structured=True,
+    )
+    warnings = structured.invoke(question).warnings
+    assert (
+        f"[warning: the chat prompt is {tokens} tokens against max_prompt_tokens 800 "
+        f"(0 reserved for the answer): without context or history it is {tokens} "
+        "tokens" in "\n".join(warnings)
+    )
+    assert not any("min_docs" in line for line in warnings)
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t "])
+def test_a_passage_without_text_is_dropped_with_a_record(text: str) -> None:
+    blank = Document(id="blank", page_content=text, metadata={"source": "blank.md"})
+    budget = ContextBudget(settings=SurfaceSettings(max_docs=1, max_tokens=400))
+    context = budget.fit([blank, *SALT[:2]])
+    assert context.report.kept_ids == ["p0"]
+    assert "blank.md" not in context.text
+    drops = {r.key: r for r in context.report.drops}
+    assert drops["blank"].reason == "empty_text" and drops["blank"].rank == 1
+    assert (drops["p1"].reason, drops["p1"].rank) == ("over_max_docs", 3)
+
+
+def test_a_calibrated_models_name_cannot_forge_a_warning_line() -> None:
+    context = ContextBudget(settings=SurfaceSettings(max_docs=1, max_tokens=400)).fit(
+        SALT[:1]
+    )
+    forged = "model-a\n[warning: forged by a model name]"
+    evidence = replace(context.evidence, stale=forged)
+    lines = context_warnings(replace(context, evidence=evidence))
+    assert lines and all("\n" not in line for line in lines)
+    assert not any(line.startswith("[warning: forged") for line in lines)
