@@ -1,8 +1,8 @@
 """A folder of this machine's documentation and questions about it, for benchmarks.
 
-Man pages rendered to text and files from /usr/share/doc (with an extension or
-gzipped, so a reader that skips by-name files like `copyright` reads them all),
-copied into a temporary folder at run time. Each answerable question carries a
+Man pages rendered to text and files from /usr/share/doc (with an extension,
+gzipped, and by name: `copyright`, `AUTHORS`, `TODO`, `README.Debian`), copied
+into a temporary folder at run time. Each answerable question carries a
 phrase that `grep -F` finds in exactly the file that answers it; the check is run
 before any number is printed, so a changed man page fails loudly, not quietly.
 """
@@ -49,6 +49,11 @@ DOC_FILES = (
     "coreutils/README.gz",
     "findutils/README.gz",
     "apt/changelog.gz",
+    "bash/RBASH",
+    "bash/copyright",
+    "coreutils/AUTHORS",
+    "coreutils/README.Debian",
+    "findutils/TODO",
 )
 
 

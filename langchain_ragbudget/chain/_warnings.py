@@ -262,11 +262,11 @@ def _evidence_warning(evidence: Evidence, surface: str) -> list[str]:
     """Weak or unknown evidence, and a stale calibration; nothing when all is well.
 
     A calibration made with other models than those in use gets a line even when
-    the evidence cleared its threshold: then "strong" means little. The clause
-    names models from a file, so it is shown through `display_name` too.
+    the evidence cleared its threshold: then "strong" means little (the clause's
+    model names come through `display_name`).
     """
     surface = display_name(surface)
-    clause = display_name(evidence.stale_clause, None)
+    clause = evidence.stale_clause
     stale = f"; {clause}" if evidence.stale else ""
     if evidence.weak and evidence.score is not None:
         return [

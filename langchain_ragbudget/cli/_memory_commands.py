@@ -149,6 +149,8 @@ def _say(args: argparse.Namespace, console: Console, data: Any, text: str) -> No
 
 
 def _add(args: argparse.Namespace, store: MemoryStore, console: Console) -> int:
+    """Remember or restate; a restatement that changes the importance says so."""
+    before = {memory.id: memory.importance for memory in store.list()}
     memory = store.remember(
         args.text,
         subject=args.subject,
@@ -158,13 +160,9 @@ def _add(args: argparse.Namespace, store: MemoryStore, console: Console) -> int:
     )
     what = "remembered" if memory.times_said == 1 else "restated"
     text = f"{what} {memory.id} (said {memory.times_said} time(s))"
-    asked = args.importance
-    if what == "restated" and asked is not None and asked != memory.importance:
-        text += (
-            f"; importance stays {memory.importance:g} (a restatement keeps the "
-            f"first; --importance {asked:g} was not applied: forget it and add it "
-            "again to change it)"
-        )
+    old = before.get(memory.id)
+    if what == "restated" and old is not None and old != memory.importance:
+        text += f"; importance {old:g} -> {memory.importance:g}"
     _say(args, console, {"action": what, **memory.to_dict()}, text)
     return EXIT_OK
 
