@@ -9,34 +9,52 @@ candidate rules judged in the list's own spread, side by side in one run. On the
 answerable cases it also counts the cases where a judged-relevant passage was
 dropped and whether the rule named it (the loss a warning is for).
 
-    python benchmarks/bench_warnings.py --limit 300            # SciFact + sample
+Then real questions over this machine's documentation (`_docs_questions`: man
+pages as text and /usr/share/doc files, indexed into a temporary folder), through
+the index's retriever and the `chat` surface as `ragbudget ask` runs them: per
+question, whether the answer passage was kept, whether the warning line names a
+passage as likely lost (under the rule before and the shipped one), and whether a
+drop-warning line shows where nothing after fusion's cut was dropped or shortened.
+
+    python benchmarks/bench_warnings.py --limit 300            # all three
     python benchmarks/bench_warnings.py --no-rerank             # dense_score decides
+    python benchmarks/bench_warnings.py --only docs             # the real files only
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from _common import parser_with_data, print_machine
+from _docs_questions import Question, build_folder, holds, usable_questions
 from rich.console import Console
 from rich.table import Table
 
 from langchain_ragbudget import RagBudgetConfig
 from langchain_ragbudget.budget._context_budget import ContextBudget
+from langchain_ragbudget.budget._report import BudgetedContext
+from langchain_ragbudget.chain._pipeline import explain
 from langchain_ragbudget.chain._triage import (
     NEAR_CUT,
     Closeness,
     close_to_top,
     likely_lost,
 )
-from langchain_ragbudget.chain._warnings import context_warnings
+from langchain_ragbudget.chain._warnings import (
+    asked_drops,
+    context_warnings,
+    likely_lost_of,
+)
 from langchain_ragbudget.config._settings import load_config
 from langchain_ragbudget.evaluation import BeirDataset, load_beir
 from langchain_ragbudget.evaluation._beir import judged_id
 from langchain_ragbudget.evaluation._stages import Stages
+from langchain_ragbudget.index import HybridIndex
 from langchain_ragbudget.ledger._records import CandidateList, DropReason, Stage
+from langchain_ragbudget.retrieval._rerank import FlashRankRerank
 from langchain_ragbudget.sample import (
     demo_config_path,
     load_sample_corpus,
@@ -54,14 +72,21 @@ def _share(share: float) -> Closeness:
 
 
 # name -> (what counts as close to the top, how far past its stage's cut a drop
-# may rank and still be named for its score; None: anywhere)
-RULES: dict[str, tuple[Closeness, int | None]] = {
-    "before: 0.05 absolute, any rank": (_absolute(0.05), None),
-    "0.10 of spread, any rank": (close_to_top, None),
-    "above the top kept, any rank": (_share(0.0), None),
-    "0.25 of spread, first 2 past the cut": (_share(0.25), 2),
-    "0.10 of spread, first 2 past the cut (shipped)": (close_to_top, NEAR_CUT),
-    "0.10 of spread, first past the cut": (close_to_top, 1),
+# may rank and still be named for its score (None: anywhere), whether only the
+# drops after fusion's cut are weighed with passages kept for their document
+# set aside, as shipped)
+RULES: dict[str, tuple[Closeness, int | None, bool]] = {
+    "before: 0.05 absolute, any rank, every drop": (_absolute(0.05), None, False),
+    "before: 0.10 of spread, first 2 past the cut, every drop": (
+        close_to_top,
+        NEAR_CUT,
+        False,
+    ),
+    "0.10 of spread, any rank": (close_to_top, None, True),
+    "above the top kept, any rank": (_share(0.0), None, True),
+    "0.25 of spread, first 2 past the cut": (_share(0.25), 2, True),
+    "0.10 of spread, first 2 past the cut (shipped)": (close_to_top, NEAR_CUT, True),
+    "0.10 of spread, first past the cut": (close_to_top, 1, True),
 }
 
 
@@ -96,15 +121,21 @@ def measure(
     lost_gold = bool(dropped_gold) and not kept_gold
     tally.cases += 1
     tally.gold_dropped += lost_gold
-    for name, (rule, near_cut) in RULES.items():
+    groups = {
+        str(doc.id): citation.group
+        for citation in context.citations
+        for doc in citation.documents
+    }
+    for name, (rule, near_cut, after_cut) in RULES.items():
         lost = likely_lost(
             context.documents,
             report.kept_ids,
-            drops,
+            asked_drops(report) if after_cut else drops,
             evidence.score_key,
             evidence.score,
             close=rule,
             near_cut=near_cut,
+            groups=groups if after_cut else None,
         )
         tally.named[name] = tally.named.get(name, 0) + bool(lost)
         hit = lost_gold and any(judged_id(i.record.document) in relevant for i in lost)
@@ -164,11 +195,146 @@ def table(title: str, tallies: Sequence[tuple[str, Tally, Tally]]) -> Table:
     return out
 
 
+@dataclass
+class DocsTally:
+    """The real-files questions: answer kept, likely lost named, line shown."""
+
+    answerable: int = 0
+    answer_kept: int = 0
+    named_before: int = 0  # answer kept, yet a passage named (rule before)
+    named_shipped: int = 0  # answer kept, yet a passage named (shipped rule)
+    answer_named: int = 0  # answer dropped after the cut and named
+    answer_dropped: int = 0
+    unanswerable: int = 0
+    unanswerable_named: int = 0
+    quiet_cases: int = 0  # nothing after the cut dropped or shortened
+    quiet_with_line: int = 0  # ... and a drop line shown anyway
+    rows: list[tuple[str, str, str, str, str]] = field(default_factory=list)
+
+
+def named_before(context: BudgetedContext) -> bool:
+    """The rule before: every drop weighed (fusion's cut too), ranks as retrieved."""
+    report, evidence = context.report, context.evidence
+    drops = [
+        r
+        for r in report.drops
+        if r.reason != DropReason.UNACCOUNTED
+        and r.stage not in (Stage.HISTORY, Stage.MEMORY)
+    ]
+    lost = likely_lost(
+        context.documents, report.kept_ids, drops, evidence.score_key, evidence.score
+    )
+    return bool(lost)
+
+
+def measure_docs(
+    context: BudgetedContext, question: Question, tally: DocsTally
+) -> None:
+    """One real question: the answer's fate, the likely-lost names, the line."""
+    answer = question.answer
+    lost = likely_lost_of(context)
+    before = named_before(context)
+    drops = asked_drops(context.report)
+    lines = [w for w in context_warnings(context) if " context: " in w]
+    if not drops and not context.report.trimmed:
+        tally.quiet_cases += 1
+        tally.quiet_with_line += bool(lines)
+    kept = answer is not None and any(
+        holds(d.page_content, answer) for d in context.documents
+    )
+    if answer is None:
+        tally.unanswerable += 1
+        tally.unanswerable_named += bool(lost)
+        fate = "-"
+    elif kept:
+        tally.answerable += 1
+        tally.answer_kept += 1
+        tally.named_before += before
+        tally.named_shipped += bool(lost)
+        fate = "kept"
+    else:
+        tally.answerable += 1
+        dropped = [r for r in drops if holds(r.document.page_content, answer)]
+        tally.answer_dropped += bool(dropped)
+        tally.answer_named += any(
+            holds(i.record.document.page_content, answer) for i in lost
+        )
+        fate = "dropped after the cut" if dropped else "not retrieved"
+    shown = "; ".join(w[len("[warning: chat context: ") :][:60] for w in lines)
+    named = f"{before}/{bool(lost)}"
+    tally.rows.append((question.text, fate, named, str(len(drops)), shown or "-"))
+
+
+def run_docs(config: RagBudgetConfig, surface: str) -> dict[str, DocsTally]:
+    """Index the documentation folder in a temp dir; ask every question twice.
+
+    Once through `surface` as configured, once with room for every candidate
+    fusion keeps (`max_docs` = `retrieval.k`, 4,000 tokens), where a drop line
+    should be rare.
+    """
+    k = config.retrieval.k
+    budgets = {
+        f"{surface} as shipped": ContextBudget.from_config(config, surface=surface),
+        f"{surface}, max_docs={k}, max_tokens=4000": ContextBudget.from_config(
+            config, surface=surface, max_docs=k, max_tokens=4000
+        ),
+    }
+    tallies = {name: DocsTally() for name in budgets}
+    with tempfile.TemporaryDirectory() as tmp:
+        docs = build_folder(Path(tmp))
+        questions = usable_questions(docs)
+        index = HybridIndex.open(Path(tmp) / "index", config, write=True)
+        try:
+            index.ingest(docs)
+        finally:
+            index.close()
+        index = HybridIndex.open(Path(tmp) / "index", config, create=False)
+        reranker = FlashRankRerank.from_config(config)
+        retriever = index.as_retriever()
+        for question in questions:
+            for name, budget in budgets.items():
+                explained = explain(question.text, retriever, budget, reranker=reranker)
+                measure_docs(explained.context, question, tallies[name])
+        index.close()
+    return tallies
+
+
+def docs_table(tally: DocsTally, budget: str) -> Table:
+    out = Table(title=f"real questions over this machine's documentation ({budget})")
+    for name in (
+        "question",
+        "answer passage",
+        "named: before/shipped",
+        "dropped after the cut",
+        "drop and shortening lines",
+    ):
+        out.add_column(name)
+    for row in tally.rows:
+        out.add_row(*row)
+    return out
+
+
+def docs_summary(tally: DocsTally) -> list[str]:
+    return [
+        f"answerable: answer passage kept in {tally.answer_kept}/{tally.answerable}; "
+        f"of those, a passage named likely lost in {tally.named_before} (rule before) "
+        f"and {tally.named_shipped} (shipped): no name in "
+        f"{tally.answer_kept - tally.named_shipped}/{tally.answer_kept}",
+        f"answerable, answer dropped after the cut: {tally.answer_dropped}, "
+        f"named {tally.answer_named}",
+        f"unanswerable: a passage named likely lost in "
+        f"{tally.unanswerable_named}/{tally.unanswerable}",
+        f"nothing after the cut dropped or shortened: {tally.quiet_cases} questions, "
+        f"a drop or shortening line on {tally.quiet_with_line}",
+    ]
+
+
 def main() -> None:
     parser = parser_with_data(__doc__)
     parser.add_argument("--limit", type=int, default=300)
     parser.add_argument("--surface", default="chat")
     parser.add_argument("--no-rerank", action="store_true")
+    parser.add_argument("--only", choices=["scifact", "docs"], default=None)
     args = parser.parse_args()
     out = Console(width=140)
     print_machine(out)
@@ -180,6 +346,14 @@ def main() -> None:
             config = config.model_copy(update={"rerank": rerank})
         return config
 
+    if args.only != "scifact":
+        tallies = run_docs(configured(), args.surface)
+        for name, tally in tallies.items():
+            out.print(docs_table(tally, name))
+            for line in docs_summary(tally):
+                out.print(line)
+    if args.only == "docs":
+        return
     rows = []
     scifact = load_beir(args.data, "test")
     answerable, removed = run(scifact, configured(), args.surface, args.limit)

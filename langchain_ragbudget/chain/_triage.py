@@ -1,9 +1,13 @@
 """Which drops likely cost evidence: the pure sorting behind the one-line warning.
 
 Fusion's `k`, rerank's `top_n` and the budget's `max_docs` cut on every call; a
-warning that fires on every answer teaches users to ignore it. A drop is named when:
+warning that fires on every answer teaches users to ignore it. Only drops after
+fusion's cut are weighed (the callers pass no other), and one is named when:
 
-- it **out-ranked a kept passage** in the list its stage decided on; or
+- it **out-ranked a passage kept on its own rank** in the list its stage decided
+  on. A passage kept beside a better-ranked one of its source document (the
+  budget packs a document's passages together) or added as a neighbour chunk
+  was kept for its document, not its rank: a drop above it is ordinary packing;
 - it **scored close to the top, just past the cut**: on the surface's evidence
   score it is within `CLOSE_SHARE` of the list's own spread (best kept score minus
   the median candidate's) under the best kept score, or above it, and among the
@@ -12,19 +16,23 @@ warning that fires on every answer teaches users to ignore it. A drop is named w
 "Close" is relative to the spread because cosines are bunched on one question and
 spread on another; the rank test keeps a high dense score that fusion ranked far
 below the cut (retrievers disagreeing, typical of an unanswerable question) from
-reading as a loss. Both measured in BENCHMARKS.md, Warnings. Every other drop is
+reading as a loss. All three measured in BENCHMARKS.md, Warnings. Every other drop is
 counted, not named; duplicates never are (their text is in the prompt).
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
-from langchain_ragbudget.ledger._metadata_keys import FUSED_RANK, RERANK_RANK
+from langchain_ragbudget.ledger._metadata_keys import (
+    FUSED_RANK,
+    NEIGHBOUR_OF,
+    RERANK_RANK,
+)
 from langchain_ragbudget.ledger._records import DropReason, DropRecord, Stage
 from langchain_ragbudget.ledger._validation import finite_score
 
@@ -75,14 +83,17 @@ def likely_lost(
     top: float | None = None,
     close: Closeness = close_to_top,
     near_cut: int | None = NEAR_CUT,
+    groups: Mapping[str, str] | None = None,
 ) -> list[LikelyLost]:
     """The drops that out-ranked a kept passage or scored close to the top.
 
     `score_key` None skips the score test; `top` is the best kept score on it;
-    `near_cut` None names a close drop at any rank. Those that out-ranked a kept
-    passage come first (pipeline and rank order), then the close ones (best first).
+    `near_cut` None names a close drop at any rank; `groups` maps a kept key to
+    its source document (None: every passage its own). Those that out-ranked a
+    kept passage come first (pipeline and rank order), then the close ones (best
+    first).
     """
-    lowest = _lowest_kept_ranks(kept, kept_ids, drops)
+    lowest = _lowest_kept_ranks(kept, kept_ids, drops, groups or {})
     everyone = [*kept, *(record.document for record in drops)]
     scores = [s for doc in everyone if (s := _score(doc, score_key)) is not None]
     first_cut = _first_cuts(drops)
@@ -121,23 +132,63 @@ def _first_cuts(drops: Sequence[DropRecord]) -> dict[Stage, int]:
 
 
 def _lowest_kept_ranks(
-    kept: Sequence[Document], kept_ids: Sequence[str], drops: Sequence[DropRecord]
+    kept: Sequence[Document],
+    kept_ids: Sequence[str],
+    drops: Sequence[DropRecord],
+    groups: Mapping[str, str],
 ) -> dict[Stage, int]:
-    """Per stage, the worst rank a kept passage had in the list that stage ranked.
+    """Per stage, the worst rank a passage kept on its own rank had in its list.
 
-    The budget's input is exactly the kept passages and its own drops, so the kept
-    ones fill the positions the budget's drop records leave free.
+    At the budget, a passage behind a better-ranked kept one of its document was
+    kept with that document; a neighbour chunk everywhere was added, not ranked.
     """
+    own = [doc for doc in kept if NEIGHBOUR_OF not in doc.metadata]
     lowest: dict[Stage, int] = {}
     for stage, rank_key in _STAGE_RANK.items():
-        ranks = [doc.metadata.get(rank_key) for doc in kept]
+        ranks = [doc.metadata.get(rank_key) for doc in own]
         if known := [r for r in ranks if type(r) is int]:
             lowest[stage] = max(known)
+    retrieved = {str(doc.id) for doc in own}
+    seen: set[str] = set()
+    for key, rank in sorted(
+        _budget_ranks(kept, kept_ids, drops, groups).items(), key=_rank
+    ):
+        group = groups.get(key, key)
+        if key in retrieved and group not in seen:
+            lowest[Stage.BUDGET] = rank
+        seen.add(group)
+    return lowest
+
+
+def _rank(item: tuple[str, int]) -> int:
+    return item[1]
+
+
+def _budget_ranks(
+    kept: Sequence[Document],
+    kept_ids: Sequence[str],
+    drops: Sequence[DropRecord],
+    groups: Mapping[str, str],
+) -> dict[str, int]:
+    """Each kept passage's rank in the budget's input.
+
+    The input is exactly the kept passages and the budget's own drops, so the kept
+    ones fill the positions the drop records leave free. `kept_ids` is the order
+    the budget weighed them: the input order unless it packed several passages of
+    one document together; then the order of the last rank they carry (rerank's,
+    else fusion's), when every one carries it.
+    """
     taken = {r.rank for r in drops if r.stage == Stage.BUDGET}
     free = [n for n in range(1, len(kept_ids) + len(taken) + 1) if n not in taken]
-    if free:
-        lowest[Stage.BUDGET] = free[-1]
-    return lowest
+    order = list(kept_ids)
+    if len({groups.get(key, key) for key in order}) < len(order):
+        for rank_key in (RERANK_RANK, FUSED_RANK):
+            ranks = {str(doc.id): doc.metadata.get(rank_key) for doc in kept}
+            known = {key: r for key, r in ranks.items() if type(r) is int}
+            if set(known) == set(order):
+                order.sort(key=known.__getitem__)
+                break
+    return dict(zip(order, free, strict=False))
 
 
 def _score(document: Document, key: str | None) -> float | None:

@@ -1,6 +1,7 @@
 """The warning lines shown under an answer: what was dropped, shortened or skipped.
 
-Every id in a line goes through `display_name`, so no name can forge a line.
+Every value from data in a line (ids, surface, reasons, model names) goes through
+`display_name`, so none can forge a line.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ _NAME_LIMIT = 300  # characters of one id in a warning line
 # Drop reasons in pipeline order, for the counts of the warning line.
 _REASON_ORDER = (
     DropReason.EMPTY,
-    DropReason.FUSION_CUT,
     DropReason.RERANKED_OUT,
     DropReason.SCORE_FLOOR,
     DropReason.DUPLICATE,
@@ -45,47 +45,90 @@ def _ids(shown_items: Sequence[str], limit: int = 12) -> str:
 
 
 def context_warnings(context: BudgetedContext) -> list[str]:
-    """Warnings about what the context lacks, for display next to the answer.
+    """Warnings about what the context lacks, one line per condition, each once.
 
-    Every id is escaped to one line, so no id or source can add a line.
+    Ordinary narrowing (fusion's cut, the ranks below `retrieval.k`) is counted
+    in the report and its table, not here: a line on every answer is a line
+    nobody reads. Every value from data is shown through `display_name`, so none
+    can add a line.
     """
     report = context.report
-    return [
+    lines = [
+        *_unaccounted_warning(report),
         *_drop_warnings(context),
+        *_history_warning(report),
+        *_memory_warnings(context),
         *_stage_warnings(report),
         *_evidence_warning(context.evidence, report.surface),
+    ]
+    return list(dict.fromkeys(lines))
+
+
+def _by_reason(counts: Counter[DropReason], order: Sequence[DropReason]) -> str:
+    """`3 over_max_docs, 1 duplicate`: `order` first, then any other reason."""
+    reasons = [*order, *(reason for reason in counts if reason not in order)]
+    return ", ".join(f"{counts[r]} {r}" for r in reasons if counts[r])
+
+
+def _context_line(report: BudgetReport, text: str) -> str:
+    return f"[warning: {display_name(report.surface)} context: {text}]"
+
+
+def _unaccounted_warning(report: BudgetReport) -> list[str]:
+    if not (unaccounted := [_name(r.key) for r in report.unaccounted]):
+        return []
+    return [
+        f"[warning: {len(unaccounted)} candidate(s) vanished between stages with "
+        f"no record (a step outside ragbudget removed them): {_ids(unaccounted)}]"
+    ]
+
+
+def asked_drops(report: BudgetReport) -> list[DropRecord]:
+    """The passages dropped after fusion's cut: among those the user asked for."""
+    return [
+        r
+        for r in report.drops
+        if r.reason not in (DropReason.UNACCOUNTED, DropReason.FUSION_CUT)
+        and r.stage not in (Stage.HISTORY, Stage.MEMORY)
     ]
 
 
 def _drop_warnings(context: BudgetedContext) -> list[str]:
-    """Candidates that vanished; then one line for what was dropped or shortened.
+    """The passages left out after fusion's cut (likely lost named), the shortened.
 
-    Only a likely loss (`_triage`) is named; the ordinary narrowing below every
-    kept passage is counted in one short clause, so any drop still shows.
+    Duplicates alone say nothing (their text is in the prompt); counted when
+    another drop brings the line.
     """
     report = context.report
     lines = []
-    if unaccounted := [_name(r.key) for r in report.unaccounted]:
-        lines.append(
-            f"[warning: {len(unaccounted)} candidate(s) vanished between stages with "
-            f"no record (a step outside ragbudget removed them): {_ids(unaccounted)}]"
-        )
-    drops = [r for r in report.drops if r.reason != DropReason.UNACCOUNTED]
-    turns = [r for r in drops if r.stage == Stage.HISTORY]
-    memory = _memory_clause(context, [r for r in drops if r.stage == Stage.MEMORY])
-    drops = [r for r in drops if r.stage not in (Stage.HISTORY, Stage.MEMORY)]
-    if drops or report.trimmed or turns or memory:
+    drops = asked_drops(report)
+    if any(r.reason != DropReason.DUPLICATE for r in drops):
         lost = likely_lost_of(context)
-        line = _drops_line(report, drops, lost, context.evidence, len(turns), memory)
-        lines.append(line)
+        lines.append(_context_line(report, _drops_text(drops, lost, context.evidence)))
+    if report.trimmed:
+        shown = [
+            f"{_name(r.key)} ({r.kept_sentences} of {r.total_sentences} sentences)"
+            for r in report.trimmed
+        ]
+        lines.append(_context_line(report, f"shortened: {_ids(shown, MAX_NAMED)}"))
     return lines
 
 
-# Memory drops that fire the clause on their own; the others (min_score,
-# max_memories: the ordinary narrowing) are counted when it fires.
+def _history_warning(report: BudgetReport) -> list[str]:
+    turns = [r for r in report.drops if r.stage == Stage.HISTORY]
+    if not turns:
+        return []
+    why = ", ".join(dict.fromkeys(str(r.reason) for r in turns))
+    text = f"{len(turns)} history turn(s) dropped (oldest first, {why})"
+    return [_context_line(report, text)]
+
+
+# Memory drops that bring the line on their own; those under `min_score` (not
+# relevant to the question) are counted when it shows.
 _MEMORY_NOTABLE = (
     DropReason.SUPERSEDED,
     DropReason.STALE_SOURCE,
+    DropReason.MAX_MEMORIES,
     DropReason.MAX_TOKENS,
 )
 _MEMORY_ORDER = (
@@ -97,34 +140,38 @@ _MEMORY_ORDER = (
 )
 
 
-def _memory_clause(context: BudgetedContext, drops: Sequence[DropRecord]) -> str:
-    """Memories dropped (counted by reason) and kept stale (named); '' if quiet."""
+def _memory_warnings(context: BudgetedContext) -> list[str]:
+    """Memories left out (counted by reason) and kept stale (named), a line each."""
+    report = context.report
+    drops = [r for r in report.drops if r.stage == Stage.MEMORY]
     flags = context.memory.stale if context.memory is not None else []
-    if not flags and not any(r.reason in _MEMORY_NOTABLE for r in drops):
-        return ""
-    parts = []
-    if drops:
-        counts = Counter(r.reason for r in drops)
-        by_reason = ", ".join(
-            f"{counts[reason]} {reason}" for reason in _MEMORY_ORDER if counts[reason]
-        )
-        parts.append(f"{len(drops)} memory(ies) dropped ({by_reason})")
+    lines = []
+    if any(r.reason in _MEMORY_NOTABLE for r in drops):
+        by_reason = _by_reason(Counter(r.reason for r in drops), _MEMORY_ORDER)
+        text = f"{len(drops)} memory(ies) dropped ({by_reason})"
+        lines.append(_context_line(report, text))
     if flags:
-        named = [f"{_name(flag.key)} ({flag.detail})" for flag in flags]
-        parts.append(f"{len(flags)} memory(ies) kept marked stale: {_ids(named)}")
-    return ", ".join(parts)
+        named = [f"{_name(flag.key)} ({_name(flag.detail)})" for flag in flags]
+        text = f"{len(flags)} memory(ies) kept marked stale: {_ids(named)}"
+        lines.append(_context_line(report, text))
+    return lines
 
 
 def likely_lost_of(context: BudgetedContext) -> list[LikelyLost]:
+    """The drops after fusion's cut that likely cost evidence (`_triage`)."""
     report, evidence = context.report, context.evidence
-    drops = [
-        r
-        for r in report.drops
-        if r.reason != DropReason.UNACCOUNTED
-        and r.stage not in (Stage.HISTORY, Stage.MEMORY)
-    ]
+    groups = {
+        str(document.id): citation.group
+        for citation in context.citations
+        for document in citation.documents
+    }
     return likely_lost(
-        context.documents, report.kept_ids, drops, evidence.score_key, evidence.score
+        context.documents,
+        report.kept_ids,
+        asked_drops(report),
+        evidence.score_key,
+        evidence.score,
+        groups=groups,
     )
 
 
@@ -141,42 +188,25 @@ def likely_lost_entries(context: BudgetedContext) -> list[dict[str, object]]:
     ]
 
 
-def _drops_line(
-    report: BudgetReport,
-    drops: Sequence[DropRecord],
-    lost: Sequence[LikelyLost],
-    evidence: Evidence,
-    turns: int = 0,
-    memory: str = "",
+def _drops_text(
+    drops: Sequence[DropRecord], lost: Sequence[LikelyLost], evidence: Evidence
 ) -> str:
-    """Likely lost named first, then the shortened; the rest counted in one clause."""
+    """Likely lost named first; the rest counted by reason in one clause."""
     parts = []
     if lost:
         named = [_lost(item, evidence) for item in lost]
         parts.append(f"evidence likely lost: {_ids(named, MAX_NAMED)}")
-    if report.trimmed:
-        shown = [
-            f"{_name(r.key)} ({r.kept_sentences} of {r.total_sentences} sentences)"
-            for r in report.trimmed
-        ]
-        parts.append(f"shortened: {_ids(shown, MAX_NAMED)}")
-    if turns:
-        parts.append(f"{turns} history turn(s) dropped (oldest first, over_max_tokens)")
-    if memory:
-        parts.append(memory)
     named_keys = {id(item.record) for item in lost}
     if rest := [r for r in drops if id(r) not in named_keys]:
         counts = Counter(r.reason for r in rest)
-        by_reason = ", ".join(
-            f"{counts[reason]} {reason}" for reason in _REASON_ORDER if counts[reason]
-        )
+        by_reason = _by_reason(counts, _REASON_ORDER)
         what = (
             "lower-ranked or duplicate"
             if counts[DropReason.DUPLICATE]
-            else ("lower-ranked")
+            else "lower-ranked"
         )
         parts.append(f"{len(rest)} {what} left out ({by_reason})")
-    return f"[warning: {display_name(report.surface)} context: {'; '.join(parts)}]"
+    return "; ".join(parts)
 
 
 def _lost(item: LikelyLost, evidence: Evidence) -> str:
@@ -232,9 +262,12 @@ def _evidence_warning(evidence: Evidence, surface: str) -> list[str]:
     """Weak or unknown evidence, and a stale calibration; nothing when all is well.
 
     A calibration made with other models than those in use gets a line even when
-    the evidence cleared its threshold: then "strong" means little.
+    the evidence cleared its threshold: then "strong" means little (the clause's
+    model names come through `display_name`).
     """
-    stale = f"; {evidence.stale_clause}" if evidence.stale else ""
+    surface = display_name(surface)
+    clause = evidence.stale_clause
+    stale = f"; {clause}" if evidence.stale else ""
     if evidence.weak and evidence.score is not None:
         return [
             f"[warning: weak evidence: {display_name(evidence.measure)} "
@@ -253,7 +286,7 @@ def _evidence_warning(evidence: Evidence, surface: str) -> list[str]:
         ]
     if evidence.stale:
         return [
-            f"[warning: weak-evidence {evidence.stale_clause}: the {surface} "
+            f"[warning: weak-evidence {clause}: the {surface} "
             "threshold may not mean what it did; re-run `ragbudget eval "
             "--weak-evidence-yaml`]"
         ]

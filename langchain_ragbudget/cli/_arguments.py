@@ -257,6 +257,13 @@ def _add_ask(commands: Commands) -> None:
         help="candidates each retriever hands to fusion "
         "(config retrieval.sparse/dense.fetch_k)",
     )
+    ask.add_argument(
+        "--memory",
+        type=Path,
+        metavar="STORE",
+        help="recall memories from this store (`ragbudget memory add`) into the "
+        "prompt, under the surface's max_memories and memory_tokens",
+    )
     _flag(ask, "--no-prompt", "do not show the prompt sent")
     _flag(ask, "--json", _JSON_HELP)
 

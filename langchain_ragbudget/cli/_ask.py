@@ -39,6 +39,11 @@ def run_ask(args: argparse.Namespace, console: Console) -> None:
     reranker = FlashRankRerank.from_config(config)
     console.print(pipeline_line(config, reranker))
     llm = chat_model(config, console)
+    memory = None
+    if args.memory is not None:
+        from langchain_ragbudget.cli._memory_commands import memory_for_ask
+
+        memory = memory_for_ask(args.memory, config, index)
     explained = explain(
         args.question,
         index.as_retriever(),
@@ -46,6 +51,7 @@ def run_ask(args: argparse.Namespace, console: Console) -> None:
         reranker=reranker,
         llm=llm,
         tracing=config.tracing,
+        memory=memory,
     )
     if args.json:
         print_json(

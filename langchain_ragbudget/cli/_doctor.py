@@ -8,6 +8,7 @@ each model is on disk without loading one or touching the network.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import tempfile
 from dataclasses import asdict, dataclass
@@ -64,9 +65,12 @@ def run_doctor(args: argparse.Namespace, console: Console) -> int:
     ]
     if args.json:
         print_json({"findings": [asdict(f) for f in findings]})
-    else:
-        console.print(_table(findings))
     missing = [f for f in findings if f.status == "missing"]
+    if not args.json:
+        console.print(_table(findings))
+        if missing:
+            names = ", ".join(f.name for f in missing)
+            console.print(f"missing: {names} (exit 1)", highlight=False, markup=False)
     return EXIT_PARTIAL if missing else EXIT_OK
 
 
@@ -95,17 +99,29 @@ def _embedding(config: Any, origins: dict[str, str]) -> list[Finding]:
         rows.append(
             Finding(
                 "fastembed cache",
-                cache if held else f"{cache} (absent: fetched on first use)",
+                cache if held else f"{cache} (absent: fetched on first use, online)",
                 origins["embedding.cache_dir"]
                 if settings.cache_dir
                 else "FASTEMBED_CACHE_PATH, else fastembed's default",
-                "ok" if held else "",
+                "ok" if held else "missing",
             )
         )
         return rows
-    status = "ok" if (Path(folder) / "model.onnx").is_file() else "missing"
-    rows.append(Finding("embedding model folder", folder, found, status))
+    lacking = _lacking(Path(folder), EMBEDDING_FILES)
+    shown = f"{folder} (lacks {', '.join(lacking)})" if lacking else folder
+    status = "missing" if lacking else "ok"
+    rows.append(Finding("embedding model folder", shown, found, status))
     return rows
+
+
+# What fastembed reads from a model folder (besides optional config files).
+EMBEDDING_FILES = ("model.onnx", "tokenizer.json", "tokenizer_config.json")
+# What FlashRank reads from its model folder, besides the model file itself.
+RERANK_FILES = ("tokenizer.json",)
+
+
+def _lacking(folder: Path, names: tuple[str, ...]) -> list[str]:
+    return [name for name in names if not (folder / name).is_file()]
 
 
 def _fastembed_cache() -> str:
@@ -124,6 +140,13 @@ def _holds_model(cache: Path, model: str) -> bool:
 
 
 def _rerank(config: Any, origins: dict[str, str]) -> list[Finding]:
+    """The model file FlashRank loads and its tokenizer; absent is missing.
+
+    A run may fetch an absent model (`rerank.download`), but until then a run
+    offline skips the stage, so the doctor says so.
+    """
+    from flashrank.Config import model_file_map
+
     from langchain_ragbudget.config._disk import cache_root
 
     settings = config.rerank
@@ -133,15 +156,40 @@ def _rerank(config: Any, origins: dict[str, str]) -> list[Finding]:
         folder, found = Path(settings.cache_dir), origins["rerank.cache_dir"]
     else:
         folder, found = cache_root() / "flashrank", "the package cache (below)"
-    held = (folder / settings.model).is_dir()
-    note = "ok" if held else ("missing" if not settings.download else "")
     value = f"{settings.model} in {folder}"
-    if not held:
-        value += " (absent: fetched on first use)" if settings.download else ""
-    return [Finding("rerank model", value, found, note)]
+    if settings.model not in model_file_map:
+        return [
+            Finding(
+                "rerank model", f"{value} (not a FlashRank model)", found, "missing"
+            )
+        ]
+    lacking = _lacking(
+        folder / settings.model, (model_file_map[settings.model], *RERANK_FILES)
+    )
+    if lacking:
+        fetch = "fetched on first use, online" if settings.download else "download off"
+        value += f" (lacks {', '.join(lacking)}: {fetch})"
+    return [Finding("rerank model", value, found, "missing" if lacking else "ok")]
+
+
+# The files tiktoken reads for each encoding, cached under the SHA-1 of the URL.
+_BLOB = "https://openaipublic.blob.core.windows.net/"
+TIKTOKEN_FILES = {
+    "gpt2": (
+        f"{_BLOB}gpt-2/encodings/main/vocab.bpe",
+        f"{_BLOB}gpt-2/encodings/main/encoder.json",
+    ),
+    "r50k_base": (f"{_BLOB}encodings/r50k_base.tiktoken",),
+    "p50k_base": (f"{_BLOB}encodings/p50k_base.tiktoken",),
+    "p50k_edit": (f"{_BLOB}encodings/p50k_base.tiktoken",),
+    "cl100k_base": (f"{_BLOB}encodings/cl100k_base.tiktoken",),
+    "o200k_base": (f"{_BLOB}encodings/o200k_base.tiktoken",),
+    "o200k_harmony": (f"{_BLOB}encodings/o200k_base.tiktoken",),
+}
 
 
 def _tokens(config: Any, origins: dict[str, str]) -> list[Finding]:
+    """The tiktoken cache, checked for the file of every encoding in use."""
     cache = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
     if cache:
         source = (
@@ -149,13 +197,32 @@ def _tokens(config: Any, origins: dict[str, str]) -> list[Finding]:
             if os.environ.get("TIKTOKEN_CACHE_DIR")
             else "environment DATA_GYM_CACHE_DIR"
         )
-        status = "ok" if Path(cache).is_dir() else "missing"
     else:
         cache = os.path.join(tempfile.gettempdir(), "data-gym-cache")
-        source, status = "tiktoken's default (fetched on first use)", ""
+        source = "tiktoken's default"
+    names = sorted(
+        {config.index.encoding}
+        | {surface.encoding_name for surface in config.surfaces.values()}
+    )
+    lacking = [
+        name
+        for name in names
+        if not all(
+            (Path(cache) / hashlib.sha1(url.encode()).hexdigest()).is_file()
+            for url in TIKTOKEN_FILES.get(name, ())
+        )
+    ]
+    value = cache
+    if lacking:
+        value += f" (lacks {', '.join(lacking)}: fetched on first use, online)"
     return [
         Finding("chunking encoding", config.index.encoding, origins["index.encoding"]),
-        Finding("tiktoken cache", cache, source, status),
+        Finding(
+            "tiktoken cache",
+            value,
+            f"{source}; encodings in use: {', '.join(names)}",
+            "missing" if lacking else "ok",
+        ),
     ]
 
 
@@ -199,13 +266,21 @@ def _environment() -> list[Finding]:
 
 
 def _table(findings: list[Finding]) -> Any:
+    """One block per finding: its check and name, then value and origin.
+
+    On lines of their own, a path is never broken where a terminal has room for it.
+    """
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title="in effect (ragbudget doctor)")
-    for column in ("what", "value", "found in", "check"):
-        table.add_column(column, overflow="fold")
+    table = Table.grid(padding=(0, 1))
+    table.title = "in effect (ragbudget doctor)"
+    table.title_justify = "left"
+    table.add_column("check", no_wrap=True, min_width=7)
+    table.add_column("finding", overflow="fold")
     for f in findings:
         style = {"ok": "green", "missing": "red"}.get(f.status, "")
-        table.add_row(f.name, Text(f.value), Text(f.found), Text(f.status, style))
+        body = Text(f.name, style="bold")
+        body.append(f"\n{f.value}\nfound in: {f.found}")
+        table.add_row(Text(f.status or "-", style), body)
     return table

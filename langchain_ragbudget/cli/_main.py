@@ -14,6 +14,7 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
+import langchain_ragbudget
 from langchain_ragbudget.cli._arguments import add_commands
 from langchain_ragbudget.cli._ask import run_ask
 from langchain_ragbudget.cli._config_command import run_config
@@ -90,6 +91,12 @@ def _parser() -> argparse.ArgumentParser:
         "--debug",
         action="store_true",
         help="on an error, print the full traceback too",
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"ragbudget {langchain_ragbudget.__version__}",
+        help="print the installed version and exit",
     )
     add_commands(parser.add_subparsers(dest="command", required=True))
     return parser

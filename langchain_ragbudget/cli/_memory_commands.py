@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_ragbudget.cli._exit_codes import EXIT_OK, EXIT_PARTIAL
 from langchain_ragbudget.cli._output import print_json
 from langchain_ragbudget.errors import InvalidInputError
+from langchain_ragbudget.ledger._names import display_name
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -36,7 +37,7 @@ def add_memory(commands: Any) -> None:
     listed.add_argument("--query", help="score against this query (similarity too)")
     listed.add_argument("--subject", help="only this subject's memories")
     forget = _action(actions, "forget", "delete one memory")
-    forget.add_argument("id", help="the memory's id")
+    forget.add_argument("id", help="the memory's id, or a prefix only it starts with")
     inspect = _action(actions, "inspect", "schema version, counts, stale memories")
     inspect.add_argument(
         "--index", type=Path, help="check memories' sources against this index"
@@ -49,6 +50,27 @@ def _action(actions: Any, name: str, help: str) -> argparse.ArgumentParser:
     sub.add_argument("--config", help="a YAML file merged over the defaults")
     sub.add_argument("--json", action="store_true", help=_JSON_HELP)
     return sub
+
+
+def memory_for_ask(store: Path, config: Any, sources: Any) -> Any:
+    """The recall `ask --memory STORE` adds to the chain.
+
+    `sources` (the index) tells which memories' documents changed since.
+
+    Raises:
+        InvalidInputError: No store at `store` (nothing is created).
+    """
+    from langchain_ragbudget.memory._retriever import MemoryRetriever, MemoryStore
+    from langchain_ragbudget.retrieval._embeddings import build_embeddings
+
+    if not store.is_file():
+        raise InvalidInputError(
+            f"no memory store at {store}; create it with `ragbudget memory add`"
+        )
+    opened = MemoryStore.from_config(
+        config, path=store, embeddings=build_embeddings(config)
+    )
+    return MemoryRetriever.from_config(config, store=opened, sources=sources)
 
 
 def run_memory(args: argparse.Namespace, console: Console) -> int:
@@ -72,11 +94,51 @@ def run_memory(args: argparse.Namespace, console: Console) -> int:
         if args.memory_command == "list":
             return _list(args, store, config, console)
         if args.memory_command == "forget":
-            if not store.forget(args.id):
-                raise InvalidInputError(f"no memory {args.id!r} in {args.store}")
-            _say(args, console, {"forgot": args.id}, f"forgot {args.id}")
+            memory_id = _one_id(args.id, [m.id for m in store.list()], args.store)
+            store.forget(memory_id)
+            _say(args, console, {"forgot": memory_id}, f"forgot {memory_id}")
             return EXIT_OK
         return _inspect(args, store, config, console)
+
+
+def _one_id(given: str, ids: list[str], store: Path) -> str:
+    """The id `given` names: itself, or the only id it is a prefix of.
+
+    Raises:
+        InvalidInputError: No id starts with it, or several do (named).
+    """
+    if given in ids:
+        return given
+    matches = [memory_id for memory_id in ids if given and memory_id.startswith(given)]
+    if len(matches) == 1:
+        return matches[0]
+    shown = display_name(given)
+    if not matches:
+        raise InvalidInputError(f"no memory {shown!r} in {store}")
+    raise InvalidInputError(
+        f"{shown!r} is the start of {len(matches)} memory ids in {store}: "
+        f"{', '.join(sorted(matches))}; give more of the id"
+    )
+
+
+def superseded_by(memories: list[Any]) -> dict[str, str]:
+    """Memory id -> the id of the later-said memory of its subject that supersedes it.
+
+    A recall keeps only the most recently said memory of a subject; showing the
+    others as superseded says why they will not reach a prompt.
+    """
+    latest: dict[str, Any] = {}
+    for memory in memories:
+        if memory.subject and (
+            memory.subject not in latest
+            or memory.said_at > latest[memory.subject].said_at
+        ):
+            latest[memory.subject] = memory
+    return {
+        memory.id: latest[memory.subject].id
+        for memory in memories
+        if memory.subject and latest[memory.subject].id != memory.id
+    }
 
 
 def _say(args: argparse.Namespace, console: Console, data: Any, text: str) -> None:
@@ -87,6 +149,8 @@ def _say(args: argparse.Namespace, console: Console, data: Any, text: str) -> No
 
 
 def _add(args: argparse.Namespace, store: MemoryStore, console: Console) -> int:
+    """Remember or restate; a restatement that changes the importance says so."""
+    before = {memory.id: memory.importance for memory in store.list()}
     memory = store.remember(
         args.text,
         subject=args.subject,
@@ -96,6 +160,9 @@ def _add(args: argparse.Namespace, store: MemoryStore, console: Console) -> int:
     )
     what = "remembered" if memory.times_said == 1 else "restated"
     text = f"{what} {memory.id} (said {memory.times_said} time(s))"
+    old = before.get(memory.id)
+    if what == "restated" and old is not None and old != memory.importance:
+        text += f"; importance {old:g} -> {memory.importance:g}"
     _say(args, console, {"action": what, **memory.to_dict()}, text)
     return EXIT_OK
 
@@ -127,6 +194,9 @@ def _list(
                     "importance_x_recency": memory.importance * recency,
                 }
             )
+    later = superseded_by(store.list())
+    for row in rows:
+        row["superseded_by"] = later.get(row["id"])
     if args.json:
         print_json({"store": str(args.store), "query": args.query, "memories": rows})
     else:
@@ -145,35 +215,41 @@ def _factors(item: Any) -> dict[str, float]:
 
 
 def _table(rows: list[dict[str, Any]], half_life: float) -> Any:
+    """One block per memory, readable at 80 columns.
+
+    The id whole (`forget` takes it), then its text and every factor of its score
+    on lines of their own.
+    """
     from rich.table import Table
+    from rich.text import Text
 
     from langchain_ragbudget.ledger._names import display_name
 
-    table = Table(
-        title=f"score = similarity x importance x 0.5^(age since said / {half_life:g} "
-        "days)"
+    table = Table.grid(padding=(0, 0, 1, 0))
+    table.title = (
+        f"score = similarity x importance x 0.5^(age since said / {half_life:g} days)"
     )
-    for column in ("id", "subject", "text", "said", "times", "similarity"):
-        table.add_column(column)
-    for column in ("importance", "age days", "recency", "score"):
-        table.add_column(column, justify="right")
+    table.title_justify = "left"
+    table.add_column("memory", overflow="fold")
 
     def number(value: float | None, digits: int = 3) -> str:
         return "—" if value is None else f"{value:.{digits}f}"
 
     for row in rows:
-        table.add_row(
-            row["id"],
-            display_name(row["subject"] or "", 40),
-            display_name(row["text"], 60),
-            row["said_at"][:16],
-            str(row["times_said"]),
-            number(row["similarity"]),
-            number(row["importance"], 2),
-            number(row["age_days"], 1),
-            number(row["recency"]),
-            number(row["score"]),
+        head = Text(row["id"], style="bold")
+        head.append(f"  said {row['said_at'][:16]} ({row['times_said']} time(s))")
+        if row["subject"]:
+            head.append(f"  subject {display_name(row['subject'], 60)}")
+        if row.get("superseded_by"):
+            head.append(f"  superseded by {row['superseded_by']}", style="yellow")
+        head.append(f"\n  {display_name(row['text'], 200)}\n")
+        head.append(
+            f"  similarity {number(row['similarity'])} x importance "
+            f"{number(row['importance'], 2)} x recency {number(row['recency'])} "
+            f"(age {number(row['age_days'], 1)} days) = score {number(row['score'])}",
+            style="dim",
         )
+        table.add_row(head)
     return table
 
 
@@ -198,6 +274,7 @@ def _inspect(
         "schema_version": store.schema_version(),
         "memories": len(memories),
         "subjects": len({m.subject for m in memories if m.subject}),
+        "superseded": len(superseded_by(memories)),
         "with_source": sum(1 for m in memories if m.source_id),
         "dimension": store.dimension(),
         "bytes": args.store.stat().st_size,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import textwrap
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -22,6 +24,7 @@ from langchain_ragbudget.chain._stuff import context_warnings
 from langchain_ragbudget.chain._warnings import likely_lost_entries
 from langchain_ragbudget.config._settings import (
     DEFAULT_CONFIG_NAME,
+    DEFAULT_SURFACE,
     ConfigValue,
     EffectiveConfig,
     Origin,
@@ -224,12 +227,44 @@ def show_explained(
         console.print(f"before these: {cut} (fusion, k={fusion_k})")
     if show_prompt:
         prompt_text = "\n\n".join(f"[{m.type}]\n{m.text}" for m in explained.messages)
+        shown = quoted_wrap(prompt_text, console.width - _PANEL_EDGES)
         console.print(
-            Panel(Text(prompt_text), title=f"prompt sent ({surface})", expand=False)
+            Panel(Text(shown), title=f"prompt sent ({surface})", expand=False)
         )
     console.print(
         Panel(Text(_answer_text(explained)), title=f"answer ({surface})", expand=False)
     )
+
+
+_PANEL_EDGES = 4  # a panel's two borders and two padding columns
+_QUOTE = re.compile(r"^(?:> ?)+")
+
+
+def quoted_wrap(text: str, width: int) -> str:
+    """`text` with each long quoted line wrapped to `width`, `>` on every part.
+
+    So a reader still sees which words are quoted passage text. Display only:
+    the prompt sent is not changed; other lines are left to the terminal.
+    """
+    if width < 20:
+        return text
+    lines = []
+    for line in text.split("\n"):
+        prefix = _QUOTE.match(line)
+        if prefix is None or len(line) <= width:
+            lines.append(line)
+            continue
+        mark = (
+            prefix.group(0) if prefix.group(0).endswith(" ") else prefix.group(0) + " "
+        )
+        lines += textwrap.wrap(
+            line[prefix.end() :],
+            width,
+            initial_indent=mark,
+            subsequent_indent=mark,
+            break_on_hyphens=False,
+        ) or [line]
+    return "\n".join(lines)
 
 
 def _budget_line(report: Any) -> str:
@@ -319,19 +354,22 @@ def ingest_report(
         "refused": summary.errors,
         "skipped": skipped,
     }
-    totals = Table(title=f"indexed {given} into {index.directory}")
-    after = {
-        "chunks written": summary.chunks_added,
-        "chunks removed": summary.chunks_deleted,
-        "documents now": len(index.document_ids),
-        "chunks now": index.chunk_count,
-    }
-    for column in [*counts, *after]:
-        totals.add_column(column, justify="right")
-    totals.add_row(
-        *(str(len(items)) for items in counts.values()),
-        *(str(n) for n in after.values()),
+    files = ", ".join(f"{len(items)} {name}" for name, items in counts.items())
+    chunks = (
+        f"{summary.chunks_added} written, {summary.chunks_deleted} removed; now "
+        f"{len(index.document_ids)} documents, {index.chunk_count} chunks"
     )
+    # two rows of words, not eleven columns: whole at 80 columns
+    totals = Table(
+        box=box.SIMPLE,
+        show_header=False,
+        title=f"indexed {given} into {index.directory}",
+        title_justify="left",
+    )
+    totals.add_column("what", style="bold", no_wrap=True)
+    totals.add_column("count")
+    totals.add_row("files", files)
+    totals.add_row("chunks", chunks)
     return [
         totals,
         _files_by_outcome(given, summary, skipped),
@@ -443,17 +481,33 @@ def _sync_shown(found: IndexInspection) -> str:
     return found.sync.summary()
 
 
+# Where a value came from, short enough that the longest key and its value fit
+# 80 columns; the caption says what each means.
+_ORIGIN_TAG = {
+    Origin.FILE: "your file",
+    Origin.INHERITED: "inherited",
+    Origin.DEFAULT: "defaults",
+    Origin.BUILT_IN: "built-in",
+}
+
+
 def config_table(effective: EffectiveConfig, values: Sequence[ConfigValue]) -> Table:
+    """Every key whole (it is copied into YAML), its value, and where it came from."""
     table = Table(
         box=box.SIMPLE_HEAD,
+        pad_edge=False,
         title=f"configuration: {effective.file} merged over {DEFAULT_CONFIG_NAME}"
         if effective.file
         else f"configuration: {DEFAULT_CONFIG_NAME} (the shipped defaults)",
         title_justify="left",
+        caption=f"from: your file = {effective.file or '-'}; defaults = "
+        f"{DEFAULT_CONFIG_NAME}; inherited = its surfaces.{DEFAULT_SURFACE}; "
+        "built-in = the package's own default",
+        caption_justify="left",
     )
-    table.add_column("key", overflow="fold")
+    table.add_column("key", no_wrap=True)
     table.add_column("value", overflow="fold")
-    table.add_column("from", overflow="fold")
+    table.add_column("from", no_wrap=True)
     styles = {
         Origin.FILE: "bold",
         Origin.INHERITED: "cyan",
@@ -464,7 +518,7 @@ def config_table(effective: EffectiveConfig, values: Sequence[ConfigValue]) -> T
         table.add_row(
             value.key,
             Text(json.dumps(value.value, ensure_ascii=False)),
-            value.source(effective.file),
+            _ORIGIN_TAG[value.origin],
             style=styles[value.origin],
         )
     return table

@@ -180,12 +180,24 @@ def _problem(error: Any) -> str:
     problem = str(error["msg"])
     value = error.get("input")
     if error["type"] in ("int_type", "float_type") and isinstance(value, str):
-        problem += " (this is a string; write the number without quotes, e.g. 1.0e+3)"
+        problem += _number_hint(value, whole=error["type"] == "int_type")
+    elif error["type"] == "bool_type" and isinstance(value, str):
+        problem += " (use true or false; yes, no, on and off are text in YAML 1.2)"
     elif error["type"] in ("int_type", "float_type") and isinstance(value, bool):
         problem += " (YAML reads true and false as booleans)"
     elif error["type"] == "int_type" and isinstance(value, float):
         problem += " (a whole number, without a decimal point)"
     return problem
+
+
+def _number_hint(value: str, *, whole: bool) -> str:
+    """A quoted number: drop the quotes (shown on it); a word: what is wanted."""
+    try:
+        float(value)
+    except ValueError:
+        wanted = "a whole number, e.g. 1000" if whole else "a number, e.g. 0.5"
+        return f" (write {wanted})"
+    return f" (this is a string; write the number without quotes: {value.strip()})"
 
 
 def key_parts(data: Any, loc: tuple[int | str, ...], kind: str) -> list[str]:

@@ -178,7 +178,7 @@ def read_yaml(text: str, file: str) -> dict[str, Any]:
             line = None
         where = "<document>" if line is None else f"line {line + 1}"
         value = None if line is None else Shown.of(_line_at(text, line))
-        problem = " ".join(str(exc).split())
+        problem = " ".join(str(exc).split()) + _tab_hint(text, mark)
         raise ConfigError(file, where, value, f"invalid YAML: {problem}") from None
     finally:
         if loader is not None:
@@ -190,6 +190,13 @@ def read_yaml(text: str, file: str) -> dict[str, Any]:
             file, "<root>", Shown.of(data), "the top level must be a mapping"
         )
     return data
+
+
+def _tab_hint(text: str, mark: Any) -> str:
+    """Why a tab breaks the file, when the parser stopped at one."""
+    if mark is None or not 0 <= mark.index < len(text) or text[mark.index] != "\t":
+        return ""
+    return "; tabs are not allowed in YAML indentation: indent with spaces"
 
 
 def _line_at(text: str, line: int) -> str:

@@ -134,7 +134,8 @@ class FlashRankRerank(
             if self.on_unavailable == "error":
                 raise
             self._unavailable = str(exc)
-            logger.warning("rerank stage will be skipped: %s", exc)
+            # every report carries the skip and the warning line names it once
+            logger.info("rerank stage will be skipped: %s", exc)
 
     @classmethod
     def from_config(

@@ -79,19 +79,21 @@ def test_cli_reports_config_errors_in_one_line(
 
 @pytest.mark.needs_embedding_model
 @pytest.mark.needs_tiktoken
-def test_a_drop_that_out_ranks_a_kept_passage_is_named_first(
+def test_a_drop_above_passages_kept_with_their_document_is_counted_not_named(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
     # The real pipeline on the sample corpus, the demo's budget with `skip`: the
-    # second passage (705 tokens) does not fit, smaller ones after it do.
+    # second passage (705 tokens) does not fit; the answer's document
+    # (incident-runbook) fills the room with its next passages, so the drop is
+    # ordinary packing, counted: naming it was the false alarm users learn to
+    # ignore (BENCHMARKS.md, Warnings).
     skip = "    packing: skip\n"  # under the demo's surfaces.chat
     text = " ".join(run(monkeypatch, tmp_path, extra=skip).split())
     (line,) = re.findall(r"\[warning: chat context: [^\]]*\]", text.replace("│", ""))
-    named = line.split("evidence likely lost: ")[1]
-    assert named.startswith(
-        "engineering-handbook::3 (budget/over_max_tokens: rank 2, while rank"
+    assert line == (
+        "[warning: chat context: 6 lower-ranked left out "
+        "(5 over_max_docs, 1 over_max_tokens)]"
     )
-    assert re.search(r"; \d+ lower-ranked left out \(", line)
 
 
 def test_openai_key_selects_gpt_4o_mini_with_a_timeout(

@@ -1,6 +1,6 @@
-"""The one-line drop warning: ordinary cuts are counted in one clause, likely lost
-evidence is named first (three at most, then "+N more"). Fusion and the budget are
-the real code; retrievers are fixed lists."""
+"""The drop warning: fusion's cut stays out of the line, later drops are counted in
+one clause, likely lost evidence is named first (three at most, then "+N more").
+Fusion and the budget are the real code; retrievers are fixed lists."""
 
 from typing import Any
 
@@ -47,12 +47,51 @@ def test_the_ordinary_cuts_at_k_and_max_docs_are_counted_never_named() -> None:
     retriever = HybridRetriever(retrievers=[ListRetriever(documents=corpus)], k=10)
     context = budget(max_docs=4).fit(retriever.invoke("passage"))
     reasons = [record.reason for record in context.report.drops]
-    assert reasons.count(DropReason.FUSION_CUT) == 20
+    assert reasons.count(DropReason.FUSION_CUT) == 20  # in the report, not the line
     assert reasons.count(DropReason.MAX_DOCS) == 6  # recorded, every one of them
     assert drop_lines(context_warnings(context)) == [
-        "[warning: chat context: 26 lower-ranked left out (20 below_fusion_cut, "
-        "6 over_max_docs)]"
+        "[warning: chat context: 6 lower-ranked left out (6 over_max_docs)]"
     ]
+
+
+def test_fusion_s_cut_alone_brings_no_line() -> None:
+    """Every candidate fusion kept is in the prompt whole: nothing to warn about."""
+    corpus = [Document(id=f"d{i}", page_content=f"passage {i}") for i in range(30)]
+    retriever = HybridRetriever(retrievers=[ListRetriever(documents=corpus)], k=10)
+    context = budget(max_docs=10).fit(retriever.invoke("passage"))
+    reasons = [record.reason for record in context.report.drops]
+    assert reasons == [DropReason.FUSION_CUT] * 20
+    assert drop_lines(context_warnings(context)) == []
+
+
+def test_a_passage_kept_with_its_document_does_not_make_a_drop_likely_lost() -> None:
+    """The budget packs a document's passages together: the second of `a` is kept
+    for its document, so `b` (too big, ranked above it) is ordinary packing."""
+    a0, a1 = (
+        Document(
+            id=f"a::{i}",
+            page_content=f"Alpha fact number {i}.",
+            metadata={"doc_id": "a", "source": "a.md", FUSED_RANK: 1 + 2 * i},
+        )
+        for i in range(2)
+    )
+    b0 = Document(
+        id="b::0",
+        page_content="Beta " * 400,
+        metadata={"doc_id": "b", "source": "b.md", FUSED_RANK: 2},
+    )
+    context = budget(max_tokens=120, packing="skip").fit([a0, b0, a1])
+    assert context.report.kept_ids == ["a::0", "a::1"]
+    (drop,) = context.report.drops
+    assert (drop.key, drop.rank, drop.reason) == ("b::0", 2, DropReason.MAX_TOKENS)
+    assert likely_lost_of(context) == []
+    assert drop_lines(context_warnings(context)) == [
+        "[warning: chat context: 1 lower-ranked left out (1 over_max_tokens)]"
+    ]
+    # b.md alone after a kept b-less passage of its own: then it out-ranked one
+    c0 = a1.model_copy(update={"id": "c::0", "metadata": {"source": "c.md"}})
+    alone = budget(max_tokens=120, packing="skip").fit([a0, b0, c0])
+    assert [item.record.key for item in likely_lost_of(alone)] == ["b::0"]
 
 
 def test_a_drop_scoring_close_to_the_top_is_named() -> None:
@@ -151,7 +190,7 @@ def test_a_drop_that_out_ranks_a_kept_passage_is_always_named(
     expected = [
         r
         for r in report.drops
-        if r.reason != DropReason.DUPLICATE
+        if r.reason not in (DropReason.DUPLICATE, DropReason.FUSION_CUT)
         and r.rank < (worst_budget if r.stage == Stage.BUDGET else worst_fused)
     ]
     lines = drop_lines(context_warnings(context))
