@@ -225,6 +225,9 @@ class Chunker:
         found: list[Span] = []
         for piece in self._splitter.split_text(content):
             start = content.find(piece, found[-1][0] + 1 if found else 0)
+            if start < 0 and found and content.startswith(piece, found[-1][0]):
+                found[-1] = (found[-1][0], found[-1][0] + len(piece))  # it grew
+                continue
             if start < 0:
                 raise ValueError(f"the splitter changed a piece: {piece[:40]!r}")
             found.append((start, start + len(piece)))
