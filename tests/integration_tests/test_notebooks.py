@@ -115,11 +115,12 @@ SHOWS = {
     "08_agent.ipynb": Shows(
         {},
         texts=(
-            "8 of 11 messages sent, 3 dropped",
-            "3 earlier message(s) left out of the request",
+            "7 of 11 messages sent, 4 dropped",
+            "4 earlier message(s) left out of the request",
             "history / over_max_tokens : turn 3 (tool) needs 604 tokens",
-            "3 records in the state",
-            "12 messages in the state; 8 sent in the last request",
+            "whose question was dropped (whole turns only)",
+            "4 records in the state",
+            "12 messages in the state; 7 sent in the last request",
         ),
     ),
 }
