@@ -1,5 +1,6 @@
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.documents import Document
@@ -134,6 +135,7 @@ def test_pack_properties(
     assert set(results["stop"].kept) <= set(results["skip"].kept)
 
 
+@pytest.mark.needs_tiktoken
 def test_a_surface_that_sets_only_max_tokens_never_goes_over(tmp_path: Path) -> None:
     """Only `min_docs` may keep a passage over the budget, and only when asked."""
     path = tmp_path / "ragbudget.yml"
