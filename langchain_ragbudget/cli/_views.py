@@ -154,48 +154,66 @@ def rich_evidence_table(
 ) -> tuple[Table, Counter[str]]:
     """The evidence as a rich table that stays readable from 80 columns up.
 
-    Every column wraps (ids fold, nothing is cut with an ellipsis); `source` is
-    blank when it starts the passage id, so it never repeats it.
+    Ids and sources are never cut: the passage column is as wide as its longest
+    line (each id over its source, the source left out when it starts the id);
+    the other columns wrap between words.
     """
     rows, earlier = candidate_rows(context, answer_ids, retrievers)
     names = [*(score_key(name) for name in retrievers), FUSED_SCORE, RERANK_SCORE]
     digits = {FUSED_SCORE: 3}
+    cells = [_passage_cell(item) for item in rows]
     table = Table(
         box=box.SIMPLE_HEAD,
         pad_edge=False,
         title_justify="left",
-        caption="* cited in the answer; source blank: the start of the passage id; "
-        "tokens: passage + its citation header (paid once per source document)",
+        caption="* cited in the answer; rank: fused; a source under its passage "
+        "unless the id starts with it; tokens: passage + its citation header "
+        "(paid once per source document)",
         caption_justify="left",
     )
-    table.add_column("#", justify="right", overflow="fold")
-    table.add_column("passage", overflow="fold")
-    table.add_column("source", overflow="fold")
-    table.add_column(
-        " / ".join(name.removesuffix("_score") for name in names),
-        overflow="fold",
+    table.add_column("#", justify="right")
+    table.add_column("passage / source", no_wrap=True)
+    table.add_column(  # "8.94 / 0.86 /" then "0.033 / -": wraps between scores
+        " / ".join(name.removesuffix("_score") for name in names), max_width=13
     )
-    table.add_column("tokens", justify="right", overflow="fold")
+    table.add_column("tokens", justify="right")
     table.add_column("in the prompt?", overflow="fold")
-    for item in rows:
-        source = item.source or "-"
-        if item.key.startswith(source):
-            source = ""
+    for item, cell in zip(rows, cells, strict=True):
         scores = " / ".join(_fmt(item.scores[n], digits.get(n, 2)) for n in names)
         tokens = _fmt(item.tokens, 0)
         if item.header_tokens:
-            tokens += f"+{item.header_tokens}"
-        # Text, not str: rich would read markup ("[red]") in an id or a source.
+            tokens += f" +{item.header_tokens}"
         table.add_row(
             _fmt(item.fused_rank, 0),
-            Text(display_name(item.key, ID_LIMIT) + (" *" if item.in_answer else "")),
-            Text(display_name(source, ID_LIMIT) if source else ""),
+            cell,
             scores,
             tokens,
             Text(_status(item)),
             style=_STYLES[item.outcome],
         )
     return table, earlier
+
+
+def _passage_cell(item: CandidateRow) -> Text:
+    """Id (starred when cited) over its source; Text, so no markup is read.
+
+    A line longer than `_PASSAGE_WIDTH` continues on the next, every character
+    kept, so the other columns still have room at 80 columns.
+    """
+    source = item.source or "-"
+    lines = [display_name(item.key, ID_LIMIT) + (" *" if item.in_answer else "")]
+    if not item.key.startswith(source):
+        lines.append(display_name(source, ID_LIMIT))
+    return Text(
+        "\n".join(
+            line[i : i + _PASSAGE_WIDTH]
+            for line in lines
+            for i in range(0, len(line), _PASSAGE_WIDTH)
+        )
+    )
+
+
+_PASSAGE_WIDTH = 34  # leaves the scores, tokens and outcome room at 80 columns
 
 
 def _status(row: CandidateRow) -> str:
