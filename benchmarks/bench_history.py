@@ -35,7 +35,6 @@ from _agent_path import AgentPath, agent_history
 from _common import cached_store, console, parser_with_data, print_machine
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from rich.table import Table
 
 from langchain_ragbudget import ContextBudget, HybridRetriever, load_config
@@ -51,13 +50,7 @@ POLICIES = {  # name -> history_share (None: no history at all)
     "whole prompt, history_share 0.5 (default)": 0.5,
     "history trimmed first (share 1.0)": 1.0,
 }
-PROMPT = ChatPromptTemplate.from_messages(
-    [
-        DEFAULT_PROMPT.messages[0],
-        MessagesPlaceholder("history"),
-        DEFAULT_PROMPT.messages[1],
-    ]
-)
+PROMPT = DEFAULT_PROMPT  # the history goes between the system text and the question
 
 
 def conversation(
