@@ -9,8 +9,8 @@ and reads everything again only when a memory was deleted (the count tells).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -34,6 +34,16 @@ class Ranking:
     vectors: np.ndarray
     importance: np.ndarray
     said_at: np.ndarray
+    positions: Mapping[str, int] = field(default_factory=dict)
+
+    def position(self, memory_id: str) -> int | None:
+        """Where `memory_id` is in these arrays; None if absent or added since.
+
+        `positions` is the cache's map, which only grows until a full read
+        replaces it, so a position past these arrays belongs to a later ranking.
+        """
+        at = self.positions.get(memory_id)
+        return at if at is not None and at < len(self.ids) else None
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
@@ -97,7 +107,9 @@ class RankingCache:
         for row in rows:
             if (at := self._positions.get(row[0])) is not None:
                 importance[at], said_at[at] = row[1], row[2]
-        base = Ranking(generation, cached.ids, cached.vectors, importance, said_at)
+        base = Ranking(
+            generation, cached.ids, cached.vectors, importance, said_at, self._positions
+        )
         return self._appended(new, embeddings, base)
 
     def _appended(
@@ -126,6 +138,7 @@ class RankingCache:
             self._buffer[:end],
             np.concatenate([base.importance, [row[1] for row in rows]]),
             np.concatenate([base.said_at, [row[2] for row in rows]]),
+            self._positions,
         )
 
 

@@ -245,9 +245,8 @@ class MemoryRetriever(BaseRetriever):
         for memory in self.store.list(subject):
             if memory.id in held:
                 return None
-            try:
-                at = ranking.ids.index(memory.id)
-            except ValueError:  # written since the ranking was read
+            at = ranking.position(memory.id)
+            if at is None:  # written since the ranking was read
                 continue
             scores = factors[3]
             rank = int(np.count_nonzero(scores > scores[at])) + 1
