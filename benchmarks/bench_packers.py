@@ -10,7 +10,7 @@ a loaded machine slows every packer alike.
 - `ragbudget trim (default)`: `ContextBudget` with the shipped chat surface's
   packing (`trim`) and relevance, only `max_tokens` and `max_docs` (the list's
   length) set, as a user who sets a budget gets it; beside it the same with scores
-  in the citation header (the former default), `skip` and `stop`.
+  in the citation header (the former default), and `skip`.
 - `naive slice`: the rendered context cut at the budget (`context[:N]` in tokens).
 - `contextkit drop / truncate / compress`: cendor-contextkit 1.1.0, one `Block` a
   passage, priority by rank, as shipped (it charges each block the framing of a
@@ -252,7 +252,6 @@ PACKERS: dict[str, Packer] = {
     TRIM: RagBudget(),
     "ragbudget trim, scores shown": RagBudget(scores=True),
     SKIP: RagBudget("skip"),
-    "ragbudget stop": RagBudget("stop"),
     "naive slice": naive,
     "contextkit drop": contextkit_packer("drop_oldest"),
     "contextkit truncate": contextkit_packer("truncate"),

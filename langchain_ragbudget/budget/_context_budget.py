@@ -483,7 +483,7 @@ class ContextBudget(RunnableSerializable[Any, Any]):
         settings = self.settings
         document, rank = packed.documents[index], packed.ranks[index]
         item, header = packed.items[index], packed.headers[index]
-        weighed = reason == DropReason.MAX_TOKENS and settings.packing != "stop"
+        weighed = reason == DropReason.MAX_TOKENS
         tokens = item.tokens if weighed else item.counted_tokens  # joined: not yet
         if reason == DropReason.MAX_DOCS:
             detail = f"max_docs={settings.max_docs} already kept"
@@ -491,8 +491,6 @@ class ContextBudget(RunnableSerializable[Any, Any]):
             detail = cap_detail(reason, settings, item)
         elif reason == DropReason.DUPLICATE:
             detail = "same text as a kept passage"
-        elif settings.packing == "stop":
-            detail = f"packing stopped at the first overflow of {settings.max_tokens}"
         else:
             left = settings.max_tokens - packed.result.tokens_used
             needs = f"{tokens} tokens" + (

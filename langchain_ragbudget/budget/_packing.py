@@ -2,11 +2,10 @@
 
 No passage is cut mid-sentence: each is kept verbatim, shortened to whole sentences
 (policy `trim`), or dropped with a reason. `skip` lets smaller passages after an
-overflow still fit; `stop` stops at the first overflow, as a plain truncator does;
-`trim` shortens a passage that does not fit to its most relevant sentences that do,
-in their own order. `min_docs` keeps the top passages even over the budget and says
-so (`over_budget`). `max_per_source` and `max_per_retriever` keep one verbose source
-from filling the surface.
+overflow still fit; `trim` shortens a passage that does not fit to its most
+relevant sentences that do, in their own order. `min_docs` keeps the top passages
+even over the budget and says so (`over_budget`). `max_per_source` and
+`max_per_retriever` keep one verbose source from filling the surface.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from typing import Literal, Protocol, overload
 
 from langchain_ragbudget.ledger._records import DropReason
 
-Policy = Literal["skip", "stop", "trim"]
+Policy = Literal["skip", "trim"]
 
 
 Count = int | Callable[[], int]
@@ -217,9 +216,7 @@ def pack(
         item = items[index]
         slots_left = max_docs - packing.slots  # a passage joined to a run takes none
         full = partial(packing.full, index, max_docs, joined_cost)
-        if early := _early_drop(
-            item, packing.contents, packing.capped, full, packing.stopped
-        ):
+        if early := _early_drop(item, packing.contents, packing.capped, full):
             packing.dropped.append((index, early))
             continue
         added = packing.join_cost(index, joined_cost)  # counted once (NeighbourCosts)
@@ -249,7 +246,6 @@ def pack(
             packing.keep(index, cost, chosen, added)
         else:
             packing.dropped.append((index, DropReason.MAX_TOKENS))
-            packing.stopped = policy == "stop"
     return packing.result()
 
 
@@ -331,7 +327,6 @@ class _Packing:
     contents: set[str] = field(default_factory=set)
     used: int = 0
     over_budget: bool = False
-    stopped: bool = False
 
     def join_cost(self, index: int, joined_cost: JoinedCost | None) -> int | None:
         """What whole passage `index` adds to a kept run of its group, or None."""
@@ -470,7 +465,6 @@ def _early_drop(
     contents: set[str],
     capped: _Caps,
     full: Callable[[], bool],
-    stopped: bool,
 ) -> DropReason | None:
     """Why `item` is dropped before it is weighed, or None."""
     if item.content_key in contents:
@@ -479,7 +473,7 @@ def _early_drop(
         return over_cap
     if full():
         return DropReason.MAX_DOCS
-    return DropReason.MAX_TOKENS if stopped else None
+    return None
 
 
 CAP_REASONS = (DropReason.MAX_PER_SOURCE, DropReason.MAX_PER_RETRIEVER)

@@ -175,7 +175,7 @@ class BudgetReport:
         surface: The surface whose budget was applied.
         encoding: The tiktoken encoding tokens were counted in.
         tokens_used: Tokens of the rendered context (headers and passages).
-        packing: The packing policy (`skip`, `stop` or `trim`).
+        packing: The packing policy (`skip` or `trim`).
         order: The citation order (`rank` or `edges`).
         over_budget: The context is over `max_tokens` (only `min_docs` can cause
             it), or the whole prompt over `max_prompt_tokens`.

@@ -318,7 +318,7 @@ class SurfaceSettings(StrictModel):
             `over_budget`); at most `max_docs`. 0 by default: a budget is never
             exceeded unless you ask.
         packing: For a passage that does not fit: `skip` it and try the next,
-            `stop` there, or `trim` it to its most relevant whole sentences.
+            or `trim` it to its most relevant whole sentences.
         max_sentences: With `trim`, the sentences of one passage at most.
         relevance: With `trim`, how sentences are scored: `blend` (question
             overlap plus a logistic model, for any text) or `fitted` (the model
@@ -343,7 +343,7 @@ class SurfaceSettings(StrictModel):
     encoding: StrictStr | None = None
     model: StrictStr | None = "gpt-4o"
     min_docs: StrictInt = Field(0, ge=0)
-    packing: Literal["skip", "stop", "trim"] = "skip"
+    packing: Literal["skip", "trim"] = "skip"
     max_sentences: StrictInt | None = Field(None, ge=1)
     relevance: Relevance = "blend"
     order: Literal["rank", "edges"] = "rank"
@@ -355,6 +355,17 @@ class SurfaceSettings(StrictModel):
     history_share: StrictFloat = Field(0.5, ge=0, le=1)
     max_memories: StrictInt = Field(5, ge=0)
     memory_tokens: StrictInt = Field(300, ge=0)
+
+    @field_validator("packing", mode="before")
+    @classmethod
+    def _no_stop(cls, value: Any) -> Any:
+        """`stop` kept less evidence than `skip` at every budget (BENCHMARKS.md)."""
+        if value == "stop":
+            raise ValueError(
+                "packing 'stop' is not a policy; use 'skip' (every passage that "
+                "fits, in rank order) or 'trim' (shorten the one that does not)"
+            )
+        return value
 
     @model_validator(mode="after")
     def _min_within_max(self) -> SurfaceSettings:

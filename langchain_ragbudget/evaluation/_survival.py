@@ -1,7 +1,7 @@
 """Did the gold passage survive assembly into the prompt? Packing policies compared.
 
 Over one ranked candidate list at each token budget: a naive slice of the joined
-context (what a character limit does), stop, skip and trim. A passage survives if
+context (what a character limit does), skip and trim. A passage survives if
 its whole text is in the context; its evidence, if all of its marked evidence
 sentences are (a sliced passage may keep them in its head).
 """
@@ -21,11 +21,10 @@ from langchain_ragbudget.config._tokens import get_encoding
 from langchain_ragbudget.evidence._sentences import sentences
 from langchain_ragbudget.ledger._identity import document_key
 
-POLICIES = ("naive slice", "stop", "skip", "trim", "trim, fitted")
+POLICIES = ("naive slice", "skip", "trim", "trim, fitted")
 DEFAULT_BUDGETS = (256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
 # packing and sentence relevance of each policy the budget runs
-_BUDGET_POLICIES: dict[str, tuple[Literal["stop", "skip", "trim"], Relevance]] = {
-    "stop": ("stop", "blend"),
+_BUDGET_POLICIES: dict[str, tuple[Literal["skip", "trim"], Relevance]] = {
     "skip": ("skip", "blend"),
     "trim": ("trim", "blend"),  # the default relevance
     "trim, fitted": ("trim", "fitted"),

@@ -159,7 +159,7 @@ def test_evidence_survival_counts_sentences_a_slice_keeps(beir_folder: Path) -> 
     assert len(dataset.rationales) == len(dataset.queries)
     report = evaluate(dataset, load_config(), budgets=(96, 256, 4096))
     assert report.evidence_gold > 0
-    for policy in ("stop", "skip"):  # whole passages: evidence goes with them
+    for policy in ("skip",):  # whole passages: evidence goes with them
         assert report.evidence_survival[policy] == report.policy_survival[policy]
     naive_whole = [v or 0.0 for v in report.policy_survival["naive slice"]]
     naive_evidence = [v or 0.0 for v in report.evidence_survival["naive slice"]]
@@ -169,7 +169,7 @@ def test_evidence_survival_counts_sentences_a_slice_keeps(beir_folder: Path) -> 
     assert "counting evidence instead of whole passages" in markdown
     evidence_table = rich_tables(report)[-1]
     assert "gold evidence sentences" in str(evidence_table.title)
-    assert evidence_table.row_count == 5  # slice, stop, skip, trim, trim fitted
+    assert evidence_table.row_count == 4  # slice, skip, trim, trim fitted
 
 
 def test_malformed_rationales_are_named(beir_folder: Path) -> None:
@@ -221,7 +221,6 @@ def test_chunked_evaluation_counts_evidence_across_chunks(
     assert all(n == 0 for n in first.mid_sentence_cuts.values())
     assert set(first.evidence_survival) == {
         "naive slice",
-        "stop",
         "skip",
         "trim",
         "trim, fitted",

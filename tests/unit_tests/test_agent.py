@@ -391,7 +391,7 @@ def conversations(draw: st.DrawFn) -> list[Any]:
     limit=st.integers(60, 3000),
     reserve=st.integers(0, 300),
     max_docs=st.integers(1, 6),
-    packing=st.sampled_from(["skip", "stop", "trim"]),
+    packing=st.sampled_from(["skip", "trim"]),
 )
 def test_every_request_is_counted_as_sent_and_nothing_goes_silently(
     retriever: BM25Retriever,

@@ -61,6 +61,12 @@ def test_user_yaml_merges_over_defaults(tmp_path: Path) -> None:
             "skip",
         ),
         (
+            "surfaces:\n  chat:\n    packing: stop\n",
+            "surfaces.chat.packing",
+            "stop",
+            "use 'skip' (every passage that fits, in rank order) or 'trim'",
+        ),
+        (
             "surfaces:\n  chat:\n    relevance: Fitted\n",
             "surfaces.chat.relevance",
             "Fitted",

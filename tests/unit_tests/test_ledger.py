@@ -75,7 +75,7 @@ def check_ledger(entered: set[str], state: dict, sources: dict[str, Document]) -
     st.one_of(st.none(), st.floats(0.4, 0.99)),
     st.integers(1, 400),
     st.integers(1, 8),
-    st.sampled_from(["skip", "stop"]),
+    st.sampled_from(["skip", "trim"]),
     st.sampled_from(["rank", "edges"]),
 )
 def test_every_candidate_is_kept_or_recorded_exactly_once(

@@ -66,7 +66,7 @@ KEYWORD_CASES = [
     Case("budget-override-zero", lambda: ContextBudget.from_config(max_tokens=0),
          ValidationError, "greater than or equal to 1"),
     Case("budget-override-packing", lambda: ContextBudget.from_config(packing="cut"),
-         ValidationError, "'skip', 'stop' or 'trim'"),
+         ValidationError, "'skip' or 'trim'"),
     Case("budget-unknown-keyword",
          lambda: ContextBudget(settings=_settings(), max_tokens=5),
          TypeError,
@@ -115,10 +115,10 @@ def test_keyword_catalogue_is_listed_in_reliability_md() -> None:
 def test_budget_overrides_replace_the_surface_settings() -> None:
     configured = load_config().surface("chat")
     budget = ContextBudget.from_config(
-        surface="chat", max_tokens=100, max_docs=2, packing="stop", id_key="doc"
+        surface="chat", max_tokens=100, max_docs=2, packing="skip", id_key="doc"
     )
     assert budget.settings.max_tokens == 100 != configured.max_tokens
-    assert (budget.settings.max_docs, budget.settings.packing) == (2, "stop")
+    assert (budget.settings.max_docs, budget.settings.packing) == (2, "skip")
     assert budget.id_key == "doc"
     assert budget.settings.weak_evidence == configured.weak_evidence  # the rest kept
     words = " ".join(["word"] * 60)

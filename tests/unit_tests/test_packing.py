@@ -20,10 +20,7 @@ def item(tokens: int, group: str = "", header: int = 0, content: str = "") -> Pa
 def test_skip_lets_a_smaller_passage_after_an_overflow_in() -> None:
     items = [item(40, content="a"), item(50, content="b"), item(10, content="c")]
     skip = pack(items, max_tokens=60, max_docs=10, policy="skip")
-    stop = pack(items, max_tokens=60, max_docs=10, policy="stop")
     assert skip.kept == (0, 2) and skip.dropped == ((1, DropReason.MAX_TOKENS),)
-    assert stop.kept == (0,)
-    assert stop.dropped == ((1, DropReason.MAX_TOKENS), (2, DropReason.MAX_TOKENS))
     assert skip.tokens_used == 50 and not skip.over_budget
 
 
@@ -55,10 +52,6 @@ def test_passages_never_weighed_are_never_counted() -> None:
     assert result.kept == (0, 2)
     assert counted == ["a", "b"]  # the duplicate and the one past max_docs: never
     assert [i.counted_tokens for i in items] == [5, None, 5, None]
-    stop = [lazy("x", 50), lazy("y", 60), lazy("z", 5)]
-    counted.clear()
-    pack(stop, max_tokens=100, max_docs=9, policy="stop")
-    assert counted == ["x", "y"]  # z comes after the stop
 
 
 def test_min_docs_keeps_an_oversized_top_passage_and_says_so() -> None:
@@ -113,7 +106,7 @@ def test_pack_properties(
             policy=policy,
             min_docs=min_docs,
         )
-        for policy in ("skip", "stop")
+        for policy in ("skip",)
     }
     for result in results.values():
         placed = sorted([*result.kept, *(index for index, _ in result.dropped)])
@@ -132,7 +125,6 @@ def test_pack_properties(
             for g in groups
         )
         assert result.tokens_used == expected
-    assert set(results["stop"].kept) <= set(results["skip"].kept)
 
 
 @pytest.mark.needs_tiktoken

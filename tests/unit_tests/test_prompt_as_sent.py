@@ -149,7 +149,7 @@ def remembered(texts: list[str]) -> list[Document]:
     max_prompt=st.integers(200, 3_000),
     reserve=st.integers(0, 150),
     share=st.floats(0.0, 1.0),
-    packing=st.sampled_from(["skip", "stop"]),
+    packing=st.sampled_from(["skip", "trim"]),
 )
 def test_the_report_is_what_the_model_got(
     template: tuple[ChatPromptTemplate, dict[str, Any], str],

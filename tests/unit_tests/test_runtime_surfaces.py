@@ -22,7 +22,7 @@ surfaces:
   api:
     max_docs: 2
     max_tokens: 300
-    packing: stop
+    packing: skip
 """
 
 
