@@ -99,7 +99,8 @@ class Sentences:
     shortened to the sorted `chosen`, markers included; `estimate(chosen)`: close
     to `cost` without calling the tokenizer (None: `cost` weighs every trial);
     `texts`: so a sentence two overlapping chunks share is offered once (empty:
-    not known).
+    not known); `least`: no choice of sentences costs fewer tokens, by `cost` or
+    by `estimate`, so a smaller room is refused before any sentence is counted.
     """
 
     relevance: Sequence[float]
@@ -107,6 +108,7 @@ class Sentences:
     texts: tuple[str, ...] = ()
     retitled: Callable[[tuple[int, ...]], int] | None = None
     estimate: Callable[[tuple[int, ...]], int] | None = None
+    least: int = 0
 
     def paying_header(self) -> Sentences:
         """The passage as the one that pays its citation's header.
@@ -542,6 +544,8 @@ def choose_sentences(
     cost of the choice then decides, its least relevant sentences leaving until
     it fits, so the estimate never puts a block over `budget`.
     """
+    if shape.least > budget:
+        return ()
     weigh = shape.estimate or shape.cost
     count = len(shape.relevance)
 

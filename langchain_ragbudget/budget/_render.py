@@ -316,6 +316,7 @@ def header_field(value: str) -> str:
 
 
 _LINE_BREAKS = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+_OTHER_BREAKS = "\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 
 
 def short_number(value: float) -> str:
@@ -340,6 +341,13 @@ def quote(text: str, mark: str = "> ") -> str:
     Nothing else changes: the words reach the model as written. An empty line gets
     the mark without its trailing space: still quoted, one token cheaper.
     """
+    if (
+        text[:1] not in ("", "\n")
+        and text[-1] != "\n"
+        and "\n\n" not in text
+        and not any(brk in text for brk in _OTHER_BREAKS)
+    ):  # only newlines, no empty line: the common case, without the regex
+        return mark + text.replace("\n", "\n" + mark)
     bare = mark.rstrip()
     return "\n".join(mark + line if line else bare for line in _LINE_BREAKS.split(text))
 

@@ -56,5 +56,9 @@ def get_encoding(name: str) -> tiktoken.Encoding:
 
 @lru_cache(maxsize=200_000)
 def count_tokens(text: str, encoding_name: str) -> int:
-    """Tokens of `text` in `encoding_name`, counted once per process."""
-    return len(get_encoding(encoding_name).encode(text, disallowed_special=()))
+    """Tokens of `text` in `encoding_name`, counted once per process.
+
+    Special-token text counts as plain text (`encode(disallowed_special=())`),
+    without that call's scan for special tokens.
+    """
+    return len(get_encoding(encoding_name).encode_ordinary(text))

@@ -2,6 +2,7 @@
 record. Real budget, splitter (nupunkt) and tokenizer (tiktoken); the chat model in
 the seed-000 case is a fake, since no LLM API runs here."""
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -20,7 +21,7 @@ from langchain_ragbudget.budget._packing import (
     choose_sentences,
     omission_points,
 )
-from langchain_ragbudget.budget._render import ContextFormat
+from langchain_ragbudget.budget._render import ContextFormat, quote
 from langchain_ragbudget.budget._shortening import Shortener
 from langchain_ragbudget.chain._stuff import (
     context_warnings,
@@ -29,6 +30,7 @@ from langchain_ragbudget.chain._stuff import (
 from langchain_ragbudget.config._settings import SurfaceSettings
 from langchain_ragbudget.config._tokens import count_tokens
 from langchain_ragbudget.evaluation._survival import is_whole_sentences
+from langchain_ragbudget.evidence._sentence_scoring import blended_relevance
 from langchain_ragbudget.evidence._sentences import sentences
 
 pytestmark = pytest.mark.needs_tiktoken("cl100k_base")
@@ -232,3 +234,62 @@ def test_the_estimate_chooses_and_the_exact_count_decides() -> None:
         assert len(chosen) >= len(choose_sentences(trusting, room)) - 1
     assert scored == [5]  # scored once, when a sentence first fitted
     assert choose_sentences(shape, 14) == (2,)  # the heaviest, the relevant one
+
+
+hostile = st.text(
+    alphabet=st.sampled_from(
+        [*"aB1. /…!?", "\n", "\r", "\x1c", "\x1f", "\u2028", "\xa0", "\t", "é"]
+    ),
+    min_size=1,
+    max_size=80,
+).filter(str.strip)
+
+
+@pytest.mark.needs_tiktoken("cl100k_base", "o200k_base")
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    hostile,
+    st.sampled_from(["cl100k_base", "o200k_base"]),
+    st.sampled_from(["> ", "|", "/ "]),
+)
+def test_no_choice_of_sentences_costs_less_than_the_shapes_least(
+    text: str, encoding: str, mark: str
+) -> None:
+    """`least` refuses a room before any sentence is counted: it must be a bound."""
+    document = Document(page_content=text, metadata={"title": text.split("\n")[0]})
+    fmt = ContextFormat(quote_mark=mark)
+    shortener = Shortener(fmt, encoding, [document], "a", blended_relevance)
+    shape = shortener.shape(0).paying_header()
+    assert shape.estimate is not None
+    count = len(shape.relevance)
+    for size in range(1, min(count, 4) + 1):
+        for chosen in itertools.combinations(range(count), size):
+            assert shape.least <= min(shape.cost(chosen), shape.estimate(chosen))
+
+
+def test_a_room_under_the_fewest_words_of_a_sentence_counts_no_sentence() -> None:
+    text = "Stones of the river are old. The heaviest weighs nine tonnes here."
+    shape = Shortener(
+        ContextFormat(),
+        "cl100k_base",
+        [Document(page_content=text)],
+        "stones",
+        blended_relevance,
+    ).shape(0)
+    assert shape.least == 6  # "Stones of the river are old."
+    weighed: list[tuple[int, ...]] = []
+
+    def estimate(chosen: tuple[int, ...]) -> int:
+        weighed.append(chosen)
+        assert shape.estimate is not None
+        return shape.estimate(chosen)
+
+    counting = replace(shape, estimate=estimate)
+    assert choose_sentences(counting, 5) == () and not weighed
+    assert choose_sentences(counting, shape.cost((0,))) == (0,) and weighed
+
+
+@given(hostile)
+def test_quoting_marks_every_line_the_way_the_line_breaks_say(text: str) -> None:
+    lines = re.split(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]", text)
+    assert quote(text) == "\n".join("> " + line if line else ">" for line in lines)
