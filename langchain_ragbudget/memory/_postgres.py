@@ -14,8 +14,9 @@ extension, which Debian's PostgreSQL packages do not ship.
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -60,13 +61,11 @@ _STATEMENTS = {
     ),
     "BEGIN": ("BEGIN ISOLATION LEVEL REPEATABLE READ",),
     "PRAGMA user_version": ("SELECT value FROM meta WHERE key = 'schema_version'",),
-    # Recall's statistics: its commit need not wait for the disk (a crash may lose
-    # the last few `last_recalled_at`, which ranking never reads).
-    "UPDATE memories SET last_recalled_at = ? WHERE id = ?": (
-        "SET LOCAL synchronous_commit = off",
-        "UPDATE memories SET last_recalled_at = %s WHERE id = %s",
-    ),
 }
+# Recall's statistics: a transaction of its own, sent in one round trip, whose
+# commit need not wait for the disk (a crash may lose the last few
+# `last_recalled_at`, which ranking never reads).
+_STATISTICS = "UPDATE memories SET last_recalled_at = ? "
 _NULL_SAFE = re.compile(r"\bIS \?")
 
 
@@ -85,10 +84,6 @@ class Connection(Protocol):
     """What the store asks of a connection: `sqlite3.Connection` has it."""
 
     def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Cursor: ...
-
-    def executemany(
-        self, sql: str, parameters: Iterable[Sequence[Any]], /
-    ) -> Cursor: ...
 
     def close(self) -> None: ...
 
@@ -189,33 +184,51 @@ class ServerConnection:
         if sql in ("COMMIT", "ROLLBACK") and self._pending:
             self._pending = []
             return self._connection.cursor()
+        after: list[str] = []
+        if sql.startswith(_STATISTICS):
+            before += ["BEGIN", "SET LOCAL synchronous_commit = off"]
+            after = ["COMMIT"]
         return self._sent(
             before,
             lambda: self._connection.execute(last, tuple(parameters), binary=True),
+            after,
         )
 
-    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor:
-        if self._connection.broken:
-            self._connection = self._connected()
-        *before, last = dialect(sql)
-        cursor = self._connection.cursor()
-        self._sent(before, lambda: cursor.executemany(last, parameters))
-        return cursor
+    def _sent(
+        self, before: list[str], send: Callable[[], T], after: Sequence[str] = ()
+    ) -> T:
+        """`send()` after the pending and `before` statements, `after` after it.
 
-    def _sent(self, before: list[str], send: Callable[[], T]) -> T:
-        """`send()` after the pending and `before` statements, in one round trip."""
+        One round trip; a transaction `after` closes is undone on failure.
+        """
         import psycopg
 
         before, self._pending = [*self._pending, *before], []
         try:
-            if not before:
+            if not before and not after:
                 return send()
             with self._connection.pipeline():
                 for statement in before:
                     self._connection.execute(statement)
-                return send()
+                sent = send()
+                for statement in after:
+                    self._connection.execute(statement)
+                return sent
         except psycopg.Error as exc:
+            if after:
+                self._undone()
             raise self._failed(exc) from exc
+
+    def _undone(self) -> None:
+        """Roll back a transaction a failed pipeline left open, if it can."""
+        import psycopg
+        from psycopg.pq import TransactionStatus
+
+        if self._connection.broken:
+            return
+        if self._connection.info.transaction_status != TransactionStatus.IDLE:
+            with contextlib.suppress(psycopg.Error):
+                self._connection.execute("ROLLBACK")
 
     def close(self) -> None:
         self._connection.close()

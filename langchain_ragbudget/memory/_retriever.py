@@ -185,11 +185,14 @@ class MemoryRetriever(BaseRetriever):
             return MemoryRecall()
         query_vector = self._query_vector(ranking, query, vector)
         factors = score_all(ranking, query_vector, timestamp(now), self.half_life_days)
-        recalled = self._scored(ranking, factors, best(factors[3], self.k))
+        top = best(factors[3], self.k)
+        newest = self._newest_of(ranking, factors[3], top) if self.supersede else []
+        memories = self.store.get_many([ranking.ids[i] for i in [*top, *newest]])
+        recalled = self._scored(ranking, factors, top, memories)
         kept, drops = under_floor(recalled, self.min_score)
         fetched = 0
         if self.supersede:
-            with_newest = self._with_newest(ranking, factors, kept)
+            with_newest = self._with_newest(ranking, factors, kept, memories)
             fetched = len(with_newest) - len(kept)
             kept, more = superseded(with_newest)
             drops += more
@@ -212,46 +215,54 @@ class MemoryRetriever(BaseRetriever):
         query_vector = self._query_vector(ranking, query, vector)
         now = timestamp((self.clock or self.store.clock)())
         factors = score_all(ranking, query_vector, now, self.half_life_days)
-        return self._scored(ranking, factors, best(factors[3], len(ranking.ids)))
+        top = best(factors[3], len(ranking.ids))
+        memories = self.store.get_many([ranking.ids[i] for i in top])
+        return self._scored(ranking, factors, top, memories)
+
+    def _newest_of(
+        self, ranking: Ranking, scores: np.ndarray, top: list[int]
+    ) -> list[int]:
+        """Where each subject in `top` has its newest memory, when not in `top`.
+
+        Only the subjects of memories at or over the floor; read with `top`'s rows.
+        """
+        out: list[int] = []
+        for at in top:
+            subject = ranking.subjects[at]
+            if subject is not None and scores[at] >= self.min_score:
+                newest = ranking.newest[subject]
+                if newest not in top and newest not in out:
+                    out.append(newest)
+        return out
 
     def _with_newest(
-        self, ranking: Ranking, factors: Factors, kept: list[Scored]
+        self,
+        ranking: Ranking,
+        factors: Factors,
+        kept: list[Scored],
+        memories: dict[str, Memory],
     ) -> list[Scored]:
         """`kept` with each subject's newest memory put before its first.
 
-        The newest is the most recently said in the whole store; nothing is added
-        when it is in `kept` already.
+        The newest is the most recently said in the whole store as the ranking
+        read it (`Ranking.newest`; its row in `memories`); nothing is added when
+        it is in `kept` already, or was forgotten since.
         """
         out: list[Scored] = []
         held = {item.memory.id for item in kept}
         done: set[str] = set()
+        scores = factors[3]
         for item in kept:
             subject = item.memory.subject
             if subject is not None and subject not in done:
                 done.add(subject)
-                newest = self._newest(ranking, factors, subject, held)
-                if newest is not None:
-                    out.append(newest)
+                at = ranking.newest[subject]
+                newest = memories.get(ranking.ids[at])
+                if newest is not None and newest.id not in held:
+                    rank = int(np.count_nonzero(scores > scores[at])) + 1
+                    out.append(_scored_one(newest, at, rank, factors))
             out.append(item)
         return out
-
-    def _newest(
-        self, ranking: Ranking, factors: Factors, subject: str, held: set[str]
-    ) -> Scored | None:
-        """The subject's most recently said memory among those ranked, scored.
-
-        None when it is in `held` already.
-        """
-        for memory in self.store.list(subject):
-            if memory.id in held:
-                return None
-            at = ranking.position(memory.id)
-            if at is None:  # written since the ranking was read
-                continue
-            scores = factors[3]
-            rank = int(np.count_nonzero(scores > scores[at])) + 1
-            return _scored_one(memory, at, rank, factors)
-        return None
 
     def _query_vector(
         self, ranking: Ranking, query: str | None, vector: Sequence[float] | None
@@ -275,13 +286,17 @@ class MemoryRetriever(BaseRetriever):
         return query_vector
 
     def _scored(
-        self, ranking: Ranking, factors: Factors, top: list[int]
+        self,
+        ranking: Ranking,
+        factors: Factors,
+        top: list[int],
+        memories: dict[str, Memory],
     ) -> list[Scored]:
         """The memories at positions `top`, in order, every factor of their scores.
 
-        One forgotten by another process since the ranking was read is left out.
+        One forgotten by another process since the ranking was read (absent from
+        `memories`) is left out.
         """
-        memories = self.store.get_many([ranking.ids[i] for i in top])
         recalled: list[Scored] = []
         for i in top:
             memory = memories.get(ranking.ids[i])

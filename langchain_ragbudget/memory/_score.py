@@ -92,13 +92,19 @@ def score_all(
 ) -> Factors:
     """Similarity, age in days, recency and score of every memory, as arrays.
 
-    An age below zero (a clock behind the store's) counts as 0.
+    An age below zero (a clock behind the store's) counts as 0. In place where
+    it can be: over 100,000 memories each pass over an array costs a tenth of
+    the matrix-vector product.
     """
     unit = (query / np.linalg.norm(query)).astype(np.float32)
     similarity = cosines(ranking.vectors, unit)
-    ages = np.maximum(now - ranking.said_at, 0.0) / SECONDS_PER_DAY
-    recency = np.power(0.5, ages / half_life_days)
-    scores = similarity.astype(np.float64) * ranking.importance * recency
+    ages = np.subtract(now, ranking.said_at)
+    np.maximum(ages, 0.0, out=ages)
+    ages *= 1 / SECONDS_PER_DAY
+    recency = np.multiply(ages, -1 / half_life_days)
+    np.exp2(recency, out=recency)  # 0.5 ** (age / half-life)
+    scores = np.multiply(similarity, ranking.importance)
+    scores *= recency
     return similarity, ages, recency, scores
 
 
@@ -121,7 +127,7 @@ def best(scores: np.ndarray, k: int) -> list[int]:
     """Positions of the `k` best scores, best first (ties: store order)."""
     if len(scores) <= k:
         return sorted(range(len(scores)), key=lambda i: (-scores[i], i))
-    top = np.argpartition(-scores, k - 1)[:k]
+    top = np.argpartition(scores, len(scores) - k)[len(scores) - k :]
     return sorted(top.tolist(), key=lambda i: (-scores[i], i))
 
 

@@ -76,6 +76,8 @@ SAME_TEXT = (
     "SELECT id FROM memories WHERE norm = ? AND subject IS ? "
     "ORDER BY said_at DESC LIMIT 1"
 )
+# Recall's statistics (`mark_recalled`): one statement, committed on its own.
+RECALLED = "UPDATE memories SET last_recalled_at = ? WHERE id IN ({})"
 _SPACES = re.compile(r"\s+")
 # Punctuation that does not join two letters or digits ("10:00", "3.5" and "don't"
 # keep theirs: dropping it would make "3.5" restate "35").
@@ -566,25 +568,27 @@ class MemoryStore:
     def mark_recalled(self, ids: Sequence[str], at: datetime) -> None:
         """Note when memories were recalled (statistics).
 
-        Ranking never reads `last_recalled_at`, so the generation does not move.
-        A read-only store keeps none (recall still works, as on a read-only index).
+        One statement, committed on its own (on PostgreSQL without waiting for
+        the disk). Ranking never reads `last_recalled_at`, so the generation
+        does not move. A read-only store keeps none (recall still works, as on
+        a read-only index).
         """
         if not ids or self.read_only:
             return
         when = timestamp(at)
-        with self._transaction() as connection:
-            connection.executemany(
-                "UPDATE memories SET last_recalled_at = ? WHERE id = ?",
-                [(when, memory_id) for memory_id in ids],
-            )
+        with self._lock, self._errors():
+            for start in range(0, len(ids), 500):  # SQLite's bound-parameter limit
+                part = ids[start : start + 500]
+                marks = ", ".join("?" * len(part))
+                self._connection.execute(RECALLED.format(marks), (when, *part))
 
     def ranking(self) -> Ranking:
         """Ranking's arrays, up to date, read as one committed state of the file."""
-        with self._lock, self._snapshot():
+        with self._lock, self._errors():
             return self._cache.read(
                 self._query,
                 lambda ids: dict(self._rows_of("id, embedding", ids)),
-                self.dimension() or 0,
+                self._snapshot,
             )
 
     def schema_version(self) -> int:

@@ -98,6 +98,24 @@ def test_a_lost_connection_fails_one_call_and_the_next_reconnects(
     assert again.times_said == 1  # the failed call wrote nothing
 
 
+def test_recall_statistics_that_fail_leave_no_transaction_open(
+    postgres_host: str,
+) -> None:
+    """`last_recalled_at` is a transaction of its own in one round trip: when the
+    server refuses it (here a row lock held past the lock timeout), it is rolled
+    back, and the connection serves the next call."""
+    location = new_schema(postgres_host)
+    served = MemoryStore(location)
+    memory = served.remember("a fact", embedding=[1.0, 0.0])
+    served._connection.execute("SET lock_timeout = 100")
+    with psycopg.connect(location) as holder:
+        holder.execute("SELECT 1 FROM memories WHERE id = %s FOR UPDATE", (memory.id,))
+        with pytest.raises(MemoryStoreError):
+            MemoryRetriever(store=served).recall(vector=[1.0, 0.0])
+    assert served.remember("another fact", embedding=[0.0, 1.0]).times_said == 1
+    assert len(MemoryRetriever(store=served).recall(vector=[1.0, 0.0]).kept) == 2
+
+
 def test_memory_store_in_the_yaml_opens_the_server(
     postgres_host: str, tmp_path: Path
 ) -> None:

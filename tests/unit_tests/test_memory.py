@@ -20,9 +20,10 @@ import math
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -305,6 +306,74 @@ def test_supersession_keeps_the_most_recently_said(new_memory_store: NewStore) -
     assert new.id in record.detail
     off = MemoryRetriever(store=store, supersede=False).recall(vector=QUERY)
     assert len(off.kept) == 3 and not off.drops
+
+
+def test_a_subject_s_newest_from_another_handle_supersedes_a_cached_ranking(
+    new_memory_store: NewStore,
+) -> None:
+    """The newest on a subject is the ranking's, kept in step with other writers:
+    a newer memory ranking below `k`, a restatement moving an older one ahead,
+    and a restatement with an earlier clock moving the newest back."""
+    path = new_memory_store()
+    clock, other_clock = Clock(), Clock()
+    reader = MemoryStore(path, clock=clock)
+    writer = MemoryStore(path, clock=other_clock)
+    old = reader.remember("prefers dark", subject="theme", embedding=DARK[0])
+    reader.remember("uses vim", embedding=[0.6, 0.8, 0.0])
+    retriever = MemoryRetriever(store=reader, k=1)
+    assert [item.memory.id for item in retriever.recall(vector=QUERY).kept] == [old.id]
+    other_clock.advance(days=1)  # the ranking is cached; another handle writes
+    new = writer.remember("switched to light", subject="theme", embedding=[0, 0, 1])
+    recall = retriever.recall(vector=QUERY)
+    assert [item.memory.id for item in recall.kept] == [new.id]
+    assert [(r.key, r.reason) for r in recall.drops] == [
+        (old.id, DropReason.SUPERSEDED)
+    ]
+    other_clock.advance(days=1)
+    writer.remember("prefers dark", subject="theme", embedding=DARK[0])  # restated
+    assert [m.memory.id for m in retriever.recall(vector=QUERY).kept] == [old.id]
+    other_clock.now = START + timedelta(hours=12)  # a clock behind: said earlier
+    writer.remember("prefers dark", subject="theme", embedding=DARK[0])
+    assert [m.memory.id for m in retriever.recall(vector=QUERY).kept] == [new.id]
+
+
+class Counted:
+    """A store's connection that notes every statement the store sends it."""
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self.sent: list[str] = []
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ()) -> Any:
+        self.sent.append(sql)
+        return self.connection.execute(sql, parameters)
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def test_a_recall_of_a_current_ranking_sends_three_statements(
+    new_memory_store: NewStore,
+) -> None:
+    """The generation, the recalled rows with each subject's newest (ranked below
+    `k` here), their `last_recalled_at`: no transaction around them, no query
+    per subject (each is a round trip to a server)."""
+    clock = Clock()
+    store = MemoryStore(new_memory_store(), clock=clock)
+    old = store.remember("prefers dark", subject="theme", embedding=DARK[0])
+    clock.advance(days=1)
+    new = store.remember("switched to light", subject="theme", embedding=[0, 0, 1])
+    retriever = MemoryRetriever(store=store, k=1)
+    retriever.recall(vector=QUERY)  # the ranking read
+    counted = Counted(store._connection)
+    store._connection = counted
+    recall = retriever.recall(vector=QUERY)
+    assert [item.memory.id for item in recall.kept] == [new.id]
+    assert [record.key for record in recall.drops] == [old.id]
+    assert [sql.split()[0] for sql in counted.sent] == ["SELECT", "SELECT", "UPDATE"]
+    assert "generation" in counted.sent[0]
+    recalled = store.get(new.id)
+    assert recalled is not None and recalled.last_recalled_at == clock.now
 
 
 def test_min_score_drops_on_the_record(new_memory_store: NewStore) -> None:
