@@ -108,18 +108,14 @@ def score_all(
     return similarity, ages, recency, scores
 
 
-BLAS_FROM = 32_768  # rows from which `@` (BLAS) beats einsum
-
-
 def cosines(vectors: np.ndarray, unit: np.ndarray) -> np.ndarray:
-    """Each unit row's dot product with `unit`.
+    """Each unit row's dot product with `unit`, in this thread (einsum, not BLAS).
 
-    BLAS (`@`) for a large store, single-threaded einsum for a small one: on busy
-    cores BLAS's threads cost a fixed overhead per call that only a large store
-    repays (BENCHMARKS.md, Agent memory).
+    A pass over the vectors is bound by memory, not arithmetic: BLAS's threads
+    were no faster at 100,000 memories on a quiet machine, far slower on busy
+    cores, and, still spinning after the call, they delayed a server store's next
+    round trip (BENCHMARKS.md, Agent memory).
     """
-    if len(vectors) >= BLAS_FROM:
-        return np.asarray(vectors @ unit)
     return np.einsum("ij,j->i", vectors, unit)
 
 
