@@ -39,7 +39,7 @@ from langchain_ragbudget.memory._retriever import (
     MemoryStore,
     MemoryStoreError,
 )
-from langchain_ragbudget.memory._score import Scored
+from langchain_ragbudget.memory._score import Scored, best
 from langchain_ragbudget.memory._store import SAME_TEXT
 
 START = datetime(2026, 9, 1, 9, 0, tzinfo=UTC)
@@ -616,3 +616,18 @@ def test_the_cached_arrays_equal_a_fresh_read(
         assert np.array_equal(cached.vectors, fresh.vectors)
         assert np.array_equal(cached.said_at, fresh.said_at)
         assert np.array_equal(cached.importance, fresh.importance)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 4), min_size=1, max_size=3000),
+    st.integers(1, 20),
+)
+def test_best_is_the_k_best_scores_ties_in_store_order(
+    values: list[int], k: int
+) -> None:
+    """Few distinct values, so the cut falls inside a tie (argpartition's did not
+    keep store order there); lists past 64 * k take the sampled bound."""
+    scores = np.asarray(values, dtype=np.float64)
+    expected = sorted(range(len(values)), key=lambda i: (-values[i], i))[:k]
+    assert best(scores, k) == expected
