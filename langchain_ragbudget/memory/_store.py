@@ -544,9 +544,7 @@ class MemoryStore:
 
     def _rows_of(self, columns: str, ids: Sequence[str]) -> builtins.list[Any]:
         rows = []
-        for start in range(0, len(ids), 500):  # SQLite's bound-parameter limit
-            part = ids[start : start + 500]
-            marks = ", ".join("?" * len(part))
+        for part, marks in _id_batches(ids):
             sql = f"SELECT {columns} FROM memories WHERE id IN ({marks})"
             rows += self._query(sql, part)
         return rows
@@ -577,9 +575,7 @@ class MemoryStore:
             return
         when = timestamp(at)
         with self._lock, self._errors():
-            for start in range(0, len(ids), 500):  # SQLite's bound-parameter limit
-                part = ids[start : start + 500]
-                marks = ", ".join("?" * len(part))
+            for part, marks in _id_batches(ids):
                 self._connection.execute(RECALLED.format(marks), (when, *part))
 
     def ranking(self) -> Ranking:
@@ -601,6 +597,13 @@ class MemoryStore:
 
     def __repr__(self) -> str:
         return f"MemoryStore({str(self.path)!r}, {len(self)} memories)"
+
+
+def _id_batches(ids: Sequence[str]) -> Iterator[tuple[Sequence[str], str]]:
+    """`ids` in parts of 500 (SQLite's bound-parameter limit), with their `?` marks."""
+    for start in range(0, len(ids), 500):
+        part = ids[start : start + 500]
+        yield part, ", ".join("?" * len(part))
 
 
 def _ensure_schema(connection: sqlite3.Connection, path: Path) -> None:
